@@ -1,0 +1,1 @@
+"""The .pipe grammar, shipped as package data."""

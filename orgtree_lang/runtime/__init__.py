@@ -1,0 +1,1 @@
+"""Runtime services the VM calls out to: values, records, skills, the workspace."""

@@ -1,0 +1,164 @@
+"""Runtime values of .pipe programs: records, display text, and an exact JSON encoding of any value."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from orgtree_lang.types import PipeType
+
+
+class RecordValue:
+    """An instance of a `record` type: a type name and validated field values (plain data)."""
+
+    __slots__ = ("record_name", "fields")
+
+    def __init__(self, record_name: str, fields: dict[str, Any]) -> None:
+        self.record_name = record_name
+        self.fields = fields
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, RecordValue)
+            and other.record_name == self.record_name
+            and other.fields == self.fields
+        )
+
+    def __hash__(self) -> int:
+        return hash(self.record_name)
+
+    def __repr__(self) -> str:
+        return display(self)
+
+
+class Unbound:
+    """The marker stored in a local slot that has not been assigned yet."""
+
+    _instance: Unbound | None = None
+
+    def __new__(cls) -> Unbound:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "<unbound>"
+
+
+UNBOUND = Unbound()
+
+
+def display(value: Any, nested: bool = False) -> str:
+    """How `print` and f-strings show a value: strings bare at top level, quoted inside containers."""
+    if value is None:
+        return "none"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, str):
+        return _quote(value) if nested else value
+    if isinstance(value, float):
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return repr(value)
+    if isinstance(value, int):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(display(v, True) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_quote(str(k))}: {display(v, True)}" for k, v in value.items()) + "}"
+    if isinstance(value, RecordValue):
+        inner = ", ".join(f"{k}={display(v, True)}" for k, v in value.fields.items())
+        return f"{value.record_name}({inner})"
+    return repr(value)
+
+
+def _quote(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+    return f'"{escaped}"'
+
+
+def to_plain(value: Any) -> Any:
+    """A JSON-friendly view of a value for output (records become dicts with their fields)."""
+    if isinstance(value, RecordValue):
+        return {k: to_plain(v) for k, v in value.fields.items()}
+    if isinstance(value, list):
+        return [to_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: to_plain(v) for k, v in value.items()}
+    return value
+
+
+# The exact encoding used for run state. Plain JSON values stand for themselves, except that
+# records, the unbound marker, non-finite floats, and dicts that could be mistaken for one of
+# these are wrapped in a one-key object whose key starts with "$".
+def encode(value: Any) -> Any:
+    """Encode a runtime value as JSON-compatible data that `decode` turns back into an equal value."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        return {"$float": repr(value)}
+    if isinstance(value, list):
+        return [encode(v) for v in value]
+    if isinstance(value, dict):
+        encoded = {k: encode(v) for k, v in value.items()}
+        if len(value) == 1 and next(iter(value)).startswith("$"):
+            return {"$dict": encoded}
+        return encoded
+    if isinstance(value, RecordValue):
+        return {"$record": [value.record_name, {k: encode(v) for k, v in value.fields.items()}]}
+    if value is UNBOUND:
+        return {"$unbound": 0}
+    raise TypeError(f"cannot encode a {type(value).__name__} in run state")
+
+
+def decode(data: Any) -> Any:
+    """Inverse of `encode`."""
+    if isinstance(data, list):
+        return [decode(v) for v in data]
+    if isinstance(data, dict):
+        if len(data) == 1:
+            (key, inner), = data.items()
+            if key == "$record":
+                name, fields = inner
+                return RecordValue(name, {k: decode(v) for k, v in fields.items()})
+            if key == "$dict":
+                return {k: decode(v) for k, v in inner.items()}
+            if key == "$float":
+                return float(inner)
+            if key == "$unbound":
+                return UNBOUND
+        return {k: decode(v) for k, v in data.items()}
+    return data
+
+
+def conforms(value: Any, ptype: "PipeType") -> bool:
+    """True if a runtime value belongs to a PipeType (records are matched by name)."""
+    kind = ptype.kind
+    if kind == "any":
+        return True
+    if kind == "optional":
+        return value is None or conforms(value, ptype.arg)
+    if kind == "none":
+        return value is None
+    if kind in ("str", "path"):
+        return isinstance(value, str)
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "float":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == "list":
+        return isinstance(value, list) and (ptype.arg.is_any or all(conforms(v, ptype.arg) for v in value))
+    if kind == "dict":
+        return isinstance(value, dict) and all(
+            isinstance(k, str) and conforms(v, ptype.arg) for k, v in value.items()
+        )
+    if kind == "record":
+        return isinstance(value, RecordValue) and value.record_name == ptype.name
+    return False

@@ -1,0 +1,1 @@
+"""Turn .pipe source text into a syntax tree, with spans and diagnostics."""
