@@ -1,0 +1,488 @@
+"""Turn typed, documented Python functions into Skills, validate their calls, and keep them in a registry."""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import importlib.metadata
+import inspect
+import os
+import re
+import time
+import typing
+from dataclasses import dataclass, replace
+from pathlib import Path, PurePath
+from typing import Any, Callable
+
+from orgtree_lang import types as T
+from orgtree_lang.runtime.docstrings import parse_docstring
+from orgtree_lang.runtime.errors import SkillArgumentError, SkillError
+from orgtree_lang.runtime.values import RecordValue, conforms, display, to_plain
+from orgtree_lang.runtime.workspace import Workspace
+from orgtree_lang.types import PipeType
+
+PLUGIN_GROUP = "orgtree_lang.skills"
+_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
+_MARK = "__pipe_skill__"
+
+
+class _Missing:
+    """The type of MISSING: the default of a parameter that has none."""
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __reduce__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a skill: its name, .pipe type, default (or MISSING) and documentation."""
+
+    name: str
+    type: PipeType
+    default: Any = MISSING
+    doc: str = ""
+
+    @property
+    def required(self) -> bool:
+        return self.default is MISSING
+
+
+@dataclass(frozen=True)
+class SkillContext:
+    """What the runtime hands to a skill that asks for it: the workspace, the run, and the clock."""
+
+    workspace: Workspace
+    run_id: str = "local"
+    # Skills read the time only through this so that a run can be journaled and replayed.
+    clock: Callable[[], float] = time.time
+
+
+@dataclass(frozen=True, eq=False)
+class Skill:
+    """A typed, documented callable registered under a dotted name, with its calls validated both ways."""
+
+    name: str
+    description: str
+    params: tuple[Param, ...]
+    returns: PipeType
+    returns_doc: str
+    pure: bool
+    func: Callable
+    origin: str
+    takes_context: bool
+    idempotent: bool = False  # safe to call again with the same arguments (pure implies it)
+
+    @property
+    def namespace(self) -> str:
+        return self.name.rpartition(".")[0]
+
+    def param(self, name: str) -> Param | None:
+        return next((p for p in self.params if p.name == name), None)
+
+    def signature(self) -> str:
+        """The skill's .pipe signature, e.g. `text.split(text: str, sep: str? = none) -> list[str]`."""
+        parts = []
+        for p in self.params:
+            text = f"{p.name}: {p.type}"
+            if not p.required:
+                text += f" = {display(p.default, nested=True)}"
+            parts.append(text)
+        return f"{self.name}({', '.join(parts)}) -> {self.returns}"
+
+    def input_schema(self) -> dict:
+        """A JSON schema for the arguments, as one object keyed by parameter name."""
+        properties = {}
+        for p in self.params:
+            prop = json_schema(p.type)
+            if p.doc:
+                prop["description"] = p.doc
+            if not p.required and _jsonable(p.default):
+                prop["default"] = to_plain(p.default)
+            properties[p.name] = prop
+        schema: dict[str, Any] = {"type": "object", "properties": properties}
+        required = [p.name for p in self.params if p.required]
+        if required:
+            schema["required"] = required
+        schema["additionalProperties"] = False
+        if self.description:
+            schema["description"] = self.description
+        return schema
+
+    def output_schema(self) -> dict:
+        schema = json_schema(self.returns)
+        if self.returns_doc:
+            schema["description"] = self.returns_doc
+        return schema
+
+    def bind(self, args: list, kwargs: dict) -> dict[str, Any]:
+        """Match positional then keyword arguments to parameters, filling defaults; SkillError if they don't fit."""
+        if len(args) > len(self.params):
+            names = ", ".join(p.name for p in self.params) or "none"
+            raise SkillError(
+                f"{self.name} takes at most {len(self.params)} positional argument"
+                f"{'s' if len(self.params) != 1 else ''} ({names}), got {len(args)}",
+                hint=f"the signature is {self.signature()}",
+            )
+        bound: dict[str, Any] = {p.name: value for p, value in zip(self.params, args)}
+        known = [p.name for p in self.params]
+        for key, value in kwargs.items():
+            if key not in known:
+                close = difflib.get_close_matches(key, known, n=1)
+                raise SkillArgumentError(
+                    self.name, key,
+                    expected="one of " + (", ".join(f"`{n}`" for n in known) or "no arguments"),
+                    got=f"unknown keyword `{key}`",
+                    hint=f"did you mean `{close[0]}`?" if close else f"the signature is {self.signature()}",
+                )
+            if key in bound:
+                raise SkillArgumentError(
+                    self.name, key, expected="one value",
+                    got="two (one positional and one by keyword)",
+                    hint=f"pass `{key}` either by position or as `{key}=...`, not both",
+                )
+            bound[key] = value
+        for p in self.params:
+            if p.name in bound:
+                continue
+            if p.required:
+                raise SkillArgumentError(
+                    self.name, p.name, expected=str(p.type), got="nothing (it is required)",
+                    hint=f"the signature is {self.signature()}",
+                )
+            bound[p.name] = p.default
+        return {p.name: bound[p.name] for p in self.params}
+
+    def invoke(self, args: list, kwargs: dict, ctx: SkillContext) -> Any:
+        """Bind and validate the arguments, call the function, and return its result as a checked .pipe value."""
+        bound = self.bind(args, kwargs)
+        call: dict[str, Any] = {}
+        for p in self.params:
+            value = _as_argument(bound[p.name], p.type)
+            if not conforms(value, p.type):
+                raise SkillArgumentError(self.name, p.name, expected=str(p.type), got=describe_value(value))
+            call[p.name] = _path_objects(value, p.type)
+        if self.takes_context:
+            call["ctx"] = ctx
+        result = to_pipe_value(self.func(**call))
+        if not conforms(result, self.returns):
+            raise SkillError(
+                f"skill {self.name} returned {describe_value(result)}, but declares {self.returns}",
+                hint="this is a bug in the skill",
+            )
+        return result
+
+    def __repr__(self) -> str:
+        return f"<Skill {self.signature()} from {self.origin}>"
+
+
+def describe_value(value: Any, limit: int = 40) -> str:
+    """`<type> <short display>` for error messages, e.g. `int 3` or `list[str] ["a", "b"]`."""
+    shown = display(value, nested=True)
+    if len(shown) > limit:
+        shown = shown[: limit - 1] + "…"
+    return f"{T.type_of_value(value)} {shown}"
+
+
+def to_pipe_value(value: Any) -> Any:
+    """Convert what a Python function returned into .pipe values (tuples, sets, paths, pydantic models)."""
+    if value is None or isinstance(value, (str, bool, int, float, RecordValue)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [to_pipe_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k if isinstance(k, str) else str(k): to_pipe_value(v) for k, v in value.items()}
+    if isinstance(value, PurePath):
+        return str(value)
+    if isinstance(value, (set, frozenset)):
+        items = [to_pipe_value(v) for v in value]
+        try:
+            return sorted(items)
+        except TypeError:
+            return sorted(items, key=repr)
+    # pydantic models, recognised by shape so pydantic is not imported just to check.
+    dump = getattr(value, "model_dump", None)
+    if callable(dump) and hasattr(type(value), "model_fields"):
+        return to_pipe_value(dump())
+    return value
+
+
+def _as_argument(value: Any, ptype: PipeType) -> Any:
+    """Records passed where a dict is expected become their fields (also inside lists and dicts)."""
+    kind = ptype.kind
+    if kind == "optional":
+        return value if value is None else _as_argument(value, ptype.arg)
+    if kind == "dict":
+        if isinstance(value, RecordValue):
+            value = dict(value.fields)
+        if isinstance(value, dict) and not ptype.arg.is_any:
+            return {k: _as_argument(v, ptype.arg) for k, v in value.items()}
+        return value
+    if kind == "list" and isinstance(value, list) and not ptype.arg.is_any:
+        return [_as_argument(v, ptype.arg) for v in value]
+    return value
+
+
+def _path_objects(value: Any, ptype: PipeType) -> Any:
+    """Strings passed to parameters typed `path` (a Python Path hint) arrive as Path objects."""
+    kind = ptype.kind
+    if kind == "path" and isinstance(value, str):
+        return Path(value)
+    if kind == "optional":
+        return _path_objects(value, ptype.arg)
+    if kind == "list" and isinstance(value, list) and ptype.arg.kind in ("path", "optional", "list"):
+        return [_path_objects(v, ptype.arg) for v in value]
+    return value
+
+
+def json_schema(ptype: PipeType) -> dict:
+    """The JSON schema of a .pipe type."""
+    kind = ptype.kind
+    if kind == "any":
+        return {}
+    if kind == "optional":
+        return {"anyOf": [json_schema(ptype.arg), {"type": "null"}]}
+    if kind == "list":
+        return {"type": "array", "items": json_schema(ptype.arg)}
+    if kind == "dict":
+        return {"type": "object", "additionalProperties": json_schema(ptype.arg)}
+    if kind == "record":
+        return {"type": "object", "title": ptype.name}
+    if kind == "path":
+        return {"type": "string", "format": "path"}
+    return {"type": {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "none": "null"}[kind]}
+
+
+def _jsonable(value: Any) -> bool:
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_jsonable(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _jsonable(v) for k, v in value.items())
+    return isinstance(value, RecordValue)
+
+
+def skill(name: str | Callable | None = None, *, pure: bool = False, idempotent: bool = False) -> Any:
+    """Mark a typed, documented function as a skill; the registry picks it up, nothing is registered here.
+
+    Use as `@skill`, `@skill()` or `@skill("text.split", pure=True)`. The name defaults to
+    `<last part of the module>.<function name>`.
+    """
+    if callable(name):
+        return skill()(name)
+
+    def mark(func: Callable) -> Callable:
+        built = make_skill(func, name=name, pure=pure, idempotent=idempotent, origin=func.__module__)
+        setattr(func, _MARK, built)
+        return func
+
+    return mark
+
+
+def make_skill(
+    func: Callable,
+    *,
+    name: str | None = None,
+    pure: bool = False,
+    idempotent: bool = False,
+    origin: str = "local",
+) -> Skill:
+    """Build a Skill from a function's type hints and Google-style docstring; TypeError if either is missing."""
+    if not callable(func) or not hasattr(func, "__name__"):
+        raise TypeError(f"a skill must be a function, got {type(func).__name__}")
+    label = f"{getattr(func, '__module__', '?')}.{func.__qualname__}"
+    skill_name = name or f"{(func.__module__ or '').rpartition('.')[2] or 'local'}.{func.__name__}"
+    if not _NAME.match(skill_name):
+        raise TypeError(
+            f"skill name {skill_name!r} for {label} must be dotted identifiers like `text.split`"
+        )
+    doc = parse_docstring(inspect.getdoc(func))
+    if not doc.summary:
+        raise TypeError(f"skill {skill_name} ({label}) has no docstring; say what it does in one line")
+    try:
+        hints = typing.get_type_hints(func)
+    except Exception as exc:  # unresolvable forward references, typos in annotations
+        raise TypeError(f"skill {skill_name} ({label}): cannot read its type hints: {exc}") from exc
+    params: list[Param] = []
+    takes_context = False
+    for p in inspect.signature(func).parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY):
+            raise TypeError(
+                f"skill {skill_name} ({label}): parameter `{p.name}` must be an ordinary named parameter "
+                "(no *args, **kwargs or positional-only parameters)"
+            )
+        if p.name not in hints:
+            raise TypeError(f"skill {skill_name} ({label}): parameter `{p.name}` has no type hint")
+        hint = hints[p.name]
+        if hint is SkillContext:
+            if p.name != "ctx":
+                raise TypeError(f"skill {skill_name} ({label}): the SkillContext parameter must be named `ctx`")
+            takes_context = True
+            continue
+        ptype = T.from_python(hint)
+        default = MISSING if p.default is p.empty else p.default
+        if default is not MISSING and not conforms(to_pipe_value(default), ptype):
+            raise TypeError(
+                f"skill {skill_name} ({label}): default {default!r} of `{p.name}` is not a {ptype}"
+            )
+        params.append(Param(p.name, ptype, default, doc.params.get(p.name, "")))
+    if "return" not in hints:
+        raise TypeError(f"skill {skill_name} ({label}) has no return type hint")
+    return Skill(
+        name=skill_name,
+        description=doc.description,
+        params=tuple(params),
+        returns=T.from_python(hints["return"]),
+        returns_doc=doc.returns,
+        pure=pure,
+        func=func,
+        origin=origin,
+        takes_context=takes_context,
+        idempotent=idempotent or pure,
+    )
+
+
+class SkillRegistry:
+    """The skills a run may call, by dotted name, each with the package it came from."""
+
+    def __init__(self) -> None:
+        self._skills: dict[str, Skill] = {}
+        self._plugins: list[str] = []
+        self._default_origin = "local"
+
+    def register(self, obj: Any, *, name: str | None = None, origin: str | None = None) -> Skill:
+        """Add a @skill function, a plain typed function or a Skill; ValueError if the name is taken.
+
+        `origin` defaults to "local", or to the plugin's distribution name while its hook runs.
+        """
+        origin = origin or self._default_origin
+        if isinstance(obj, Skill):
+            built = replace(obj, name=name or obj.name, origin=origin)
+            if not _NAME.match(built.name):
+                raise TypeError(f"skill name {built.name!r} must be dotted identifiers like `text.split`")
+        elif isinstance(getattr(obj, _MARK, None), Skill):
+            marked: Skill = getattr(obj, _MARK)
+            built = replace(marked, origin=origin) if name is None else make_skill(
+                obj, name=name, pure=marked.pure, idempotent=marked.idempotent, origin=origin
+            )
+        else:
+            built = make_skill(obj, name=name, origin=origin)
+        existing = self._skills.get(built.name)
+        if existing is not None:
+            raise ValueError(
+                f"skill `{built.name}` from {built.origin} is already registered by {existing.origin}"
+            )
+        self._skills[built.name] = built
+        return built
+
+    def register_module(self, module: Any, origin: str | None = None) -> None:
+        """Register every @skill function defined in (not merely imported into) a Python module."""
+        marked = [
+            obj for obj in vars(module).values()
+            if isinstance(getattr(obj, _MARK, None), Skill) and getattr(obj, "__module__", None) == module.__name__
+        ]
+        for func in sorted(marked, key=lambda f: getattr(f, _MARK).name):
+            self.register(func, origin=origin)
+
+    def get(self, name: str) -> Skill | None:
+        return self._skills.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._skills)
+
+    def namespaces(self) -> set[str]:
+        """Every dotted prefix with skills under it: `a.b.c` gives both `a` and `a.b`."""
+        result: set[str] = set()
+        for name in self._skills:
+            parts = name.split(".")
+            for i in range(1, len(parts)):
+                result.add(".".join(parts[:i]))
+        return result
+
+    def in_namespace(self, ns: str) -> list[Skill]:
+        """The skills under a namespace, nested ones included, sorted by name."""
+        prefix = ns.rstrip(".") + "."
+        return [self._skills[n] for n in self.names() if n.startswith(prefix)]
+
+    def suggest(self, name: str) -> str | None:
+        """The registered name closest to `name`, for "did you mean" hints."""
+        close = difflib.get_close_matches(name, list(self._skills), n=1, cutoff=0.6)
+        if close:
+            return close[0]
+        # `text.spilt` → a close function name within the same namespace
+        ns, _, last = name.rpartition(".")
+        same_ns = {n.rpartition(".")[2]: n for n in self._skills if n.rpartition(".")[0] == ns}
+        close = difflib.get_close_matches(last, list(same_ns), n=1, cutoff=0.6)
+        return same_ns[close[0]] if close else None
+
+    def fingerprint(self) -> str:
+        """A sha256 over every skill's signature and purity; changes whenever what the checker sees changes."""
+        digest = hashlib.sha256()
+        for n in self.names():
+            s = self._skills[n]
+            digest.update(f"{s.signature()} pure={s.pure}\n".encode())
+        return digest.hexdigest()
+
+    def load_plugins(self, group: str = PLUGIN_GROUP) -> list[str]:
+        """Call the `register(registry)` hook of every installed entry point in `group`; returns their names."""
+        loaded: list[str] = []
+        points = sorted(importlib.metadata.entry_points(group=group), key=lambda ep: (ep.name, ep.value))
+        for ep in points:
+            key = f"{group}:{ep.name}={ep.value}"
+            if key in self._plugins:
+                continue
+            dist = getattr(ep, "dist", None)
+            origin = getattr(dist, "name", None) or ep.module
+            try:
+                hook = ep.load()
+                if not callable(hook):
+                    raise TypeError(f"{ep.value} is a {type(hook).__name__}, not a register(registry) function")
+                self._default_origin = origin
+                hook(self)
+            except Exception as exc:
+                raise SkillError(
+                    f"skill plugin `{ep.name}` ({ep.value}, from {origin}) failed to load: "
+                    f"{type(exc).__name__}: {exc}",
+                    hint="fix or uninstall the plugin, or set PIPE_NO_PLUGINS=1 to run without plugins",
+                ) from exc
+            finally:
+                self._default_origin = "local"
+            self._plugins.append(key)
+            loaded.append(ep.name)
+        return loaded
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._skills
+
+    def __len__(self) -> int:
+        return len(self._skills)
+
+    def __iter__(self) -> typing.Iterator[Skill]:
+        return iter(self._skills[n] for n in self.names())
+
+    def __repr__(self) -> str:
+        return f"<SkillRegistry {len(self)} skills>"
+
+
+def plugins_disabled_by_env() -> bool:
+    value = os.environ.get("PIPE_NO_PLUGINS", "")
+    return value not in ("", "0")
+
+
+def default_registry(*, plugins: bool | None = None) -> SkillRegistry:
+    """A fresh registry with the stdlib and, unless switched off, every installed skill plugin."""
+    from orgtree_lang import stdlib  # the stdlib registers through the same public hook as a plugin
+
+    registry = SkillRegistry()
+    stdlib.register(registry)
+    if plugins is None:
+        plugins = not plugins_disabled_by_env()
+    if plugins:
+        registry.load_plugins()
+    return registry

@@ -1,0 +1,96 @@
+"""Map a relative path given by a program to a real path confined to the workspace root folder."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
+
+from orgtree_lang.runtime.errors import SkillError
+
+STATE_DIR_NAME = ".orgtree"
+
+_RELATIVE_HINT = "fs paths are relative to the workspace root, e.g. `notes/todo.txt`"
+
+
+class Workspace:
+    """The folder a run may read and write; every fs path is resolved against it and must stay inside."""
+
+    def __init__(self, root: Path | str) -> None:
+        # Resolve symlinks in the root itself so that real paths of entries can be compared with it.
+        self.root = Path(root).expanduser().resolve()
+
+    @property
+    def state_dir(self) -> Path:
+        """Where the run keeps its own state (modules, runs, state.db); created by whoever first needs it."""
+        return self.root / STATE_DIR_NAME
+
+    def resolve(self, path: str | PurePath) -> Path:
+        """The real absolute path for `path` (relative to the root); SkillError if it would leave the root."""
+        if isinstance(path, PurePath):
+            path = str(path)
+        if not isinstance(path, str):
+            raise SkillError(f"a path must be a string, got {type(path).__name__}", hint=_RELATIVE_HINT)
+        if not path:
+            raise SkillError("the path is empty", hint='use "." for the workspace root')
+        if "\0" in path:
+            raise SkillError(f"path {path!r} contains a NUL character", hint=_RELATIVE_HINT)
+        if _is_absolute(path):
+            raise SkillError(
+                f"absolute path `{path}` is not allowed; paths are relative to the workspace {self.root}",
+                hint=_RELATIVE_HINT,
+            )
+        parts = _normalize(path)
+        if parts is None:
+            raise SkillError(
+                f"path `{path}` leaves the workspace {self.root} through `..`",
+                hint="a path may use `..` only to step back out of folders it entered itself",
+            )
+        candidate = self.root.joinpath(*parts)
+        # realpath follows every symlink, including dangling ones and those in parent folders, and
+        # keeps the not-yet-existing tail as written, so new files under a symlinked folder are caught too.
+        real = Path(os.path.realpath(candidate))
+        if real != self.root and not real.is_relative_to(self.root):
+            raise SkillError(
+                f"path `{path}` leads outside the workspace {self.root} through a symbolic link (to {real})",
+                hint="symbolic links may only point to places inside the workspace",
+            )
+        return real
+
+    def relative(self, real: Path) -> str:
+        """The workspace-relative spelling of a path inside the root (`.` for the root itself)."""
+        rel = Path(real).relative_to(self.root)
+        return rel.as_posix() if rel.parts else "."
+
+    def is_state_path(self, real: Path) -> bool:
+        """True if a resolved path lies in the run's own state folder."""
+        state = Path(os.path.realpath(self.state_dir))
+        return real == state or real.is_relative_to(state)
+
+    def __repr__(self) -> str:
+        return f"Workspace({str(self.root)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Workspace) and other.root == self.root
+
+    def __hash__(self) -> int:
+        return hash(self.root)
+
+
+def _is_absolute(path: str) -> bool:
+    # Windows spellings are refused everywhere so a program behaves the same on every machine.
+    return PurePosixPath(path).is_absolute() or PureWindowsPath(path).anchor != ""
+
+
+def _normalize(path: str) -> list[str] | None:
+    """The path's parts with `.` and `..` applied lexically, or None if `..` climbs above the start."""
+    parts: list[str] = []
+    for part in path.replace("\\", "/").split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not parts:
+                return None
+            parts.pop()
+        else:
+            parts.append(part)
+    return parts

@@ -1,0 +1,644 @@
+"""Parse .pipe source text into a syntax tree (nodes.Module), turning Lark errors into Diagnostics."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import re
+from importlib import resources
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.indenter import DedentError, Indenter
+
+from orgtree_lang.syntax import nodes as n
+from orgtree_lang.syntax.diagnostics import CompileError, Diagnostic, DiagnosticSink
+from orgtree_lang.syntax.spans import Span
+
+# Words kept for constructs of later versions; using them as names is an error now.
+RESERVED = frozenset({"parallel", "send", "on", "assume", "expect", "import"})
+KEYWORDS = frozenset(
+    {"use", "record", "pipeline", "if", "elif", "else", "while", "for", "in", "break", "continue",
+     "pass", "try", "except", "fail", "return", "ambiguous", "and", "or", "not", "true", "false", "none"}
+)
+SOFT_KEYWORDS = ("label", "goto")
+
+
+class PipeIndenter(Indenter):
+    """Turns leading whitespace after newlines into _INDENT/_DEDENT; ignores newlines inside brackets."""
+
+    NL_type = "_NL"
+    OPEN_PAREN_types = ["LPAR", "LSQB", "LBRACE"]
+    CLOSE_PAREN_types = ["RPAR", "RSQB", "RBRACE"]
+    INDENT_type = "_INDENT"
+    DEDENT_type = "_DEDENT"
+    tab_len = 8
+
+
+@functools.lru_cache(maxsize=1)
+def grammar_text() -> str:
+    return resources.files("orgtree_lang.grammar").joinpath("pipe.lark").read_text(encoding="utf-8")
+
+
+@functools.lru_cache(maxsize=1)
+def lark_parser() -> Lark:
+    """The LALR parser for .pipe, built once per process (Lark caches the tables on disk)."""
+    return Lark(
+        grammar_text(),
+        parser="lalr",
+        postlex=PipeIndenter(),
+        propagate_positions=True,
+        maybe_placeholders=True,
+        start=["start", "expr"],
+        cache=True,
+    )
+
+
+def parse(source: str, file: str = "<string>") -> n.Module:
+    """Parse a whole module; raise CompileError with every diagnostic found."""
+    if not source.endswith("\n"):
+        source += "\n"
+    try:
+        tree = lark_parser().parse(source, start="start")
+    except (UnexpectedInput, DedentError) as err:
+        raise CompileError([parse_error_diagnostic(err, source, file)], {file: source}) from None
+    sink = DiagnosticSink(file)
+    module = _Builder(file, sink).transform(tree)
+    if sink.has_errors:
+        raise CompileError(sink.items, {file: source})
+    return module
+
+
+def parse_expr(text: str, file: str, line: int, col: int, sink: DiagnosticSink) -> n.Expr | None:
+    """Parse one expression (an f-string field) located at line/col; report errors into sink."""
+    try:
+        tree = lark_parser().parse(text, start="expr")
+    except (UnexpectedInput, DedentError) as err:
+        diag = parse_error_diagnostic(err, text, file)
+        span = Span(file, line, col + diag.span.col - 1, line, col + diag.span.col)
+        sink.error(f"in f-string expression: {diag.message}", span, diag.hint)
+        return None
+    return _Builder(file, sink, line_offset=line - 1, col_offset=col - 1).transform(tree)
+
+
+# ---- parse errors --------------------------------------------------------
+
+TOKEN_NAMES = {
+    "NAME": "a name", "INT": "a number", "FLOAT": "a number", "STRING": "a string",
+    "LONG_STRING": "a string", "FSTRING": "an f-string", "_NL": "end of line",
+    "_INDENT": "an indented block", "_DEDENT": "the end of the block", "$END": "end of file",
+    "COLON": "`:`", "LPAR": "`(`", "RPAR": "`)`", "LSQB": "`[`", "RSQB": "`]`", "LBRACE": "`{`",
+    "RBRACE": "`}`", "COMMA": "`,`", "EQUAL": "`=`", "DOT": "`.`", "OPTIONAL": "`?`",
+    "RARROW": "`->`", "AUG_OP": "an assignment operator",
+}
+
+
+def _describe_token(token: Token) -> str:
+    if token.type == "$END":
+        return "end of file"
+    if token.type == "_NL":
+        return "end of line"
+    if token.type == "_INDENT":
+        return "an indented block"
+    if token.type == "_DEDENT":
+        return "the end of the block"
+    return f"`{token.value}`"
+
+
+_EXPRESSION_STARTS = {"NAME", "INT", "FLOAT", "STRING", "LONG_STRING", "FSTRING", "LSQB", "LBRACE", "LPAR",
+                      "TRUE", "FALSE", "NONE", "NOT", "MINUS", "PLUS"}
+
+
+def _describe_expected(expected: set[str]) -> str:
+    names = []
+    if {"NAME", "INT", "STRING"} <= expected:
+        names.append("an expression")
+        expected = expected - _EXPRESSION_STARTS
+    for term in sorted(expected, key=lambda t: (t.startswith("_"), t)):
+        label = TOKEN_NAMES.get(term)
+        if label is None:
+            pattern = None
+            try:
+                pattern = lark_parser().get_terminal(term).pattern
+            except KeyError:
+                pass
+            label = f"`{pattern.value}`" if pattern is not None and pattern.type == "str" else term.lower()
+        if label not in names:
+            names.append(label)
+    if len(names) > 6:
+        return ", ".join(names[:6]) + " or something else"
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def parse_error_diagnostic(err: Exception, source: str, file: str) -> Diagnostic:
+    """Turn a Lark exception into one Diagnostic that says what was expected and what was found."""
+    if isinstance(err, DedentError):
+        line = _line_of_bad_dedent(source)
+        return Diagnostic(
+            "error", "unindent does not match any outer indentation level", Span(file, line, 1, line, 2),
+            "indent blocks consistently, e.g. always 4 spaces per level",
+        )
+    line, col = getattr(err, "line", 1) or 1, getattr(err, "column", 1) or 1
+    if isinstance(err, UnexpectedCharacters):
+        char = source[err.pos_in_stream] if err.pos_in_stream < len(source) else ""
+        hint = None
+        if char in "\"'":
+            hint = "strings must close on the same line; use \"\"\"...\"\"\" for text spanning lines"
+        elif char == "\t" or char == "$":
+            hint = None
+        return Diagnostic("error", f"unexpected character `{char}`", Span(file, line, col, line, col + 1), hint)
+    if isinstance(err, UnexpectedToken):
+        token = err.token
+        if token.type == "$END" or line < 0:
+            line = source.count("\n")
+            col = 1
+        end_col = col + max(len(str(token.value).split("\n")[0]), 1)
+        expected = set(err.expected) | set(getattr(err, "accepts", None) or ())
+        found = _describe_token(token)
+        message = f"expected {_describe_expected(expected)}, got {found}"
+        hint = _parse_hint(token, expected, source, line)
+        if token.type == "_INDENT":
+            line, col, end_col = token.end_line, 1, len(str(token.value)) + 1
+            message = "unexpected indentation"
+            hint = "this line is indented more than the block it belongs to"
+        elif "_INDENT" in expected:
+            message = f"expected an indented block, got {found}"
+            hint = "the lines of a block after `:` must be indented further than the line with the `:`"
+        return Diagnostic("error", message, Span(file, line, col, line, end_col), hint)
+    if isinstance(err, UnexpectedEOF):
+        last = source.count("\n")
+        return Diagnostic("error", "unexpected end of file", Span(file, last, 1, last, 2))
+    return Diagnostic("error", str(err), Span(file, line, col, line, col + 1))
+
+
+def _parse_hint(token: Token, expected: set[str], source: str, line: int) -> str | None:
+    if expected == {"_INDENT"} or "_INDENT" in expected and len(expected) == 1:
+        return "a block after `:` must be indented"
+    if "COLON" in expected and token.type == "_NL":
+        return "add `:` at the end of the line to start a block"
+    closers = {"RPAR": "`)`", "RSQB": "`]`", "RBRACE": "`}`"}
+    missing = [text for term, text in closers.items() if term in expected]
+    if token.type in ("$END", "_DEDENT", "_NL") and missing:
+        return f"a bracket is still open; close it with {missing[0]}"
+    if token.type == "EQUAL" and "EQUAL" not in expected:
+        return "use `==` to compare; assignment is a statement of its own"
+    if token.type == "NAME" and token.value in RESERVED:
+        return f"`{token.value}` is reserved for a future version of .pipe"
+    if token.type == "NAME" and "_NL" in expected:
+        return "one statement per line; did you forget an operator or a comma?"
+    return None
+
+
+def _line_of_bad_dedent(source: str) -> int:
+    levels = [0]
+    for number, text in enumerate(source.splitlines(), 1):
+        stripped = text.lstrip(" \t")
+        if not stripped or stripped.startswith("#"):
+            continue
+        width = len(text.expandtabs(8)) - len(stripped.expandtabs(8))
+        if width > levels[-1]:
+            levels.append(width)
+        while width < levels[-1]:
+            levels.pop()
+        if width != levels[-1]:
+            return number
+    return 1
+
+
+# ---- tree to nodes -------------------------------------------------------
+
+_FSTRING_FIELD = re.compile(r"\{\{|\}\}|\{|\}")
+
+
+@v_args(meta=True)
+class _Builder(Transformer):
+    """Builds nodes from Lark's parse tree; collects problems Lark cannot see (reserved words, f-strings)."""
+
+    def __init__(self, file: str, sink: DiagnosticSink, line_offset: int = 0, col_offset: int = 0) -> None:
+        super().__init__()
+        self.file = file
+        self.sink = sink
+        self.line_offset = line_offset
+        self.col_offset = col_offset
+
+    # -- spans and names
+
+    def _span(self, meta) -> Span:
+        if getattr(meta, "empty", True):
+            return Span(self.file, 0, 0, 0, 0)
+        return self._shift(meta.line, meta.column, meta.end_line, meta.end_column)
+
+    def _tok(self, token: Token) -> Span:
+        return self._shift(token.line, token.column, token.end_line, token.end_column)
+
+    def _shift(self, line: int, col: int, end_line: int, end_col: int) -> Span:
+        if self.line_offset or self.col_offset:
+            col = col + self.col_offset if line == 1 else col
+            end_col = end_col + self.col_offset if end_line == 1 else end_col
+            line += self.line_offset
+            end_line += self.line_offset
+        return Span(self.file, line, col, end_line, end_col)
+
+    def _ident(self, token: Token) -> str:
+        name = str(token)
+        if name in KEYWORDS:
+            self.sink.error(f"`{name}` is a keyword and cannot be used as a name", self._tok(token))
+        if name in RESERVED:
+            self.sink.error(
+                f"`{name}` is a reserved word", self._tok(token),
+                f"`{name}` is kept for a future version of .pipe; choose another name",
+            )
+        return name
+
+    # -- declarations
+
+    def start(self, meta, items):
+        uses = tuple(u for item in items if isinstance(item, list) for u in item)
+        flat = []
+        for item in items:
+            flat.extend(item if isinstance(item, list) else [item])
+        records = tuple(i for i in flat if isinstance(i, n.RecordDecl))
+        pipelines = tuple(i for i in flat if isinstance(i, n.Pipeline))
+        return n.Module(self._span(meta), self.file, uses, records, pipelines, tuple(flat))
+
+    def use_decl(self, meta, names):
+        return list(names)
+
+    def dotted_name(self, meta, parts):
+        return n.Use(self._span(meta), ".".join(self._ident(p) for p in parts))
+
+    def record_decl(self, meta, children):
+        name, (doc, fields) = children
+        return n.RecordDecl(self._span(meta), self._ident(name), tuple(fields), doc)
+
+    def record_body(self, meta, children):
+        doc = None
+        fields = []
+        for child in children:
+            if isinstance(child, n.FieldDecl):
+                fields.append(child)
+            elif doc is None and not fields:
+                doc = child
+            else:
+                self.sink.error("a record holds only field declarations after its docstring", self._span(meta))
+        return doc, fields
+
+    def string_line(self, meta, children):
+        return inspect.cleandoc(self._string_value(children[0]))
+
+    def field_decl(self, meta, children):
+        name, type_, default = children
+        return n.FieldDecl(self._span(meta), self._ident(name), type_, default)
+
+    def pipeline_decl(self, meta, children):
+        name, params, returns, body = children
+        doc, body = _split_doc(body)
+        return n.Pipeline(self._span(meta), self._ident(name), tuple(params or ()), returns, doc, body, self._tok(name))
+
+    def params(self, meta, children):
+        return [c for c in children if c is not None]
+
+    def param(self, meta, children):
+        name, type_, default = children
+        return n.ParamDecl(self._span(meta), self._ident(name), type_, default)
+
+    # -- types
+
+    def type(self, meta, children):
+        base, *marks = children
+        if len(marks) > 1:
+            self.sink.error("a type can be made optional only once", self._span(meta), f"write `{base}?`")
+        if marks:
+            return n.TypeExpr(base.span.merge(self._tok(marks[-1])), base.name, base.args, True)
+        return base
+
+    def simple_type(self, meta, children):
+        return n.TypeExpr(self._span(meta), str(children[0]))
+
+    def none_type(self, meta, children):
+        return n.TypeExpr(self._span(meta), "none")
+
+    def generic_type(self, meta, children):
+        name, *args = children
+        return n.TypeExpr(self._span(meta), str(name), tuple(args))
+
+    # -- statements
+
+    def suite(self, meta, children):
+        return tuple(children)
+
+    def assign(self, meta, children):
+        *targets, value = children
+        names = tuple(n.Name(self._tok(t), self._ident(t)) for t in targets)
+        return n.Assign(self._span(meta), names, value)
+
+    def aug_assign(self, meta, children):
+        target, op, value = children
+        return n.AugAssign(self._span(meta), n.Name(self._tok(target), self._ident(target)), str(op)[:-1], value)
+
+    def expr_stmt(self, meta, children):
+        return n.ExprStmt(self._span(meta), children[0])
+
+    def break_stmt(self, meta, children):
+        return n.Break(self._span(meta))
+
+    def continue_stmt(self, meta, children):
+        return n.Continue(self._span(meta))
+
+    def pass_stmt(self, meta, children):
+        return n.Pass(self._span(meta))
+
+    def jump_stmt(self, meta, children):
+        word, name = children
+        span = self._span(meta)
+        if word == "label":
+            return n.Label(span, self._ident(name))
+        if word == "goto":
+            return n.Goto(span, self._ident(name), self._tok(name))
+        self.sink.error(
+            f"expected a statement, got `{word} {name}`", span,
+            f"two names in a row only make sense as `label {name}` or `goto {name}`",
+        )
+        return n.Pass(span)
+
+    def fail_stmt(self, meta, children):
+        return n.Fail(self._span(meta), children[0])
+
+    def return_stmt(self, meta, children):
+        return n.Return(self._span(meta), children[0])
+
+    def if_stmt(self, meta, children):
+        test, body, *rest = children
+        tests, bodies, keyword_spans = [test], [body], []
+        orelse = None
+        for clause in rest:
+            if clause is None:
+                continue
+            kind, span, *parts = clause
+            keyword_spans.append(span)
+            if kind == "elif":
+                tests.append(parts[0])
+                bodies.append(parts[1])
+            else:
+                orelse = parts[0]
+        return n.If(self._span(meta), tuple(tests), tuple(bodies), orelse, tuple(keyword_spans))
+
+    def elif_clause(self, meta, children):
+        return ("elif", self._span(meta), children[0], children[1])
+
+    def else_clause(self, meta, children):
+        return ("else", self._span(meta), children[0])
+
+    def while_stmt(self, meta, children):
+        return n.While(self._span(meta), children[0], children[1])
+
+    def for_stmt(self, meta, children):
+        *targets, iterable, body = children
+        names = tuple(n.Name(self._tok(t), self._ident(t)) for t in targets)
+        return n.For(self._span(meta), names, iterable, body)
+
+    def try_stmt(self, meta, children):
+        body, name, handler = children
+        err_name = n.Name(self._tok(name), self._ident(name)) if name is not None else None
+        except_span = self._tok(name) if name is not None else self._span(meta)
+        return n.Try(self._span(meta), body, err_name, handler, except_span)
+
+    def ambiguous_stmt(self, meta, children):
+        name, inputs, outputs, body = children
+        doc, rest = _split_doc(body)
+        return n.Ambiguous(self._span(meta), self._ident(name), tuple(inputs or ()), tuple(outputs), doc, rest)
+
+    def amb_inputs(self, meta, children):
+        return [c for c in children if c is not None]
+
+    def amb_input(self, meta, children):
+        name, type_, default = children
+        return n.AmbiguousInput(self._span(meta), self._ident(name), type_, default)
+
+    def amb_outputs(self, meta, children):
+        return [c for c in children if c is not None]
+
+    def amb_output(self, meta, children):
+        name, type_ = children
+        return n.AmbiguousOutput(self._span(meta), self._ident(name), type_)
+
+    # -- expressions
+
+    def or_op(self, meta, children):
+        return n.BoolOp(self._span(meta), "or", children[0], children[1])
+
+    def and_op(self, meta, children):
+        return n.BoolOp(self._span(meta), "and", children[0], children[1])
+
+    def not_op(self, meta, children):
+        return n.UnaryOp(self._span(meta), "not", children[0])
+
+    def comparison(self, meta, children):
+        left, rest = children[0], children[1:]
+        return n.Compare(self._span(meta), left, tuple(rest[0::2]), tuple(rest[1::2]))
+
+    def comp_op(self, meta, children):
+        return " ".join(str(c) for c in children)
+
+    def add_op(self, meta, children):
+        return str(children[0])
+
+    mul_op = add_op
+    unary_op = add_op
+
+    def sum(self, meta, children):
+        result = children[0]
+        for op, right in zip(children[1::2], children[2::2]):
+            result = n.BinOp(result.span.merge(right.span), op, result, right)
+        return result
+
+    term = sum
+
+    def unary(self, meta, children):
+        return n.UnaryOp(self._span(meta), children[0], children[1])
+
+    def power(self, meta, children):
+        return n.BinOp(self._span(meta), "**", children[0], children[1])
+
+    def call(self, meta, children):
+        func, arguments = children
+        args, keywords = [], []
+        for arg in arguments or ():
+            if isinstance(arg, n.Keyword):
+                keywords.append(arg)
+            elif keywords:
+                self.sink.error("positional argument after a keyword argument", arg.span,
+                                "put positional arguments first")
+                args.append(arg)
+            else:
+                args.append(arg)
+        return n.Call(self._span(meta), func, tuple(args), tuple(keywords))
+
+    def arguments(self, meta, children):
+        return [c for c in children if c is not None]
+
+    def keyword(self, meta, children):
+        name, value = children
+        return n.Keyword(self._span(meta), self._ident(name), value)
+
+    def index(self, meta, children):
+        value, sub = children
+        if isinstance(sub, tuple):
+            return n.Slice(self._span(meta), value, *sub)
+        return n.Index(self._span(meta), value, sub)
+
+    def subscript_index(self, meta, children):
+        return children[0]
+
+    def subscript_slice(self, meta, children):
+        return tuple(children)
+
+    def attribute(self, meta, children):
+        value, name = children
+        return n.Attribute(self._span(meta), value, str(name), self._tok(name))
+
+    def name(self, meta, children):
+        return n.Name(self._span(meta), self._ident(children[0]))
+
+    def int_lit(self, meta, children):
+        return n.Const(self._span(meta), int(str(children[0]).replace("_", "")), str(children[0]))
+
+    def float_lit(self, meta, children):
+        return n.Const(self._span(meta), float(children[0]), str(children[0]))
+
+    def string_lit(self, meta, children):
+        return n.Const(self._span(meta), self._string_value(children[0]), str(children[0]))
+
+    def true_lit(self, meta, children):
+        return n.Const(self._span(meta), True, "true")
+
+    def false_lit(self, meta, children):
+        return n.Const(self._span(meta), False, "false")
+
+    def none_lit(self, meta, children):
+        return n.Const(self._span(meta), None, "none")
+
+    def list_lit(self, meta, children):
+        return n.ListExpr(self._span(meta), tuple(c for c in children if c is not None))
+
+    def dict_lit(self, meta, children):
+        pairs = [c for c in children if c is not None]
+        return n.DictExpr(self._span(meta), tuple(k for k, _ in pairs), tuple(v for _, v in pairs))
+
+    def pair(self, meta, children):
+        return (children[0], children[1])
+
+    def fstring(self, meta, children):
+        token = children[0]
+        return _FStringReader(self, token).read()
+
+    def _string_value(self, token: Token) -> str:
+        try:
+            return ast.literal_eval(str(token))
+        except (ValueError, SyntaxError) as err:
+            self.sink.error(f"invalid string literal: {err}", self._tok(token))
+            return ""
+
+
+class _FStringReader:
+    """Splits `f"a {x:>3} b"` into literal text and parsed expression fields."""
+
+    def __init__(self, builder: _Builder, token: Token) -> None:
+        self.builder = builder
+        self.token = token
+        self.quote = str(token)[1]
+        self.body = str(token)[2:-1]
+
+    def read(self) -> n.FString:
+        parts: list[str | n.FormattedValue] = []
+        text, pos, body = [], 0, self.body
+        while pos < len(body):
+            char = body[pos]
+            if body.startswith("{{", pos) or body.startswith("}}", pos):
+                text.append(char)
+                pos += 2
+            elif char == "{":
+                if text:
+                    parts.append(self._literal("".join(text), pos))
+                    text = []
+                pos = self._field(pos, parts)
+            elif char == "}":
+                self._error("single `}` in f-string", pos, "write `}}` for a literal brace")
+                pos += 1
+            else:
+                text.append(char)
+                pos += 1
+        if text:
+            parts.append(self._literal("".join(text), pos))
+        return n.FString(self.builder._tok(self.token), tuple(parts))
+
+    def _field(self, start: int, parts: list) -> int:
+        depth, pos, body = 0, start + 1, self.body
+        colon = None
+        while pos < len(body):
+            char = body[pos]
+            if char in "([{":
+                depth += 1
+            elif char in ")]}":
+                if depth == 0 and char == "}":
+                    break
+                depth -= 1
+            elif char == ":" and depth == 0 and colon is None:
+                colon = pos
+            elif char in "\"'":
+                end = body.find(char, pos + 1)
+                pos = end if end != -1 else len(body)
+            pos += 1
+        if pos >= len(body):
+            self._error("f-string field is missing its closing `}`", start)
+            return len(body)
+        expr_text = body[start + 1 : colon if colon is not None else pos]
+        spec = body[colon + 1 : pos] if colon is not None else ""
+        if not expr_text.strip():
+            self._error("empty expression in f-string", start, "put an expression inside `{}`")
+            return pos + 1
+        line, col = self.token.line, self.token.column + 2 + start + 1
+        expr = parse_expr(expr_text, self.builder.file, line, col, self.builder.sink)
+        if expr is not None:
+            span = Span(self.builder.file, line, col, line, col + len(expr_text))
+            parts.append(n.FormattedValue(span, expr, spec))
+        return pos + 1
+
+    def _literal(self, text: str, pos: int) -> str:
+        try:
+            return ast.literal_eval(self.quote + text + self.quote)
+        except (ValueError, SyntaxError):
+            self._error("invalid escape in f-string", pos)
+            return text
+
+    def _error(self, message: str, pos: int, hint: str | None = None) -> None:
+        col = self.token.column + 2 + pos
+        self.builder.sink.error(message, Span(self.builder.file, self.token.line, col, self.token.line, col + 1), hint)
+
+
+def _split_doc(body: tuple[n.Stmt, ...]) -> tuple[str | None, tuple[n.Stmt, ...]]:
+    """Take a leading string-literal statement off a body as its docstring."""
+    if body and isinstance(body[0], n.ExprStmt) and isinstance(body[0].expr, n.Const):
+        value = body[0].expr.value
+        if isinstance(value, str):
+            return inspect.cleandoc(value), body[1:]
+    return None, body
+
+
+def source_comments(source: str) -> list[tuple[int, int, str, bool]]:
+    """Every comment as (line, col, text, own_line), skipping `#` inside strings."""
+    found = []
+    pattern = re.compile(
+        r'(f?"""([^\\]|\\.)*?""")|(f?\'\'\'([^\\]|\\.)*?\'\'\')|(f?"([^"\\\n]|\\.)*")|(f?\'([^\'\\\n]|\\.)*\')|(#[^\n]*)',
+        re.S,
+    )
+    for match in pattern.finditer(source):
+        if match.group(9) is None:
+            continue
+        start = match.start()
+        line = source.count("\n", 0, start) + 1
+        line_start = source.rfind("\n", 0, start) + 1
+        own_line = source[line_start:start].strip() == ""
+        found.append((line, start - line_start + 1, match.group(9), own_line))
+    return found

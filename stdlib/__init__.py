@@ -1,0 +1,18 @@
+"""The seed skill pool: register(registry) adds the text, json, math, lists, dicts, fs and time skills."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from orgtree_lang.stdlib import clock, dicts, fs, json_skills, lists, math_skills, text
+
+if TYPE_CHECKING:
+    from orgtree_lang.runtime.skills import SkillRegistry
+
+MODULES = (text, json_skills, math_skills, lists, dicts, fs, clock)
+
+
+def register(registry: SkillRegistry) -> None:
+    """The same hook a plugin package exposes: add every stdlib skill to `registry` with origin "stdlib"."""
+    for module in MODULES:
+        registry.register_module(module, origin="stdlib")

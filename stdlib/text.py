@@ -1,0 +1,283 @@
+"""Text skills: take strings (and patterns or templates) and return new strings, lists of strings or facts about them."""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from typing import Any
+
+from orgtree_lang.runtime.errors import SkillError
+from orgtree_lang.runtime.skills import skill
+from orgtree_lang.runtime.values import display
+
+
+@skill("text.len", pure=True)
+def length(text: str) -> int:
+    """The number of characters in a string.
+
+    Args:
+        text: The string to measure.
+    """
+    return len(text)
+
+
+@skill("text.lower", pure=True)
+def lower(text: str) -> str:
+    """The string in lower case.
+
+    Args:
+        text: The string to convert.
+    """
+    return text.lower()
+
+
+@skill("text.upper", pure=True)
+def upper(text: str) -> str:
+    """The string in upper case.
+
+    Args:
+        text: The string to convert.
+    """
+    return text.upper()
+
+
+@skill("text.strip", pure=True)
+def strip(text: str, chars: str | None = None) -> str:
+    """The string without leading and trailing whitespace (or the given characters).
+
+    Args:
+        text: The string to trim.
+        chars: The set of characters to remove from both ends; none means whitespace.
+    """
+    return text.strip(chars)
+
+
+@skill("text.split", pure=True)
+def split(text: str, sep: str | None = None, maxsplit: int = -1) -> list[str]:
+    """Split a string into parts.
+
+    Args:
+        text: The string to split.
+        sep: The separator; none splits on runs of whitespace and drops empty parts.
+        maxsplit: At most this many splits (the last part keeps the rest); -1 means no limit.
+
+    Returns:
+        The parts, in order.
+    """
+    if sep == "":
+        raise SkillError("text.split: the separator is empty", hint="use none to split on whitespace")
+    return text.split(sep, maxsplit)
+
+
+@skill("text.join", pure=True)
+def join(items: list[str], sep: str = "") -> str:
+    """Join strings into one, with a separator between each pair.
+
+    Args:
+        items: The strings to join.
+        sep: What goes between two items.
+    """
+    return sep.join(items)
+
+
+@skill("text.replace", pure=True)
+def replace(text: str, old: str, new: str, count: int = -1) -> str:
+    """Replace occurrences of a substring.
+
+    Args:
+        text: The string to change.
+        old: The substring to look for.
+        new: What to put in its place.
+        count: Replace at most this many occurrences, from the left; -1 means all.
+    """
+    return text.replace(old, new, count)
+
+
+@skill("text.contains", pure=True)
+def contains(text: str, sub: str) -> bool:
+    """Whether a substring occurs in a string.
+
+    Args:
+        text: The string to search.
+        sub: The substring to look for.
+    """
+    return sub in text
+
+
+@skill("text.startswith", pure=True)
+def startswith(text: str, prefix: str) -> bool:
+    """Whether a string starts with a prefix.
+
+    Args:
+        text: The string to test.
+        prefix: The expected beginning.
+    """
+    return text.startswith(prefix)
+
+
+@skill("text.endswith", pure=True)
+def endswith(text: str, suffix: str) -> bool:
+    """Whether a string ends with a suffix.
+
+    Args:
+        text: The string to test.
+        suffix: The expected ending.
+    """
+    return text.endswith(suffix)
+
+
+@skill("text.format", pure=True)
+def format_text(template: str, values: dict[str, Any]) -> str:
+    """Fill `{name}` fields of a template from a dict; `{name:>8}` and `{x:.2f}` format specs work.
+
+    Fields must be plain names: no positional `{}` or `{0}`, no attribute or index access.
+    Numbers and strings are formatted as themselves, other values as `print` shows them.
+
+    Args:
+        template: Text with `{name}` fields; write `{{` and `}}` for literal braces.
+        values: The value for each field name.
+
+    Returns:
+        The filled-in text.
+    """
+    _check_fields(template, values)
+    shown = {k: v if isinstance(v, (str, int, float)) and not isinstance(v, bool) else display(v)
+             for k, v in values.items()}
+    try:
+        return template.format_map(shown)
+    except (ValueError, TypeError) as exc:
+        raise SkillError(f"text.format: {exc}", hint="check the format specs after `:` in the fields") from None
+
+
+def _check_fields(template: str, values: dict[str, Any]) -> None:
+    try:
+        fields = list(string.Formatter().parse(template))
+    except ValueError as exc:
+        raise SkillError(f"text.format: bad template: {exc}", hint="write `{{` and `}}` for literal braces") from None
+    for _, field, spec, _ in fields:
+        if field is None:
+            continue
+        if field == "" or field.isdigit() or "." in field or "[" in field:
+            raise SkillError(
+                f"text.format: field `{{{field}}}` is not a plain name",
+                hint="name every field, e.g. `{title}`, and pass its value in `values`",
+            )
+        if field not in values:
+            known = ", ".join(f"`{k}`" for k in values) or "no keys"
+            raise SkillError(f"text.format: no value for field `{field}`", hint=f"`values` has {known}")
+        if spec and "{" in spec:
+            _check_fields(spec, values)
+
+
+def _compile(skill_name: str, pattern: str) -> re.Pattern:
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise _regex_error(skill_name, "bad regular expression", pattern, exc) from None
+
+
+def _regex_error(skill_name: str, what: str, source: str, exc: re.error) -> SkillError:
+    where = f" at position {exc.pos}" if exc.pos is not None else ""
+    hint = f"{source}\n{' ' * exc.pos}^" if exc.pos is not None else None
+    return SkillError(f"{skill_name}: {what} `{source}`: {exc.msg}{where}", hint=hint)
+
+
+@skill("text.regex_match", pure=True)
+def regex_match(pattern: str, text: str) -> str | None:
+    """The first match of a regular expression anywhere in the text, or none.
+
+    Args:
+        pattern: A Python regular expression.
+        text: The text to search.
+
+    Returns:
+        The whole matched text (not the groups), or none if nothing matches.
+    """
+    match = _compile("text.regex_match", pattern).search(text)
+    return match.group(0) if match else None
+
+
+@skill("text.regex_findall", pure=True)
+def regex_findall(pattern: str, text: str) -> list[str]:
+    """Every non-overlapping match of a regular expression, left to right.
+
+    Args:
+        pattern: A Python regular expression.
+        text: The text to search.
+
+    Returns:
+        The whole matched texts (groups in the pattern do not change what is returned).
+    """
+    return [m.group(0) for m in _compile("text.regex_findall", pattern).finditer(text)]
+
+
+@skill("text.regex_sub", pure=True)
+def regex_sub(pattern: str, replacement: str, text: str, count: int = 0) -> str:
+    """Replace matches of a regular expression.
+
+    Args:
+        pattern: A Python regular expression.
+        replacement: The replacement; `\\1` or `\\g<name>` insert a group.
+        text: The text to change.
+        count: Replace at most this many matches; 0 means all.
+    """
+    compiled = _compile("text.regex_sub", pattern)
+    if count < 0:
+        raise SkillError(f"text.regex_sub: count must be 0 or more, got {count}")
+    try:
+        return compiled.sub(replacement, text, count=count)
+    except re.error as exc:
+        raise _regex_error("text.regex_sub", "bad replacement", replacement, exc) from None
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
+_WORD = re.compile(r"[^\W_]+")
+_STOPWORDS = frozenset(
+    "a an and are as at be but by for from has have he her his i in is it its of on or our she so "
+    "that the their them they this to was we were what when which who will with you your not no do "
+    "does did can could would should there than then also if into about".split()
+)
+
+
+@skill("text.summarize", pure=True)
+def summarize(text: str, max_words: int = 60) -> str:
+    """A short extractive summary: the text's most representative sentences, in their original order.
+
+    Deterministic and model-free: sentences are scored by how frequent their content words are in the
+    whole text, and the best ones are kept while they fit in `max_words`. Text that already fits is
+    returned unchanged (trimmed). If even the best sentence is too long, its first `max_words` words
+    are returned with a trailing `…`.
+
+    Args:
+        text: The text to summarize.
+        max_words: The most words (whitespace-separated) the summary may have.
+
+    Returns:
+        The summary; never more than `max_words` words.
+    """
+    if max_words < 1:
+        raise SkillError(f"text.summarize: max_words must be at least 1, got {max_words}")
+    if len(text.split()) <= max_words:
+        return text.strip()
+    sentences = [" ".join(s.split()) for s in _SENTENCE_END.split(text) if s.strip()]
+    freq = Counter(w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS)
+
+    def score(sentence: str) -> float:
+        words = [w for w in _WORD.findall(sentence.lower()) if w not in _STOPWORDS]
+        if not words:
+            return 0.0
+        return sum(freq[w] for w in set(words)) / len(words) ** 0.5
+
+    ranked = sorted(range(len(sentences)), key=lambda i: (-score(sentences[i]), i))
+    chosen: list[int] = []
+    used = 0
+    for i in ranked:
+        n = len(sentences[i].split())
+        if used + n <= max_words:
+            chosen.append(i)
+            used += n
+    if not chosen:
+        words = sentences[ranked[0]].split()[:max_words]
+        return " ".join(words) + "…"
+    return " ".join(sentences[i] for i in sorted(chosen))
