@@ -1,0 +1,155 @@
+"""File skills: take workspace-relative paths (and text) and read, write, list or test files inside the workspace."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import tempfile
+from pathlib import Path
+
+from orgtree_lang.runtime.errors import SkillError
+from orgtree_lang.runtime.skills import SkillContext, skill
+
+
+def _existing_names(folder: Path) -> list[str]:
+    try:
+        return sorted(entry.name for entry in folder.iterdir())
+    except OSError:
+        return []
+
+
+def _missing(skill_name: str, what: str, path: str, real: Path, ctx: SkillContext) -> SkillError:
+    """A 'no such file' error whose hint names the closest existing entries."""
+    ws = ctx.workspace
+    folder = real.parent
+    while folder != ws.root and not folder.is_dir():
+        folder = folder.parent
+    names = _existing_names(folder)
+    prefix = "" if folder == ws.root else ws.relative(folder) + "/"
+    close = difflib.get_close_matches(real.name, names, n=3, cutoff=0.5)
+    if close:
+        hint = "did you mean " + " or ".join(f"`{prefix}{n}`" for n in close) + "?"
+    elif names:
+        shown = ", ".join(f"`{prefix}{n}`" for n in names[:10]) + (", …" if len(names) > 10 else "")
+        hint = f"`{prefix or '.'}` has {shown}"
+    else:
+        hint = f"`{prefix or '.'}` is empty" if folder.is_dir() else None
+    return SkillError(f"{skill_name}: no {what} `{path}` in workspace {ws.root}", hint=hint)
+
+
+def _writable(skill_name: str, ctx: SkillContext, path: str) -> Path:
+    real = ctx.workspace.resolve(path)
+    if ctx.workspace.is_state_path(real):
+        raise SkillError(
+            f"{skill_name}: `{path}` is inside the run's state folder {ctx.workspace.state_dir}",
+            hint="programs may read it but not change it; write somewhere else in the workspace",
+        )
+    if real.is_dir():
+        raise SkillError(f"{skill_name}: `{path}` is a folder, not a file")
+    if real.parent.exists() and not real.parent.is_dir():
+        raise SkillError(f"{skill_name}: `{ctx.workspace.relative(real.parent)}` is a file, not a folder")
+    try:
+        real.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SkillError(f"{skill_name}: cannot create the folder for `{path}`: {exc.strerror}") from None
+    return real
+
+
+@skill("fs.read", idempotent=True)
+def read(ctx: SkillContext, path: str) -> str:
+    """The text of a file in the workspace (UTF-8).
+
+    Args:
+        path: The file, relative to the workspace root.
+
+    Returns:
+        The whole file as text.
+    """
+    real = ctx.workspace.resolve(path)
+    if real.is_dir():
+        raise SkillError(f"fs.read: `{path}` is a folder, not a file", hint="use fs.list to see what it holds")
+    if not real.exists():
+        raise _missing("fs.read", "file", path, real, ctx)
+    try:
+        return real.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise SkillError(f"fs.read: `{path}` is not UTF-8 text (byte {exc.start} cannot be decoded)") from None
+    except OSError as exc:
+        raise SkillError(f"fs.read: cannot read `{path}`: {exc.strerror}") from None
+
+
+@skill("fs.write", idempotent=True)
+def write(ctx: SkillContext, path: str, text: str) -> int:
+    """Replace a file's contents with text (UTF-8), creating the file and its folders if needed.
+
+    The write is atomic: readers see either the old contents or the new, never a mix.
+
+    Args:
+        path: The file, relative to the workspace root.
+        text: The new contents.
+
+    Returns:
+        The number of bytes written.
+    """
+    real = _writable("fs.write", ctx, path)
+    data = text.encode("utf-8")
+    fd, tmp = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, real)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise SkillError(f"fs.write: cannot write `{path}`: {exc.strerror}") from None
+    return len(data)
+
+
+@skill("fs.append")
+def append(ctx: SkillContext, path: str, text: str) -> int:
+    """Add text (UTF-8) to the end of a file, creating the file and its folders if needed.
+
+    Args:
+        path: The file, relative to the workspace root.
+        text: What to add; include a trailing newline if you want lines.
+
+    Returns:
+        The number of bytes added.
+    """
+    real = _writable("fs.append", ctx, path)
+    data = text.encode("utf-8")
+    try:
+        with open(real, "ab") as handle:
+            handle.write(data)
+    except OSError as exc:
+        raise SkillError(f"fs.append: cannot write `{path}`: {exc.strerror}") from None
+    return len(data)
+
+
+@skill("fs.list", idempotent=True)
+def list_folder(ctx: SkillContext, path: str = ".") -> list[str]:
+    """The entries of a folder in the workspace, sorted; folders end with `/`.
+
+    Args:
+        path: The folder, relative to the workspace root.
+
+    Returns:
+        Entry names relative to that folder, e.g. `["notes.txt", "src/"]`.
+    """
+    real = ctx.workspace.resolve(path)
+    if not real.exists():
+        raise _missing("fs.list", "folder", path, real, ctx)
+    if not real.is_dir():
+        raise SkillError(f"fs.list: `{path}` is a file, not a folder", hint="use fs.read to read it")
+    return sorted(entry.name + ("/" if entry.is_dir() else "") for entry in real.iterdir())
+
+
+@skill("fs.exists", idempotent=True)
+def exists(ctx: SkillContext, path: str) -> bool:
+    """Whether a file or folder exists in the workspace.
+
+    Args:
+        path: The path, relative to the workspace root.
+    """
+    return ctx.workspace.resolve(path).exists()
