@@ -1,0 +1,271 @@
+"""Check one pipeline body: names, calls against signatures, static types, labels and goto, loops, reachability."""
+
+from __future__ import annotations
+
+from orgtree_lang import types as t
+from orgtree_lang.check.module import CallTarget, CheckedModule, PipelineInfo, resolve_type
+from orgtree_lang.check.typing import ExprTyper
+from orgtree_lang.runtime.builtins import BUILTINS
+from orgtree_lang.syntax import nodes as n
+from orgtree_lang.syntax.diagnostics import DiagnosticSink
+
+_TERMINATORS = (n.Return, n.Fail, n.Break, n.Continue, n.Goto)
+
+
+class PipelineChecker:
+    """Walks a pipeline twice quietly to settle variable types, then once more reporting every problem."""
+
+    def __init__(self, checked: CheckedModule, registry, sink: DiagnosticSink, info: PipelineInfo) -> None:
+        self.checked = checked
+        self.sink = sink
+        self.info = info
+        self.decl = info.decl
+        self.variables: dict[str, t.PipeType] = {p.name: p.type for p in info.params}
+        self.assigned: set[str] = set(self.variables)
+        self.typer = ExprTyper(checked, registry, sink, self)
+        self.labels: dict[str, tuple[int, n.Label]] = {}
+        self.block_parent: dict[int, int | None] = {}
+        self._next_block = 0
+
+    # -- entry point
+
+    def run(self) -> None:
+        self._collect_names(self.decl.body)
+        self._collect_labels(self.decl.body, None)
+        for _ in range(2):
+            self.typer.report = False
+            self._block(self.decl.body, block=0, loops=0)
+        self.typer.report = True
+        self._block(self.decl.body, block=0, loops=0)
+
+    @property
+    def report(self) -> bool:
+        return self.typer.report
+
+    # -- pre-passes
+
+    def _collect_names(self, body: tuple[n.Stmt, ...]) -> None:
+        """Every variable the pipeline binds anywhere (assignments, loop targets, except names, outputs)."""
+        for stmt in body:
+            for node in stmt.walk():
+                if isinstance(node, n.Assign):
+                    names = [tg for tg in node.targets]
+                elif isinstance(node, n.AugAssign):
+                    names = [node.target]
+                elif isinstance(node, n.For):
+                    names = list(node.targets)
+                elif isinstance(node, n.Try) and node.name is not None:
+                    names = [node.name]
+                elif isinstance(node, n.Ambiguous):
+                    names = [n.Name(o.span, o.name) for o in node.outputs]
+                else:
+                    continue
+                for name in names:
+                    self._check_bindable(name)
+                    self.assigned.add(name.id)
+
+    def _check_bindable(self, name: n.Name) -> None:
+        kind = None
+        if name.id in BUILTINS:
+            kind = "the built-in"
+        elif name.id in self.checked.records:
+            kind = "the record"
+        elif name.id in self.checked.pipelines:
+            kind = "the pipeline"
+        if kind:
+            self.sink.error(f"cannot assign to `{name.id}`: it names {kind} `{name.id}`", name.span,
+                            "choose another variable name")
+
+    def _collect_labels(self, body: tuple[n.Stmt, ...], parent: int | None) -> int:
+        block = self._next_block
+        self._next_block += 1
+        self.block_parent[block] = parent
+        for stmt in body:
+            if isinstance(stmt, n.Label):
+                if stmt.name in self.labels:
+                    first = self.labels[stmt.name][1]
+                    self.sink.error(f"label `{stmt.name}` is defined twice in pipeline `{self.decl.name}`",
+                                    stmt.span, f"the first `label {stmt.name}` is on line {first.span.line}")
+                else:
+                    self.labels[stmt.name] = (block, stmt)
+            for sub in _sub_blocks(stmt):
+                self._collect_labels(sub, block)
+        return block
+
+    # -- statements
+
+    def _block(self, body: tuple[n.Stmt, ...], block: int, loops: int) -> int:
+        """Check a block; return the next free block id (blocks are numbered as in _collect_labels)."""
+        next_block = block + 1
+        terminated = False
+        for stmt in body:
+            if terminated and not isinstance(stmt, n.Label) and self.report:
+                self.sink.warning("unreachable code", stmt.span,
+                                  "nothing jumps here; remove it or add a `label` to jump to")
+                terminated = False
+            next_block = self._stmt(stmt, block, next_block, loops)
+            if isinstance(stmt, _TERMINATORS):
+                terminated = True
+            elif isinstance(stmt, n.Label):
+                terminated = False
+        return next_block
+
+    def _stmt(self, stmt: n.Stmt, block: int, next_block: int, loops: int) -> int:
+        typer = self.typer
+        if isinstance(stmt, n.Assign):
+            value = typer.expr(stmt.value)
+            if len(stmt.targets) == 1:
+                self._bind(stmt.targets[0].id, value)
+            else:
+                if value.kind not in ("list", "any") and self.report:
+                    self.sink.error(f"cannot unpack {value} into {len(stmt.targets)} names", stmt.value.span,
+                                    "the value on the right must be a list")
+                element = value.arg if value.kind == "list" else t.ANY
+                for target in stmt.targets:
+                    self._bind(target.id, element)
+        elif isinstance(stmt, n.AugAssign):
+            self.typer.name(stmt.target)
+            result = typer.binop(stmt.op, self.variables.get(stmt.target.id, t.ANY), typer.expr(stmt.value), stmt.span)
+            self._bind(stmt.target.id, result)
+        elif isinstance(stmt, n.ExprStmt):
+            typer.expr(stmt.expr)
+        elif isinstance(stmt, n.If):
+            for test in stmt.tests:
+                typer.expr(test)
+            for body in stmt.bodies:
+                next_block = self._block(body, next_block, loops)
+            if stmt.orelse is not None:
+                next_block = self._block(stmt.orelse, next_block, loops)
+        elif isinstance(stmt, n.While):
+            typer.expr(stmt.test)
+            next_block = self._block(stmt.body, next_block, loops + 1)
+        elif isinstance(stmt, n.For):
+            iterable = typer.expr(stmt.iterable)
+            element = typer.element_type(iterable, stmt.iterable.span)
+            if len(stmt.targets) == 1:
+                self._bind(stmt.targets[0].id, element)
+            else:
+                inner = element.arg if element.kind == "list" else t.ANY
+                for target in stmt.targets:
+                    self._bind(target.id, inner)
+            next_block = self._block(stmt.body, next_block, loops + 1)
+        elif isinstance(stmt, (n.Break, n.Continue)):
+            if loops == 0 and self.report:
+                word = "break" if isinstance(stmt, n.Break) else "continue"
+                self.sink.error(f"`{word}` outside a loop", stmt.span,
+                                "use `return` to leave the pipeline, or `goto` a label")
+        elif isinstance(stmt, n.Goto):
+            self._goto(stmt, block)
+        elif isinstance(stmt, n.Try):
+            next_block = self._block(stmt.body, next_block, loops)
+            if stmt.name is not None:
+                self._bind(stmt.name.id, t.record("Error"))
+            next_block = self._block(stmt.handler, next_block, loops)
+        elif isinstance(stmt, n.Fail):
+            typer.expr(stmt.value)
+        elif isinstance(stmt, n.Return):
+            self._return(stmt)
+        elif isinstance(stmt, n.Ambiguous):
+            self._ambiguous(stmt)
+        return next_block
+
+    def _bind(self, name: str, value: t.PipeType) -> None:
+        old = self.variables.get(name)
+        self.variables[name] = value if old is None else t.join(old, value)
+
+    def _goto(self, stmt: n.Goto, block: int) -> None:
+        if not self.report:
+            return
+        found = self.labels.get(stmt.name)
+        if found is None:
+            from orgtree_lang.syntax.diagnostics import did_you_mean
+
+            self.sink.error(f"no label `{stmt.name}` in pipeline `{self.decl.name}`", stmt.name_span,
+                            did_you_mean(stmt.name, self.labels) or "declare it with `label NAME` on its own line")
+            return
+        target_block, label = found
+        ancestor: int | None = block
+        while ancestor is not None:
+            if ancestor == target_block:
+                return
+            ancestor = self.block_parent[ancestor]
+        self.sink.error(f"`goto {stmt.name}` jumps into a nested block", stmt.span,
+                        f"`label {stmt.name}` (line {label.span.line}) is inside a block this goto is not in; "
+                        "goto may only jump within its block or out to an enclosing one")
+
+    def _return(self, stmt: n.Return) -> None:
+        declared = self.info.returns
+        if stmt.value is None:
+            if declared.kind not in ("none", "optional", "any") and self.report:
+                self.sink.error(f"pipeline `{self.decl.name}` must return a {declared}", stmt.span,
+                                "write `return VALUE`")
+            return
+        value = self.typer.expr(stmt.value)
+        if self.report and not t.is_assignable(value, declared):
+            hint = "declare the return type with `-> TYPE` after the parameters" if self.decl.returns is None else None
+            self.sink.error(f"pipeline `{self.decl.name}` returns {declared}, but this is {value}",
+                            stmt.value.span, hint)
+
+    def _ambiguous(self, stmt: n.Ambiguous) -> None:
+        if self.report:
+            if not stmt.doc:
+                self.sink.error(
+                    f"ambiguous block `{stmt.name}` needs a docstring saying what it must do", stmt.span,
+                    'put a """description""" on the first line of the block: the decomposer solves the block from it',
+                )
+            for extra in stmt.body:
+                self.sink.error("an ambiguous block holds only its docstring", extra.span,
+                                "the decomposer writes the steps; move code before or after the block")
+        seen: set[str] = set()
+        for item in stmt.inputs:
+            declared = resolve_type(item.type, self.checked.records, self.sink if self.report else _QUIET, self.checked)
+            if item.name in seen and self.report:
+                self.sink.error(f"input `{item.name}` is listed twice", item.span)
+            seen.add(item.name)
+            if item.default is not None:
+                actual = self.typer.expr(item.default)
+            elif item.name in self.assigned:
+                actual = self.variables.get(item.name, t.ANY)
+            else:
+                if self.report:
+                    from orgtree_lang.syntax.diagnostics import did_you_mean
+
+                    self.sink.error(
+                        f"input `{item.name}` of ambiguous block `{stmt.name}` is not bound", item.span,
+                        did_you_mean(item.name, self.assigned)
+                        or f"bind it first, or give it a value: `{item.name}: {item.type} = EXPR`",
+                    )
+                continue
+            if self.report and not t.is_assignable(actual, declared):
+                self.sink.error(f"input `{item.name}` is declared {declared}, but its value is {actual}", item.span)
+        for out in stmt.outputs:
+            if out.name in seen and self.report:
+                self.sink.error(f"`{out.name}` is listed twice in ambiguous block `{stmt.name}`", out.span)
+            seen.add(out.name)
+            self._bind(out.name, resolve_type(out.type, self.checked.records,
+                                              self.sink if self.report else _QUIET, self.checked))
+
+
+class _Quiet(DiagnosticSink):
+    def error(self, *args, **kwargs) -> None:
+        pass
+
+    def warning(self, *args, **kwargs) -> None:
+        pass
+
+
+_QUIET = _Quiet("<quiet>")
+
+
+def _sub_blocks(stmt: n.Stmt) -> list[tuple[n.Stmt, ...]]:
+    """The nested blocks of a statement, in the order the checker visits them."""
+    if isinstance(stmt, n.If):
+        return list(stmt.bodies) + ([stmt.orelse] if stmt.orelse is not None else [])
+    if isinstance(stmt, (n.While, n.For)):
+        return [stmt.body]
+    if isinstance(stmt, n.Try):
+        return [stmt.body, stmt.handler]
+    return []
+
+
+__all__ = ["PipelineChecker", "CallTarget"]

@@ -1,0 +1,348 @@
+"""Give every expression a static type, resolve calls (built-in, skill, pipeline, record) and report misuse."""
+
+from __future__ import annotations
+
+from orgtree_lang import types as t
+from orgtree_lang.check.module import CallTarget, CheckedModule
+from orgtree_lang.runtime.builtins import BUILTINS
+from orgtree_lang.syntax import nodes as n
+from orgtree_lang.syntax.diagnostics import DiagnosticSink, did_you_mean
+
+_NUMERIC = ("int", "float", "bool")
+_OP_WORDS = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide", "//": "divide", "%": "take the remainder of",
+             "**": "raise"}
+
+
+class ExprTyper:
+    """Computes static types; records call targets in the CheckedModule; reports only when `report` is set."""
+
+    def __init__(self, checked: CheckedModule, registry, sink: DiagnosticSink, scope) -> None:
+        self.checked = checked
+        self.registry = registry
+        self.sink = sink
+        self.scope = scope  # the PipelineChecker: .variables, .assigned, .decl
+        self.report = False
+
+    def error(self, message: str, span, hint: str | None = None) -> None:
+        if self.report:
+            self.sink.error(message, span, hint)
+
+    # -- expressions
+
+    def expr(self, e: n.Expr) -> t.PipeType:
+        method = getattr(self, "_" + type(e).__name__)
+        return method(e)
+
+    def _Const(self, e: n.Const) -> t.PipeType:
+        return t.type_of_value(e.value)
+
+    def _Name(self, e: n.Name) -> t.PipeType:
+        return self.name(e)
+
+    def name(self, e: n.Name) -> t.PipeType:
+        scope = self.scope
+        if e.id in scope.assigned:
+            return scope.variables.get(e.id, t.ANY)
+        if e.id in BUILTINS:
+            self.error(f"built-in `{e.id}` is a function, not a value", e.span, f"call it: `{e.id}(...)`")
+        elif e.id in self.checked.pipelines or e.id in self.checked.records:
+            self.error(f"`{e.id}` is a {'pipeline' if e.id in self.checked.pipelines else 'record'}, not a value",
+                       e.span, f"call it: `{e.id}(...)`")
+        elif e.id in self.registry.namespaces():
+            self.error(f"`{e.id}` is a skill namespace, not a value", e.span,
+                       f"call one of its skills, e.g. `{self._example_skill(e.id)}(...)`")
+        else:
+            candidates = set(scope.assigned) | set(BUILTINS) | set(self.checked.pipelines)
+            self.error(f"undefined name `{e.id}`", e.span, did_you_mean(e.id, candidates))
+        return t.ANY
+
+    def _FString(self, e: n.FString) -> t.PipeType:
+        for part in e.parts:
+            if isinstance(part, n.FormattedValue):
+                self.expr(part.value)
+        return t.STR
+
+    def _ListExpr(self, e: n.ListExpr) -> t.PipeType:
+        element = None
+        for item in e.items:
+            item_type = self.expr(item)
+            element = item_type if element is None else t.join(element, item_type)
+        return t.list_of(element or t.ANY)
+
+    def _DictExpr(self, e: n.DictExpr) -> t.PipeType:
+        value = None
+        for key, val in zip(e.keys, e.values):
+            key_type = self.expr(key)
+            if key_type.kind not in ("str", "any", "path"):
+                self.error(f"dict keys must be str, got {key_type}", key.span, "convert the key with str(...)")
+            val_type = self.expr(val)
+            value = val_type if value is None else t.join(value, val_type)
+        return t.dict_of(value or t.ANY)
+
+    def _BinOp(self, e: n.BinOp) -> t.PipeType:
+        return self.binop(e.op, self.expr(e.left), self.expr(e.right), e.span)
+
+    def binop(self, op: str, left: t.PipeType, right: t.PipeType, span) -> t.PipeType:
+        left, right = _unwrap(left), _unwrap(right)
+        kinds = {left.kind, right.kind}
+        if "any" in kinds:
+            return t.FLOAT if op == "/" and kinds <= {"any", "int", "float", "bool"} else t.ANY
+        if kinds <= set(_NUMERIC):
+            if op == "/":
+                return t.FLOAT
+            if op == "**":
+                return t.ANY if kinds <= {"int", "bool"} else t.FLOAT
+            return t.FLOAT if "float" in kinds else t.INT
+        if op == "+" and left.kind == right.kind and left.kind in ("str", "list"):
+            return t.join(left, right)
+        if op == "+" and kinds == {"str", "path"}:
+            return t.STR
+        if op == "*" and (left.kind in ("str", "list") and right.kind in ("int", "bool")):
+            return left
+        if op == "*" and (right.kind in ("str", "list") and left.kind in ("int", "bool")):
+            return right
+        if op == "%" and left.kind == "str":
+            return t.STR
+        hint = None
+        if op == "+" and "str" in kinds:
+            hint = "convert the other side with str(...), or use an f-string"
+        self.error(f"cannot {_OP_WORDS[op]} {left} and {right} with `{op}`", span, hint)
+        return t.ANY
+
+    def _UnaryOp(self, e: n.UnaryOp) -> t.PipeType:
+        operand = _unwrap(self.expr(e.operand))
+        if e.op == "not":
+            return t.BOOL
+        if operand.kind in ("int", "float", "any"):
+            return operand
+        if operand.kind == "bool":
+            return t.INT
+        self.error(f"cannot apply unary `{e.op}` to {operand}", e.span)
+        return t.ANY
+
+    def _BoolOp(self, e: n.BoolOp) -> t.PipeType:
+        return t.join(self.expr(e.left), self.expr(e.right))
+
+    def _Compare(self, e: n.Compare) -> t.PipeType:
+        left = self.expr(e.left)
+        for op, comparator in zip(e.ops, e.comparators):
+            right = self.expr(comparator)
+            if op in ("in", "not in"):
+                self._check_membership(left, _unwrap(right), comparator.span)
+            elif op not in ("==", "!=") and not _orderable(_unwrap(left), _unwrap(right)):
+                self.error(f"cannot compare {left} and {right} with `{op}`", e.span)
+            left = right
+        return t.BOOL
+
+    def _check_membership(self, item: t.PipeType, container: t.PipeType, span) -> None:
+        if container.kind == "str" and _unwrap(item).kind not in ("str", "any", "path"):
+            self.error(f"`in` on a str needs a str on the left, got {item}", span)
+        elif container.kind not in ("str", "list", "dict", "any", "path"):
+            self.error(f"`in` needs a str, list or dict on the right, got {container}", span)
+
+    def _Index(self, e: n.Index) -> t.PipeType:
+        value = _unwrap(self.expr(e.value))
+        index = _unwrap(self.expr(e.index))
+        if value.kind in ("list", "str"):
+            if index.kind not in ("int", "bool", "any"):
+                self.error(f"a {value.kind} index must be an int, got {index}", e.index.span)
+            return value.arg if value.kind == "list" else t.STR
+        if value.kind == "dict":
+            if index.kind not in ("str", "any", "path"):
+                self.error(f"a dict key must be a str, got {index}", e.index.span)
+            return value.arg
+        if value.kind == "record":
+            self.error(f"records are not indexed; read a field with `.`", e.span,
+                       f"e.g. `value.{next(iter(self.checked.records[value.name].fields), 'field')}`")
+        elif value.kind != "any":
+            self.error(f"cannot index a {value}", e.span)
+        return t.ANY
+
+    def _Slice(self, e: n.Slice) -> t.PipeType:
+        value = _unwrap(self.expr(e.value))
+        for part in (e.lower, e.upper, e.step):
+            if part is not None:
+                kind = _unwrap(self.expr(part)).kind
+                if kind not in ("int", "bool", "any", "none"):
+                    self.error(f"slice bounds must be int, got {kind}", part.span)
+        if value.kind not in ("list", "str", "any"):
+            self.error(f"cannot slice a {value}", e.span, "only lists and strings can be sliced")
+            return t.ANY
+        return value
+
+    def _Attribute(self, e: n.Attribute) -> t.PipeType:
+        dotted = n.dotted_name(e)
+        if dotted is not None and dotted.split(".")[0] not in self.scope.assigned:
+            if self.registry.get(dotted) is not None or dotted.split(".")[0] in self.registry.namespaces():
+                self.error(f"`{dotted}` is a skill; call it", e.span, f"write `{dotted}(...)`")
+                return t.ANY
+        value = _unwrap(self.expr(e.value))
+        if value.kind == "record":
+            fields = self.checked.records[value.name].fields
+            if e.attr not in fields:
+                self.error(f"record `{value.name}` has no field `{e.attr}`", e.attr_span,
+                           did_you_mean(e.attr, fields) or f"its fields are: {', '.join(fields)}")
+                return t.ANY
+            return fields[e.attr]
+        if value.kind == "dict":
+            return value.arg
+        if value.kind != "any":
+            self.error(f"a {value} has no fields, so `.{e.attr}` is not defined", e.attr_span,
+                       self._method_hint(value, e.attr))
+        return t.ANY
+
+    def _method_hint(self, value: t.PipeType, attr: str) -> str | None:
+        for namespace in ("text", "lists", "dicts"):
+            if self.registry.get(f"{namespace}.{attr}") is not None:
+                return f"values have no methods; call the skill with the value: `{namespace}.{attr}(value, ...)`"
+        return None
+
+    def _FormattedValue(self, e: n.FormattedValue) -> t.PipeType:
+        self.expr(e.value)
+        return t.STR
+
+    # -- calls
+
+    def _Call(self, e: n.Call) -> t.PipeType:
+        arg_types = [self.expr(a) for a in e.args]
+        kw_types = {k.name: self.expr(k.value) for k in e.keywords}
+        self._check_duplicate_keywords(e)
+        func = e.func
+        if isinstance(func, n.Name) and func.id not in self.scope.assigned:
+            name = func.id
+            if name in BUILTINS:
+                return self._builtin_call(e, name, arg_types, kw_types)
+            if name in self.checked.pipelines:
+                self.checked.calls[e] = CallTarget("pipeline", name)
+                info = self.checked.pipelines[name]
+                params = [(p.name, p.type, p.default is None) for p in info.params]
+                self._check_arguments(e, f"pipeline `{name}`", params, arg_types, kw_types)
+                return info.returns
+            if name in self.checked.records:
+                return self._record_call(e, name, arg_types, kw_types)
+            candidates = set(BUILTINS) | set(self.checked.pipelines) | set(self.checked.records)
+            self.error(f"undefined function `{name}`", func.span, did_you_mean(name, candidates))
+            return t.ANY
+        dotted = n.dotted_name(func)
+        if dotted is not None and "." in dotted:
+            return self._skill_call(e, dotted, arg_types, kw_types)
+        callee = self.expr(func)
+        self.error(f"a {callee} value cannot be called", func.span,
+                   "only built-ins, skills, pipelines and records can be called")
+        return t.ANY
+
+    def _check_duplicate_keywords(self, e: n.Call) -> None:
+        seen = set()
+        for k in e.keywords:
+            if k.name in seen:
+                self.error(f"keyword argument `{k.name}` is given twice", k.span)
+            seen.add(k.name)
+
+    def _builtin_call(self, e: n.Call, name: str, arg_types, kw_types) -> t.PipeType:
+        builtin = BUILTINS[name]
+        self.checked.calls[e] = CallTarget("builtin", name)
+        count = len(arg_types)
+        if count < builtin.min_args or (builtin.max_args is not None and count > builtin.max_args):
+            if builtin.max_args is None:
+                expected = f"at least {builtin.min_args}"
+            elif builtin.min_args == builtin.max_args:
+                expected = str(builtin.min_args)
+            else:
+                expected = f"{builtin.min_args} to {builtin.max_args}"
+            self.error(f"`{name}` takes {expected} positional argument{'s' if expected != '1' else ''}, got {count}",
+                       e.span, f"signature: {builtin.signature}")
+        for k in e.keywords:
+            if k.name not in builtin.keywords:
+                self.error(f"`{name}` has no keyword argument `{k.name}`", k.span,
+                           did_you_mean(k.name, builtin.keywords) or f"signature: {builtin.signature}")
+        return builtin.returns(arg_types)
+
+    def _record_call(self, e: n.Call, name: str, arg_types, kw_types) -> t.PipeType:
+        info = self.checked.records[name]
+        self.checked.calls[e] = CallTarget("record", name)
+        params = [(field, ftype, field not in info.defaults) for field, ftype in info.fields.items()]
+        self._check_arguments(e, f"record `{name}`", params, arg_types, kw_types, noun="field")
+        return t.record(name)
+
+    def _skill_call(self, e: n.Call, dotted: str, arg_types, kw_types) -> t.PipeType:
+        skill = self.registry.get(dotted)
+        root = dotted.split(".")[0]
+        if skill is None:
+            if root in self.scope.assigned:
+                attr = dotted.rsplit(".", 1)[1]
+                self.error(f"values have no methods, so `{dotted}(...)` cannot be called", e.func.span,
+                           self._method_hint(t.ANY, attr) or "call a skill with the value as an argument")
+            else:
+                namespace = dotted.rsplit(".", 1)[0]
+                where = (f"namespace `{namespace}` has no skill `{dotted.rsplit('.', 1)[1]}`"
+                         if namespace in self.registry.namespaces() else f"no skill named `{dotted}`")
+                self.error(where, e.func.span,
+                           did_you_mean(dotted, self.registry.names()) or "`pipe skills` lists the installed skills")
+            return t.ANY
+        self.checked.calls[e] = CallTarget("skill", dotted)
+        if not self._allowed(dotted):
+            namespace = skill.namespace
+            self.error(f"skill `{dotted}` is not allowed: this module does not `use` it", e.func.span,
+                       f"add `use {namespace}` (or `use {dotted}`) at the top of the file")
+        params = [(p.name, p.type, p.required) for p in skill.params]
+        self._check_arguments(e, f"skill `{dotted}`", params, arg_types, kw_types)
+        return skill.returns
+
+    def _allowed(self, name: str) -> bool:
+        parts = name.split(".")
+        prefixes = {".".join(parts[: i + 1]) for i in range(len(parts))}
+        return any(use in prefixes for use in self.checked.uses)
+
+    def _check_arguments(self, e: n.Call, what: str, params, arg_types, kw_types, noun: str = "argument") -> None:
+        """Match positional and keyword arguments to (name, type, required) params; report every mismatch."""
+        names = [p[0] for p in params]
+        if len(arg_types) > len(params):
+            self.error(f"{what} takes at most {len(params)} positional {noun}s, got {len(arg_types)}",
+                       e.args[len(params)].span, f"its {noun}s are: {', '.join(names) or '(none)'}")
+        bound: dict[str, tuple[t.PipeType, n.Node]] = {}
+        for (name, _, _), arg_type, arg in zip(params, arg_types, e.args):
+            bound[name] = (arg_type, arg)
+        for k in e.keywords:
+            if k.name not in names:
+                self.error(f"{what} has no {noun} `{k.name}`", k.span,
+                           did_you_mean(k.name, names) or f"its {noun}s are: {', '.join(names) or '(none)'}")
+            elif k.name in bound:
+                self.error(f"{noun} `{k.name}` of {what} is given twice", k.span)
+            else:
+                bound[k.name] = (kw_types[k.name], k)
+        missing = [name for name, _, required in params if required and name not in bound]
+        if missing:
+            self.error(f"{what} is missing {noun}{'s' if len(missing) > 1 else ''} "
+                       f"{', '.join(f'`{m}`' for m in missing)}", e.span)
+        for name, expected, _ in params:
+            if name in bound:
+                actual, node = bound[name]
+                if not t.is_assignable(actual, expected):
+                    self.error(f"{noun} `{name}` of {what} expects {expected}, got {actual}", node.span)
+
+    def element_type(self, iterable: t.PipeType, span) -> t.PipeType:
+        iterable = _unwrap(iterable)
+        if iterable.kind == "list":
+            return iterable.arg
+        if iterable.kind in ("str", "dict"):
+            return t.STR
+        if iterable.kind != "any":
+            self.error(f"cannot loop over a {iterable}", span, "`for` needs a list, str or dict")
+        return t.ANY
+
+    def _example_skill(self, namespace: str) -> str:
+        names = [s for s in self.registry.names() if s.startswith(namespace + ".")]
+        return names[0] if names else namespace + ".NAME"
+
+
+def _unwrap(value: t.PipeType) -> t.PipeType:
+    return value.arg if value.kind == "optional" else value
+
+
+def _orderable(left: t.PipeType, right: t.PipeType) -> bool:
+    kinds = {left.kind, right.kind}
+    if "any" in kinds:
+        return True
+    if kinds <= set(_NUMERIC):
+        return True
+    return left.kind == right.kind and left.kind in ("str", "list", "path") or kinds == {"str", "path"}

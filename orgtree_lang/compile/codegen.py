@@ -1,0 +1,418 @@
+"""Generate bytecode (a Program of CodeObjects) from a CheckedModule."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from orgtree_lang.check.module import CheckedModule, PipelineInfo
+from orgtree_lang.compile import opcodes as op
+from orgtree_lang.compile.code import AmbiguousSpec, CallSite, CodeObject, Param, Program, RecordSpec
+from orgtree_lang.compile.stack import compute_max_stack
+from orgtree_lang.syntax import nodes as n
+from orgtree_lang.syntax.spans import Span
+
+
+def generate(checked: CheckedModule, source_hash: str) -> Program:
+    """Compile every pipeline and record of a checked module."""
+    records = {
+        name: RecordSpec(name, tuple(info.fields.items()),
+                         {k: constant_value(v) for k, v in info.defaults.items()}, info.doc or "")
+        for name, info in checked.records.items()
+        if name != "Error"
+    }
+    pipelines = {name: _PipelineCompiler(checked, info).compile() for name, info in checked.pipelines.items()}
+    return Program(checked.module.file, source_hash, tuple(checked.uses), records, pipelines)
+
+
+def constant_value(expr: n.Expr):
+    """The value of a constant expression (the checker has verified it is one)."""
+    if isinstance(expr, n.Const):
+        return expr.value
+    if isinstance(expr, n.UnaryOp):
+        value = constant_value(expr.operand)
+        return -value if expr.op == "-" else value
+    if isinstance(expr, n.ListExpr):
+        return [constant_value(i) for i in expr.items]
+    if isinstance(expr, n.DictExpr):
+        return {constant_value(k): constant_value(v) for k, v in zip(expr.keys, expr.values)}
+    raise ValueError("not a constant")
+
+
+_JUMPS_AWAY = (n.Return, n.Fail, n.Goto, n.Break, n.Continue)
+
+
+class _Label:
+    """A jump target whose address is fixed once it is placed."""
+
+    __slots__ = ("pc",)
+
+    def __init__(self) -> None:
+        self.pc: int | None = None
+
+
+@dataclass
+class _Block:
+    """An enclosing construct that a jump out of it must clean up after."""
+
+    kind: str  # "for" (two loop values on the stack), "while", "try" (a handler to pop)
+    break_label: _Label | None = None
+    continue_label: _Label | None = None
+
+
+class _PipelineCompiler:
+    def __init__(self, checked: CheckedModule, info: PipelineInfo) -> None:
+        self.checked = checked
+        self.info = info
+        decl = info.decl
+        self.code = CodeObject(
+            name=decl.name,
+            file=checked.module.file,
+            params=tuple(
+                Param(p.name, p.type, p.default is not None,
+                      constant_value(p.default) if p.default is not None else None)
+                for p in info.params
+            ),
+            returns=info.returns,
+            doc=decl.doc or "",
+            span=decl.span,
+        )
+        self.slots: dict[str, int] = {}
+        for p in info.params:
+            self._slot(p.name)
+        self.const_index: dict[tuple, int] = {}
+        self.blocks: list[_Block] = []
+        self.label_targets: dict[str, _Label] = {}
+        self.label_depth: dict[str, int] = {}
+        self.fixups: list[tuple[int, _Label]] = []
+        self.last_span: Span | None = None
+
+    # -- emission helpers
+
+    def compile(self) -> CodeObject:
+        decl = self.info.decl
+        self._collect_labels(decl.body, 0)
+        self._body(decl.body)
+        last = decl.body[-1].span if decl.body else decl.span
+        end = Span(decl.span.file, last.end_line, last.end_col, last.end_line, last.end_col)
+        self._emit(op.LOAD_CONST, self._const(None), end)
+        self._emit(op.RETURN, None, end)
+        for pc, label in self.fixups:
+            self.code.args[pc] = label.pc
+        self.code.max_stack = compute_max_stack(self.code)
+        return self.code
+
+    def _emit(self, opcode: int, arg, span: Span) -> int:
+        code = self.code
+        pc = len(code.ops)
+        code.ops.append(opcode)
+        code.args.append(arg)
+        if span != self.last_span:
+            code.line_table.append((pc, span.line, span.col, span.end_line, span.end_col))
+            self.last_span = span
+        return pc
+
+    def _jump(self, opcode: int, label: _Label, span: Span) -> None:
+        pc = self._emit(opcode, None, span)
+        self.fixups.append((pc, label))
+
+    def _place(self, label: _Label) -> None:
+        label.pc = len(self.code.ops)
+
+    def _const(self, value) -> int:
+        key = (type(value).__name__, repr(value))
+        if key not in self.const_index:
+            self.const_index[key] = len(self.code.consts)
+            self.code.consts.append(value)
+        return self.const_index[key]
+
+    def _slot(self, name: str) -> int:
+        if name not in self.slots:
+            self.slots[name] = len(self.code.varnames)
+            self.code.varnames.append(name)
+        return self.slots[name]
+
+    def _collect_labels(self, body: tuple[n.Stmt, ...], depth: int) -> None:
+        """Record how many enclosing blocks each label sits in, so a goto knows what to clean up."""
+        for stmt in body:
+            if isinstance(stmt, n.Label):
+                self.label_targets[stmt.name] = _Label()
+                self.label_depth[stmt.name] = depth
+            elif isinstance(stmt, n.If):
+                for sub in stmt.bodies:
+                    self._collect_labels(sub, depth)
+                if stmt.orelse:
+                    self._collect_labels(stmt.orelse, depth)
+            elif isinstance(stmt, (n.While, n.For)):
+                self._collect_labels(stmt.body, depth + 1)
+            elif isinstance(stmt, n.Try):
+                self._collect_labels(stmt.body, depth + 1)
+                self._collect_labels(stmt.handler, depth)
+
+    def _unwind(self, blocks: list[_Block], span: Span) -> None:
+        """Emit the cleanup for leaving `blocks` (innermost last) by a jump."""
+        for block in reversed(blocks):
+            if block.kind == "for":
+                self._emit(op.POP, None, span)
+                self._emit(op.POP, None, span)
+            elif block.kind == "try":
+                self._emit(op.POP_TRY, None, span)
+
+    # -- statements
+
+    def _body(self, body: tuple[n.Stmt, ...]) -> None:
+        for stmt in body:
+            self._stmt(stmt)
+
+    def _stmt(self, s: n.Stmt) -> None:
+        if isinstance(s, n.Label):
+            self._place(self.label_targets[s.name])
+        self._emit(op.STMT, None, s.span)
+        method = getattr(self, "_" + type(s).__name__)
+        method(s)
+
+    def _Assign(self, s: n.Assign) -> None:
+        self._expr(s.value)
+        if len(s.targets) == 1:
+            self._emit(op.STORE_LOCAL, self._slot(s.targets[0].id), s.targets[0].span)
+            return
+        self._emit(op.UNPACK, len(s.targets), s.value.span)
+        for target in s.targets:
+            self._emit(op.STORE_LOCAL, self._slot(target.id), target.span)
+
+    def _AugAssign(self, s: n.AugAssign) -> None:
+        slot = self._slot(s.target.id)
+        self._emit(op.LOAD_LOCAL, slot, s.target.span)
+        self._expr(s.value)
+        self._emit(op.BINARY, s.op, s.span)
+        self._emit(op.STORE_LOCAL, slot, s.target.span)
+
+    def _ExprStmt(self, s: n.ExprStmt) -> None:
+        self._expr(s.expr)
+        self._emit(op.POP, None, s.span)
+
+    def _Pass(self, s: n.Pass) -> None:
+        pass
+
+    def _Label(self, s: n.Label) -> None:
+        pass
+
+    def _Goto(self, s: n.Goto) -> None:
+        depth = self.label_depth[s.name]
+        self._unwind(self.blocks[depth:], s.span)
+        self._jump(op.JUMP, self.label_targets[s.name], s.span)
+
+    def _Break(self, s: n.Break) -> None:
+        loop_index = self._innermost_loop()
+        self._unwind(self.blocks[loop_index:], s.span)
+        self._jump(op.JUMP, self.blocks[loop_index].break_label, s.span)
+
+    def _Continue(self, s: n.Continue) -> None:
+        loop_index = self._innermost_loop()
+        self._unwind(self.blocks[loop_index + 1 :], s.span)
+        self._jump(op.JUMP, self.blocks[loop_index].continue_label, s.span)
+
+    def _innermost_loop(self) -> int:
+        for i in range(len(self.blocks) - 1, -1, -1):
+            if self.blocks[i].kind in ("for", "while"):
+                return i
+        raise AssertionError("the checker lets no break/continue outside a loop")
+
+    def _If(self, s: n.If) -> None:
+        end = _Label()
+        for test, body in zip(s.tests, s.bodies):
+            next_branch = _Label()
+            self._expr(test)
+            self._jump(op.JUMP_IF_FALSE, next_branch, test.span)
+            self._body(body)
+            if not (body and isinstance(body[-1], _JUMPS_AWAY)):
+                self._jump(op.JUMP, end, s.span)
+            self._place(next_branch)
+        if s.orelse is not None:
+            self._body(s.orelse)
+        self._place(end)
+
+    def _While(self, s: n.While) -> None:
+        # The loop jumps back to this statement's STMT, so every iteration counts a step.
+        top = _Label()
+        top.pc = len(self.code.ops) - 1
+        end = _Label()
+        self._expr(s.test)
+        self._jump(op.JUMP_IF_FALSE, end, s.test.span)
+        self.blocks.append(_Block("while", end, top))
+        self._body(s.body)
+        self.blocks.pop()
+        self._jump(op.JUMP, top, s.span)
+        self._place(end)
+
+    def _For(self, s: n.For) -> None:
+        self._expr(s.iterable)
+        self._emit(op.GET_ITER, None, s.iterable.span)
+        top, end, after = _Label(), _Label(), _Label()
+        self._place(top)
+        self._jump(op.FOR_ITER, end, s.span)
+        if len(s.targets) == 1:
+            self._emit(op.STORE_LOCAL, self._slot(s.targets[0].id), s.targets[0].span)
+        else:
+            self._emit(op.UNPACK, len(s.targets), s.span)
+            for target in s.targets:
+                self._emit(op.STORE_LOCAL, self._slot(target.id), target.span)
+        # `break` pops the loop state itself, then jumps past the exhausted-loop exit.
+        self.blocks.append(_Block("for", after, top))
+        self._body(s.body)
+        self.blocks.pop()
+        self._jump(op.JUMP, top, s.span)
+        self._place(end)
+        self._place(after)
+
+    def _Try(self, s: n.Try) -> None:
+        handler, end = _Label(), _Label()
+        self._jump(op.SETUP_TRY, handler, s.span)
+        self.blocks.append(_Block("try"))
+        self._body(s.body)
+        self.blocks.pop()
+        self._emit(op.POP_TRY, None, s.span)
+        self._jump(op.JUMP, end, s.span)
+        self._place(handler)
+        if s.name is not None:
+            self._emit(op.STORE_LOCAL, self._slot(s.name.id), s.except_span)
+        else:
+            self._emit(op.POP, None, s.except_span)
+        self._body(s.handler)
+        self._place(end)
+
+    def _Fail(self, s: n.Fail) -> None:
+        self._expr(s.value)
+        self._emit(op.FAIL, None, s.span)
+
+    def _Return(self, s: n.Return) -> None:
+        if s.value is None:
+            self._emit(op.LOAD_CONST, self._const(None), s.span)
+        else:
+            self._expr(s.value)
+        self._emit(op.RETURN, None, s.span)
+
+    def _Ambiguous(self, s: n.Ambiguous) -> None:
+        types = self.checked.types
+        for item in s.inputs:
+            if item.default is not None:
+                self._expr(item.default)
+            else:
+                self._emit(op.LOAD_LOCAL, self._slot(item.name), item.span)
+        spec = AmbiguousSpec(
+            name=s.name,
+            doc=s.doc or "",
+            inputs=tuple((i.name, types[i.type]) for i in s.inputs),
+            outputs=tuple((o.name, types[o.type]) for o in s.outputs),
+            uses=tuple(self.checked.uses),
+            pipeline=self.info.name,
+            span=s.span,
+        )
+        self.code.ambiguous.append(spec)
+        self._emit(op.AMBIGUOUS, len(self.code.ambiguous) - 1, s.span)
+        for out in s.outputs:
+            self._emit(op.STORE_LOCAL, self._slot(out.name), out.span)
+
+    # -- expressions
+
+    def _expr(self, e: n.Expr) -> None:
+        getattr(self, "_" + type(e).__name__)(e)
+
+    def _Const(self, e: n.Const) -> None:
+        self._emit(op.LOAD_CONST, self._const(e.value), e.span)
+
+    def _Name(self, e: n.Name) -> None:
+        self._emit(op.LOAD_LOCAL, self._slot(e.id), e.span)
+
+    def _FString(self, e: n.FString) -> None:
+        if not e.parts:
+            self._emit(op.LOAD_CONST, self._const(""), e.span)
+            return
+        for part in e.parts:
+            if isinstance(part, str):
+                self._emit(op.LOAD_CONST, self._const(part), e.span)
+            else:
+                self._expr(part.value)
+                self._emit(op.FORMAT, self._const(part.spec), part.span)
+        if len(e.parts) > 1:
+            self._emit(op.BUILD_STRING, len(e.parts), e.span)
+
+    def _ListExpr(self, e: n.ListExpr) -> None:
+        for item in e.items:
+            self._expr(item)
+        self._emit(op.BUILD_LIST, len(e.items), e.span)
+
+    def _DictExpr(self, e: n.DictExpr) -> None:
+        for key, value in zip(e.keys, e.values):
+            self._expr(key)
+            self._expr(value)
+        self._emit(op.BUILD_DICT, len(e.keys), e.span)
+
+    def _BinOp(self, e: n.BinOp) -> None:
+        self._expr(e.left)
+        self._expr(e.right)
+        self._emit(op.BINARY, e.op, e.span)
+
+    def _UnaryOp(self, e: n.UnaryOp) -> None:
+        self._expr(e.operand)
+        self._emit(op.UNARY, e.op, e.span)
+
+    def _BoolOp(self, e: n.BoolOp) -> None:
+        end = _Label()
+        self._expr(e.left)
+        self._jump(op.JUMP_IF_FALSE_OR_POP if e.op == "and" else op.JUMP_IF_TRUE_OR_POP, end, e.span)
+        self._expr(e.right)
+        self._place(end)
+
+    def _Compare(self, e: n.Compare) -> None:
+        self._expr(e.left)
+        if len(e.ops) == 1:
+            self._expr(e.comparators[0])
+            self._emit(op.COMPARE, e.ops[0], e.span)
+            return
+        # a < b < c: keep b for the next comparison; stop at the first false result.
+        cleanup, end = _Label(), _Label()
+        last = len(e.ops) - 1
+        for i, (operator, comparator) in enumerate(zip(e.ops, e.comparators)):
+            self._expr(comparator)
+            if i < last:
+                self._emit(op.DUP, None, comparator.span)
+                self._emit(op.ROT3, None, comparator.span)
+                self._emit(op.COMPARE, operator, e.span)
+                self._jump(op.JUMP_IF_FALSE_OR_POP, cleanup, e.span)
+            else:
+                self._emit(op.COMPARE, operator, e.span)
+        self._jump(op.JUMP, end, e.span)
+        self._place(cleanup)
+        self._emit(op.ROT2, None, e.span)
+        self._emit(op.POP, None, e.span)
+        self._place(end)
+
+    def _Call(self, e: n.Call) -> None:
+        target = self.checked.calls[e]
+        for arg in e.args:
+            self._expr(arg)
+        for kw in e.keywords:
+            self._expr(kw.value)
+        site = CallSite(target.kind, target.name, len(e.args), tuple(k.name for k in e.keywords))
+        self.code.calls.append(site)
+        opcode = {"builtin": op.CALL_BUILTIN, "skill": op.CALL_SKILL, "pipeline": op.CALL_PIPELINE,
+                  "record": op.MAKE_RECORD}[target.kind]
+        self._emit(opcode, len(self.code.calls) - 1, e.span)
+
+    def _Index(self, e: n.Index) -> None:
+        self._expr(e.value)
+        self._expr(e.index)
+        self._emit(op.INDEX, None, e.span)
+
+    def _Slice(self, e: n.Slice) -> None:
+        self._expr(e.value)
+        for part in (e.lower, e.upper, e.step):
+            if part is None:
+                self._emit(op.LOAD_CONST, self._const(None), e.span)
+            else:
+                self._expr(part)
+        self._emit(op.SLICE, None, e.span)
+
+    def _Attribute(self, e: n.Attribute) -> None:
+        self._expr(e.value)
+        self._emit(op.GET_ATTR, e.attr, e.attr_span)

@@ -1,0 +1,53 @@
+"""Render a Program's bytecode as readable text: one line per instruction with its source line and meaning."""
+
+from __future__ import annotations
+
+from orgtree_lang.compile.code import CodeObject, Program
+from orgtree_lang.compile.opcodes import OPCODES
+from orgtree_lang.runtime.values import display
+
+
+def disassemble(program: Program) -> str:
+    parts = []
+    for name, record in program.records.items():
+        fields = ", ".join(f"{f}: {ft}" for f, ft in record.fields)
+        parts.append(f"record {name}({fields})")
+    for code in program.pipelines.values():
+        parts.append(disassemble_code(code))
+    return "\n\n".join(parts) + "\n"
+
+
+def disassemble_code(code: CodeObject) -> str:
+    params = ", ".join(f"{p.name}: {p.type}" + (f" = {display(p.default, True)}" if p.has_default else "")
+                       for p in code.params)
+    lines = [f"pipeline {code.name}({params}) -> {code.returns}   "
+             f"[{len(code.ops)} instructions, {len(code.varnames)} locals, max stack {code.max_stack}]"]
+    targets = {arg for op, arg in zip(code.ops, code.args) if OPCODES[op].operand == "jump"}
+    last_line = None
+    for pc, (op, arg) in enumerate(zip(code.ops, code.args)):
+        opcode = OPCODES[op]
+        line = code.span_at(pc).line
+        line_text = f"{line:>5}" if line != last_line else "     "
+        last_line = line
+        marker = ">>" if pc in targets else "  "
+        arg_text = "" if arg is None else str(arg)
+        lines.append(f"{line_text} {marker} {pc:>4} {opcode.name:<22}{arg_text:<6}{_explain(code, opcode, arg)}".rstrip())
+    return "\n".join(lines)
+
+
+def _explain(code: CodeObject, opcode, arg) -> str:
+    kind = opcode.operand
+    if kind == "const" and arg is not None:
+        return f"({display(code.consts[arg], True)})"
+    if kind == "local":
+        return f"({code.varnames[arg]})"
+    if kind == "jump":
+        return f"(to {arg})"
+    if kind == "call":
+        site = code.calls[arg]
+        kw = f", keywords {', '.join(site.kwnames)}" if site.kwnames else ""
+        return f"({site.kind} {site.name}, {site.nargs} positional{kw})"
+    if kind == "ambiguous":
+        spec = code.ambiguous[arg]
+        return f"({spec.name}: {', '.join(n for n, _ in spec.inputs)} -> {', '.join(n for n, _ in spec.outputs)})"
+    return ""

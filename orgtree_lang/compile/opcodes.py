@@ -1,0 +1,105 @@
+"""The instruction set: one table of opcodes (operand kind, stack effect, stack picture) read by every layer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class Opcode:
+    """One instruction. `effect(arg, code)` is the stack change when execution falls through;
+    `jump_effect` is the change when the instruction jumps (None if it never jumps)."""
+
+    code: int
+    name: str
+    operand: str  # what the argument means: none, const, local, jump, count, binop, compare, unary, call, attr, ambiguous
+    picture: str  # stack before -- stack after
+    doc: str
+    effect: Callable[[object, object], int]
+    jump_effect: int | None = None
+
+
+def _fixed(n: int) -> Callable[[object, object], int]:
+    return lambda arg, code: n
+
+
+def _call_effect(arg, code) -> int:
+    site = code.calls[arg]
+    return 1 - site.nargs - len(site.kwnames)
+
+
+def _ambiguous_effect(arg, code) -> int:
+    spec = code.ambiguous[arg]
+    return len(spec.outputs) - len(spec.inputs)
+
+
+_TABLE = [
+    # name, operand, picture, effect, jump_effect, doc
+    ("STMT", "none", "--", _fixed(0), None,
+     "Start of a statement: counts one step against the budget and is where the run may pause."),
+    ("LOAD_CONST", "const", "-- value", _fixed(1), None, "Push constant number `arg`."),
+    ("LOAD_LOCAL", "local", "-- value", _fixed(1), None,
+     "Push local variable `arg`; a runtime error if it has not been assigned yet."),
+    ("STORE_LOCAL", "local", "value --", _fixed(-1), None, "Pop the top of the stack into local variable `arg`."),
+    ("POP", "none", "value --", _fixed(-1), None, "Discard the top of the stack."),
+    ("DUP", "none", "a -- a a", _fixed(1), None, "Duplicate the top of the stack."),
+    ("ROT2", "none", "a b -- b a", _fixed(0), None, "Swap the two top items."),
+    ("ROT3", "none", "a b c -- c a b", _fixed(0), None, "Move the top item below the next two."),
+    ("BINARY", "binop", "a b -- a<op>b", _fixed(-1), None,
+     "Apply arithmetic operator `arg` (+ - * / // % **) to the two top items."),
+    ("COMPARE", "compare", "a b -- bool", _fixed(-1), None,
+     "Compare the two top items with operator `arg` (< <= > >= == != in, not in)."),
+    ("UNARY", "unary", "a -- <op>a", _fixed(0), None, "Apply unary operator `arg` (-, +, not)."),
+    ("JUMP", "jump", "--", _fixed(0), 0, "Continue at instruction `arg`."),
+    ("JUMP_IF_FALSE", "jump", "cond --", _fixed(-1), -1, "Pop the condition; jump to `arg` if it is false."),
+    ("JUMP_IF_TRUE", "jump", "cond --", _fixed(-1), -1, "Pop the condition; jump to `arg` if it is true."),
+    ("JUMP_IF_FALSE_OR_POP", "jump", "a -- a | --", _fixed(-1), 0,
+     "If the top is false, jump to `arg` keeping it (the value of `and`); else pop it."),
+    ("JUMP_IF_TRUE_OR_POP", "jump", "a -- a | --", _fixed(-1), 0,
+     "If the top is true, jump to `arg` keeping it (the value of `or`); else pop it."),
+    ("BUILD_LIST", "count", "items... -- list", lambda arg, code: 1 - arg, None, "Collect the top `arg` items into a list."),
+    ("BUILD_DICT", "count", "k1 v1 ... -- dict", lambda arg, code: 1 - 2 * arg, None,
+     "Collect `arg` key/value pairs into a dict; keys must be str."),
+    ("BUILD_STRING", "count", "parts... -- str", lambda arg, code: 1 - arg, None,
+     "Concatenate the top `arg` strings (the pieces of an f-string)."),
+    ("FORMAT", "const", "value -- str", _fixed(0), None,
+     "Format a value for an f-string with the format spec in constant `arg` ('' for plain display)."),
+    ("INDEX", "none", "container key -- item", _fixed(-1), None, "Index a list or str by int, or a dict by key."),
+    ("SLICE", "none", "seq lower upper step -- part", _fixed(-3), None,
+     "Slice a list or str; none bounds mean the ends."),
+    ("GET_ATTR", "attr", "value -- field", _fixed(0), None, "Read field `arg` of a record, or key `arg` of a dict."),
+    ("UNPACK", "count", "seq -- item_n ... item_1", lambda arg, code: arg - 1, None,
+     "Split a list of exactly `arg` items onto the stack, first item on top."),
+    ("GET_ITER", "none", "iterable -- items 0", _fixed(1), None,
+     "Start a loop: replace a list, str or dict by its items (a list) and the position 0."),
+    ("FOR_ITER", "jump", "items i -- items i+1 item | --", _fixed(1), -2,
+     "Push the next item and advance; when done, pop the loop state and jump to `arg`."),
+    ("CALL_BUILTIN", "call", "args... kwargs... -- result", _call_effect, None, "Call the built-in of call site `arg`."),
+    ("CALL_SKILL", "call", "args... kwargs... -- result", _call_effect, None,
+     "Call the skill of call site `arg` through the skill registry (counts against the skill-call budget)."),
+    ("CALL_PIPELINE", "call", "args... kwargs... -- result", _call_effect, None,
+     "Call a pipeline of this module in a new frame."),
+    ("MAKE_RECORD", "call", "args... kwargs... -- record", _call_effect, None,
+     "Build and validate a record of the type named by call site `arg`."),
+    ("AMBIGUOUS", "ambiguous", "inputs... -- outputs...", _ambiguous_effect, None,
+     "Hand ambiguous block `arg` (its spec and input values) to the decomposer; push its outputs."),
+    ("SETUP_TRY", "jump", "--", _fixed(0), 1,
+     "Enter a try block whose handler starts at `arg`; the handler starts with the Error record on the stack."),
+    ("POP_TRY", "none", "--", _fixed(0), None, "Leave the innermost try block of this frame."),
+    ("FAIL", "none", "message --", _fixed(-1), None, "Raise a catchable runtime error with the given message."),
+    ("RETURN", "none", "value --", _fixed(-1), None, "Return the top of the stack to the calling frame."),
+]
+
+OPCODES: list[Opcode] = [
+    Opcode(i, name, operand, picture, doc, effect, jump)
+    for i, (name, operand, picture, effect, jump, doc) in enumerate(_TABLE)
+]
+BY_NAME: dict[str, Opcode] = {op.name: op for op in OPCODES}
+
+# Integer opcodes as module constants (STMT, LOAD_CONST, ...) for the compiler and the VM's dispatch loop.
+globals().update({op.name: op.code for op in OPCODES})
+
+BINARY_OPS = ("+", "-", "*", "/", "//", "%", "**")
+COMPARE_OPS = ("<", "<=", ">", ">=", "==", "!=", "in", "not in")
+UNARY_OPS = ("-", "+", "not")

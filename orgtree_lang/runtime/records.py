@@ -1,0 +1,106 @@
+"""Build record values: bind constructor arguments and validate field values with pydantic models."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from orgtree_lang import types as t
+from orgtree_lang.runtime.errors import PipeRuntimeError
+from orgtree_lang.runtime.values import RecordValue, display
+
+
+class RecordTypes:
+    """The record types of one program, with a strict pydantic model built lazily for each."""
+
+    def __init__(self, specs: dict) -> None:
+        self.specs = specs  # name -> compile.code.RecordSpec
+        self._models: dict[str, Any] = {}
+
+    def build(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> RecordValue:
+        spec = self.specs[name]
+        field_names = [f for f, _ in spec.fields]
+        if len(args) > len(field_names):
+            raise PipeRuntimeError(f"record {name} has {len(field_names)} fields, got {len(args)} positional values",
+                                   kind="type")
+        values = dict(zip(field_names, args))
+        for key, value in kwargs.items():
+            if key not in field_names:
+                raise PipeRuntimeError(f"record {name} has no field `{key}`", kind="type")
+            values[key] = value
+        for key, default in spec.defaults.items():
+            values.setdefault(key, default)
+        missing = [f for f in field_names if f not in values]
+        if missing:
+            raise PipeRuntimeError(f"record {name} is missing field{'s' if len(missing) > 1 else ''} "
+                                   f"{', '.join(missing)}", kind="type")
+        self._validate(name, values)
+        return RecordValue(name, {f: values[f] for f in field_names})
+
+    def _validate(self, name: str, values: dict[str, Any]) -> None:
+        from pydantic import ValidationError
+
+        model = self._model(name)
+        try:
+            model.model_validate(values)
+        except ValidationError as err:
+            first = err.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            spec_types = dict(self.specs[name].fields)
+            expected = spec_types.get(str(first["loc"][0]), "")
+            got = display(first.get("input"), True)
+            raise PipeRuntimeError(
+                f"record {name}: field `{where}` expected {expected}, got {got} ({first['msg'].lower()})",
+                kind="type",
+            ) from None
+
+    def _model(self, name: str):
+        if name not in self._models:
+            from pydantic import ConfigDict, create_model
+
+            spec = self.specs[name]
+            fields = {f: (self._annotation(ft), ...) for f, ft in spec.fields}
+            self._models[name] = create_model(
+                f"Record_{name}", __config__=ConfigDict(strict=True, arbitrary_types_allowed=True), **fields
+            )
+        return self._models[name]
+
+    def _annotation(self, ptype: t.PipeType):
+        from typing import Annotated
+
+        from pydantic import AfterValidator, StrictBool, StrictInt, StrictStr
+
+        kind = ptype.kind
+        if kind in ("str", "path"):
+            return StrictStr
+        if kind == "int":
+            return StrictInt
+        if kind == "float":
+            return Annotated[Any, AfterValidator(_check_float)]
+        if kind == "bool":
+            return StrictBool
+        if kind == "none":
+            return None
+        if kind == "list":
+            return list[self._annotation(ptype.arg)]
+        if kind == "dict":
+            return dict[str, self._annotation(ptype.arg)]
+        if kind == "optional":
+            return Optional[self._annotation(ptype.arg)]
+        if kind == "record":
+            return Annotated[Any, AfterValidator(_check_record(ptype.name))]
+        return Any
+
+
+def _check_float(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError("expected a number")
+    return value
+
+
+def _check_record(name: str):
+    def check(value: Any) -> Any:
+        if not (isinstance(value, RecordValue) and value.record_name == name):
+            raise ValueError(f"expected a {name} record")
+        return value
+
+    return check

@@ -1,0 +1,679 @@
+"""Execute a compiled Program: the dispatch loop over bytecode, frames, budgets, skills and the decomposer hook."""
+
+from __future__ import annotations
+
+import operator
+import time
+import uuid
+from typing import Any, Callable, Protocol
+
+from orgtree_lang import types as t
+from orgtree_lang.compile.code import AmbiguousSpec, CodeObject, Program
+from orgtree_lang.compile.opcodes import BY_NAME
+from orgtree_lang.runtime.builtins import BUILTINS, MAX_SEQUENCE, error_value
+from orgtree_lang.runtime.errors import PipeRuntimeError, SkillError, StackEntry
+from orgtree_lang.runtime.records import RecordTypes
+from orgtree_lang.runtime.values import UNBOUND, RecordValue, conforms, display
+from orgtree_lang.syntax.spans import Span
+from orgtree_lang.vm.budget import Budget, budget_exceeded
+from orgtree_lang.vm.state import Frame, RunState
+from orgtree_lang.vm.trace import Tracer, summarize
+
+MAX_FRAMES = 200
+_TIME_CHECK_EVERY = 4096  # steps between wall-clock checks
+
+
+class Decomposer(Protocol):
+    """Resolves an ambiguous block: given its spec and input values, returns a value for each output."""
+
+    def __call__(self, spec: AmbiguousSpec, inputs: dict[str, Any], machine: Machine) -> dict[str, Any]: ...
+
+
+def _power(a, b):
+    if isinstance(a, int) and isinstance(b, int) and abs(b) > 10_000 and abs(a) > 1:
+        raise PipeRuntimeError(f"{a} ** {b} is too large to compute", kind="type")
+    return a**b
+
+
+def _repeat(a, b):
+    if isinstance(a, (str, list)) and isinstance(b, int) and len(a) * b > MAX_SEQUENCE:
+        raise PipeRuntimeError(f"repeating a {type(a).__name__} {b} times exceeds the limit of {MAX_SEQUENCE} items",
+                               kind="type")
+    if isinstance(b, (str, list)) and isinstance(a, int) and len(b) * a > MAX_SEQUENCE:
+        return _repeat(b, a)
+    return a * b
+
+
+def _not_in(a, b):
+    return a not in b
+
+
+BINARY_FUNCS: dict[str, Callable] = {
+    "+": operator.add, "-": operator.sub, "*": _repeat, "/": operator.truediv, "//": operator.floordiv,
+    "%": operator.mod, "**": _power,
+}
+COMPARE_FUNCS: dict[str, Callable] = {
+    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
+    "!=": operator.ne, "in": lambda a, b: a in b, "not in": _not_in,
+}
+UNARY_FUNCS: dict[str, Callable] = {"-": operator.neg, "+": operator.pos, "not": operator.not_}
+_OPERAND_FUNCS = {"binop": BINARY_FUNCS, "compare": COMPARE_FUNCS, "unary": UNARY_FUNCS}
+
+# Integer opcodes, bound once so the dispatch loop compares plain ints.
+_OP = {name: spec.code for name, spec in BY_NAME.items()}
+_NAMES = {code: name for name, code in _OP.items()}
+
+
+class Machine:
+    """Runs one program; all mutable run state lives in `self.state` (a RunState) between steps."""
+
+    def __init__(
+        self,
+        program: Program,
+        *,
+        registry=None,
+        context=None,
+        budget: Budget | None = None,
+        decomposer: Decomposer | None = None,
+        tracer: Tracer | None = None,
+        printer: Callable[[str], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.program = program
+        self.registry = registry
+        self.context = context  # runtime.skills.SkillContext handed to skills
+        self.budget = budget or Budget()
+        self.decomposer = decomposer
+        self.tracer = tracer
+        self.printer = printer
+        self.clock = clock
+        self.records = RecordTypes(program.records)
+        self.state: RunState | None = None
+        self._prepared: dict[str, list[Any]] = {}
+        self._started = 0.0
+        self._pause_at: int | None = None
+
+    # ---- starting and resuming ------------------------------------------
+
+    def start(self, entry: str | None = None, inputs: dict[str, Any] | None = None, run_id: str | None = None) -> RunState:
+        """Create the run state for calling `entry` with `inputs` (validated against its parameters)."""
+        code = self.program.entry(entry)
+        frame = Frame(code.name, 0, [], [UNBOUND] * len(code.varnames), [], code)
+        inputs = dict(inputs or {})
+        for i, param in enumerate(code.params):
+            if param.name in inputs:
+                value = inputs.pop(param.name)
+                if not conforms(value, param.type):
+                    raise PipeRuntimeError(
+                        f"input `{param.name}` of pipeline {code.name} expected {param.type}, got "
+                        f"{t.type_of_value(value)} {summarize(value, 60)}", kind="input", span=code.span)
+            elif param.has_default:
+                value = param.default
+            else:
+                raise PipeRuntimeError(f"pipeline {code.name} needs input `{param.name}` ({param.type})",
+                                       kind="input", span=code.span, hint=f"pass it with -i {param.name}=VALUE")
+            frame.locals[i] = value
+        if inputs:
+            names = ", ".join(sorted(inputs))
+            raise PipeRuntimeError(f"pipeline {code.name} has no parameter{'s' if len(inputs) > 1 else ''} {names}",
+                                   kind="input", span=code.span,
+                                   hint=f"its parameters are: {', '.join(p.name for p in code.params) or '(none)'}")
+        self.state = RunState(run_id or uuid.uuid4().hex[:12], self.program.source_hash, code.name, [frame])
+        return self.state
+
+    def attach(self, state: RunState) -> None:
+        """Continue from a state (e.g. one loaded from JSON): link its frames to this program's code."""
+        for frame in state.frames:
+            frame.code = self.program.pipelines[frame.pipeline]
+        self.state = state
+
+    def run(self, pause_after: int | None = None) -> RunState:
+        """Run until the program finishes or fails, or (if given) until `pause_after` more steps have run."""
+        state = self.state
+        if state is None:
+            raise RuntimeError("call start() or attach() first")
+        if state.status in ("done", "failed"):
+            return state
+        self._pause_at = None if pause_after is None else state.steps + pause_after
+        self._started = self.clock()
+        if self.tracer and state.steps == 0 and state.status == "ready":
+            self.tracer.emit("run.start", self.program.entry(state.entry).span, state.entry, entry=state.entry)
+        state.status = "running"
+        try:
+            self._loop()
+        except PipeRuntimeError as err:
+            state.status = "failed"
+            state.error = {"message": err.message, "kind": err.kind, "span": str(err.span) if err.span else None}
+            self._stretch_done()
+            if self.tracer:
+                self.tracer.emit("run.end", err.span, None, outcome="error", error=err.message, steps=state.steps)
+            raise
+        self._stretch_done()
+        if state.status == "done" and self.tracer:
+            self.tracer.emit("run.end", None, None, outcome="ok", result=summarize(state.result), steps=state.steps,
+                             skill_calls=state.skill_calls)
+        return state
+
+    def _stretch_done(self) -> None:
+        self.state.elapsed += self.clock() - self._started
+
+    # ---- the dispatch loop ------------------------------------------------
+
+    def _prepare(self, code: CodeObject) -> list[Any]:
+        """Instruction arguments with operator names replaced by their functions (cached per pipeline)."""
+        prepared = self._prepared.get(code.name)
+        if prepared is None:
+            from orgtree_lang.compile.opcodes import OPCODES
+
+            prepared = [
+                _OPERAND_FUNCS[OPCODES[op].operand][arg] if OPCODES[op].operand in _OPERAND_FUNCS else arg
+                for op, arg in zip(code.ops, code.args)
+            ]
+            self._prepared[code.name] = prepared
+        return prepared
+
+    def _next_stop(self, steps: int) -> int:
+        """The step count at which the loop must leave its fast path (budget, pause, clock check, trace)."""
+        stops = [steps + _TIME_CHECK_EVERY]
+        if self.budget.max_steps is not None:
+            stops.append(self.budget.max_steps)
+        if self._pause_at is not None:
+            stops.append(self._pause_at)
+        if self.tracer is not None and self.tracer.steps:
+            stops.append(steps)
+        return min(stops)
+
+    def _loop(self) -> None:  # noqa: C901 - one flat loop is the fast shape for a dispatch loop
+        state = self.state
+        right = None  # the right operand of the last BINARY/COMPARE, for error messages
+        STMT, LOAD_LOCAL, LOAD_CONST, STORE_LOCAL = _OP["STMT"], _OP["LOAD_LOCAL"], _OP["LOAD_CONST"], _OP["STORE_LOCAL"]
+        BINARY, COMPARE, JUMP, JUMP_IF_FALSE = _OP["BINARY"], _OP["COMPARE"], _OP["JUMP"], _OP["JUMP_IF_FALSE"]
+        FOR_ITER, POP, CALL_BUILTIN = _OP["FOR_ITER"], _OP["POP"], _OP["CALL_BUILTIN"]
+        CALL_PIPELINE, RETURN = _OP["CALL_PIPELINE"], _OP["RETURN"]
+        slow = self._slow_ops()
+        while True:
+            frame = state.frames[-1]
+            code = frame.code
+            ops, args, consts = code.ops, self._prepare(code), code.consts
+            stack, locals_, pc = frame.stack, frame.locals, frame.pc
+            steps = state.steps
+            stop_at = self._next_stop(steps)
+            try:
+                while True:
+                    op = ops[pc]
+                    arg = args[pc]
+                    pc += 1
+                    if op == LOAD_LOCAL:
+                        value = locals_[arg]
+                        if value is UNBOUND:
+                            raise PipeRuntimeError(f"variable `{code.varnames[arg]}` is used before it is assigned",
+                                                   kind="name", hint="assign it on every path before this line")
+                        stack.append(value)
+                    elif op == STMT:
+                        if steps >= stop_at:
+                            frame.pc = pc - 1
+                            state.steps = steps
+                            if self._at_stop(frame):
+                                return
+                            stop_at = self._next_stop(steps)
+                        steps += 1
+                    elif op == LOAD_CONST:
+                        stack.append(consts[arg])
+                    elif op == STORE_LOCAL:
+                        locals_[arg] = stack.pop()
+                    elif op == BINARY:
+                        right = stack.pop()
+                        stack[-1] = arg(stack[-1], right)
+                    elif op == COMPARE:
+                        right = stack.pop()
+                        stack[-1] = arg(stack[-1], right)
+                    elif op == JUMP_IF_FALSE:
+                        if not stack.pop():
+                            pc = arg
+                    elif op == JUMP:
+                        pc = arg
+                    elif op == FOR_ITER:
+                        items, i = stack[-2], stack[-1]
+                        if i < len(items):
+                            stack[-1] = i + 1
+                            stack.append(items[i])
+                        else:
+                            del stack[-2:]
+                            pc = arg
+                    elif op == POP:
+                        stack.pop()
+                    elif op == CALL_BUILTIN:
+                        self._call_builtin(code.calls[arg], stack, frame)
+                    elif op == CALL_PIPELINE or op == RETURN:
+                        frame.pc = pc
+                        state.steps = steps
+                        if op == RETURN:
+                            if self._return(frame, stack.pop()):
+                                return
+                        else:
+                            self._call_pipeline(code.calls[arg], stack)
+                        break  # reload the new top frame
+                    else:
+                        frame.pc = pc
+                        new_pc = slow[op](self, frame, stack, arg)
+                        if new_pc is not None:
+                            pc = new_pc
+            except PipeRuntimeError as err:
+                frame.pc = pc
+                state.steps = steps
+                self._handle_error(err)
+            except Exception as exc:  # a Python error inside an instruction becomes a located .pipe error
+                frame.pc = pc
+                state.steps = steps
+                self._handle_error(self._translate(exc, code, pc - 1, stack, right))
+
+    def _at_stop(self, frame: Frame) -> bool:
+        """Slow path at a statement boundary: budgets, pausing, clock and tracing. True means leave the loop."""
+        state = self.state
+        span = frame.code.span_at(frame.pc)
+        budget = self.budget
+        if budget.max_steps is not None and state.steps >= budget.max_steps:
+            raise budget_exceeded("steps", budget.max_steps, state.steps + 1, span)
+        if budget.max_seconds is not None:
+            used = state.elapsed + self.clock() - self._started
+            if used > budget.max_seconds:
+                raise budget_exceeded("seconds", budget.max_seconds, used, span)
+        if self._pause_at is not None and state.steps >= self._pause_at:
+            state.status = "paused"
+            return True
+        if self.tracer is not None and self.tracer.steps:
+            self.tracer.emit("step", span, frame.pipeline, step=state.steps + 1)
+        return False
+
+    # ---- errors -----------------------------------------------------------
+
+    def _translate(self, exc: Exception, code: CodeObject, pc: int, stack: list, right: Any) -> PipeRuntimeError:
+        """Turn a Python exception raised by an instruction into a .pipe error at that instruction."""
+        opname = _NAMES[code.ops[pc]]
+        if isinstance(exc, ZeroDivisionError):
+            message = "division by zero"
+        elif isinstance(exc, TypeError) and opname in ("BINARY", "COMPARE") and stack:
+            symbol = code.args[pc]
+            left_type, right_type = t.type_of_value(stack[-1]), t.type_of_value(right)
+            message = f"cannot apply `{symbol}` to {left_type} and {right_type}"
+        elif isinstance(exc, TypeError) and opname == "UNARY" and stack:
+            message = f"cannot apply unary `{code.args[pc]}` to {t.type_of_value(stack[-1])}"
+        elif isinstance(exc, RecursionError):
+            message = "value nested too deeply"
+        elif isinstance(exc, MemoryError):
+            message = "out of memory"
+        elif isinstance(exc, (TypeError, ValueError, OverflowError)):
+            message = _python_types_to_pipe(str(exc))
+        else:
+            raise exc
+        err = PipeRuntimeError(message, kind="type", span=code.span_at(pc))
+        err.__cause__ = exc
+        return err
+
+    def _handle_error(self, err: PipeRuntimeError) -> None:
+        """Locate the error, record the .pipe call stack, and jump to the innermost handler or re-raise."""
+        state = self.state
+        if err.span is None:
+            top = state.frames[-1]
+            err.span = top.code.span_at(max(top.pc - 1, 0))
+        if not err.stack:
+            err.stack = [StackEntry(f.code.span_at(max(f.pc - 1, 0)), f.pipeline) for f in reversed(state.frames)]
+        if self.tracer:
+            self.tracer.emit("error", err.span, state.frames[-1].pipeline, kind=err.kind, error=err.message,
+                             outcome="caught" if err.catchable and any(f.handlers for f in state.frames) else "raised")
+        if not err.catchable:
+            raise err
+        # Find the innermost open try; if there is none, the frames stay as they are (for resume and reports).
+        for index in range(len(state.frames) - 1, -1, -1):
+            if state.frames[index].handlers:
+                break
+        else:
+            raise err
+        del state.frames[index + 1:]
+        frame = state.frames[index]
+        handler_pc, depth = frame.handlers.pop()
+        del frame.stack[depth:]
+        frame.stack.append(error_value(err))
+        frame.pc = handler_pc
+
+    # ---- calls ------------------------------------------------------------
+
+    def _call_args(self, site, stack: list) -> tuple[list, dict]:
+        count = site.nargs + len(site.kwnames)
+        values = stack[len(stack) - count:] if count else []
+        if count:
+            del stack[-count:]
+        args = values[: site.nargs]
+        kwargs = dict(zip(site.kwnames, values[site.nargs:]))
+        return args, kwargs
+
+    def _call_builtin(self, site, stack: list, frame: Frame) -> None:
+        args, kwargs = self._call_args(site, stack)
+        stack.append(BUILTINS[site.name].impl(args, kwargs, self._print))
+
+    def _print(self, line: str) -> None:
+        self.state.output.append(line)
+        if self.printer is not None:
+            self.printer(line)
+        if self.tracer:
+            frame = self.state.frames[-1]
+            self.tracer.emit("print", frame.code.span_at(frame.pc - 1), frame.pipeline, text=summarize(line))
+
+    def _call_pipeline(self, site, stack: list) -> None:
+        state = self.state
+        args, kwargs = self._call_args(site, stack)
+        code = self.program.pipelines[site.name]
+        if len(state.frames) >= MAX_FRAMES:
+            raise PipeRuntimeError(f"pipeline calls nested more than {MAX_FRAMES} deep", kind="recursion",
+                                   hint="check for a pipeline that calls itself without stopping")
+        local_values = [UNBOUND] * len(code.varnames)
+        for i, param in enumerate(code.params):
+            if i < len(args):
+                value = args[i]
+            elif param.name in kwargs:
+                value = kwargs[param.name]
+            elif param.has_default:
+                value = param.default
+            else:
+                raise PipeRuntimeError(f"pipeline {code.name} is missing argument `{param.name}`", kind="type")
+            if not conforms(value, param.type):
+                raise PipeRuntimeError(f"argument `{param.name}` of pipeline {code.name} expected {param.type}, got "
+                                       f"{t.type_of_value(value)} {summarize(value, 60)}", kind="type")
+            local_values[i] = value
+        if self.tracer:
+            caller = state.frames[-1]
+            self.tracer.emit("pipeline.call", caller.code.span_at(caller.pc - 1), caller.pipeline, pipeline=code.name)
+        state.frames.append(Frame(code.name, 0, [], local_values, [], code))
+
+    def _return(self, frame: Frame, value: Any) -> bool:
+        """Pop the frame, checking the value against its declared type; True when the run is finished."""
+        state = self.state
+        code = frame.code
+        if not conforms(value, code.returns):
+            ended = code.ops[frame.pc - 1] == _OP["RETURN"] and frame.pc == len(code.ops)
+            what = "ended without a return" if ended and value is None else f"returned {t.type_of_value(value)}"
+            raise PipeRuntimeError(f"pipeline {code.name} {what}, but declares -> {code.returns}", kind="type",
+                                   span=code.span_at(frame.pc - 1))
+        state.frames.pop()
+        if not state.frames:
+            state.result = value
+            state.status = "done"
+            return True
+        state.frames[-1].stack.append(value)
+        if self.tracer:
+            self.tracer.emit("pipeline.return", None, code.name, result=summarize(value))
+        return False
+
+    def _call_skill(self, frame: Frame, stack: list, arg: int) -> None:
+        state = self.state
+        site = frame.code.calls[arg]
+        args, kwargs = self._call_args(site, stack)
+        budget = self.budget
+        if budget.max_skill_calls is not None and state.skill_calls >= budget.max_skill_calls:
+            raise budget_exceeded("skill_calls", budget.max_skill_calls, state.skill_calls + 1,
+                                  frame.code.span_at(frame.pc - 1))
+        state.skill_calls += 1
+        skill = self.registry.get(site.name) if self.registry is not None else None
+        if skill is None:
+            raise PipeRuntimeError(f"skill {site.name} is not installed", kind="skill",
+                                   hint="`pipe skills` lists the installed skills")
+        started = time.perf_counter()
+        outcome, result = "ok", None
+        try:
+            result = skill.invoke(args, kwargs, self.context)
+        except SkillError as err:
+            outcome = "error"
+            raise PipeRuntimeError(err.message if err.message.startswith(site.name) else f"{site.name}: {err.message}",
+                                   kind="skill", hint=err.hint) from err
+        except PipeRuntimeError:
+            outcome = "error"
+            raise
+        except Exception as exc:
+            outcome = "error"
+            error = PipeRuntimeError(f"skill {site.name} crashed: {type(exc).__name__}: {exc}", kind="skill",
+                                     hint="this is a bug in the skill; run with --debug to see the Python traceback")
+            raise error from exc
+        finally:
+            if self.tracer:
+                self.tracer.emit(
+                    "skill", frame.code.span_at(frame.pc - 1), frame.pipeline, skill=site.name,
+                    args=[summarize(a, 80) for a in args], kwargs={k: summarize(v, 80) for k, v in kwargs.items()},
+                    result=summarize(result) if outcome == "ok" else None,
+                    duration_ms=round((time.perf_counter() - started) * 1000, 3), outcome=outcome,
+                )
+        stack.append(result)
+
+    def _ambiguous(self, frame: Frame, stack: list, arg: int) -> None:
+        spec = frame.code.ambiguous[arg]
+        count = len(spec.inputs)
+        values = stack[len(stack) - count:] if count else []
+        if count:
+            del stack[-count:]
+        inputs = {name: value for (name, _), value in zip(spec.inputs, values)}
+        for (name, ptype), value in zip(spec.inputs, values):
+            if not conforms(value, ptype):
+                raise PipeRuntimeError(f"input `{name}` of ambiguous block {spec.name} expected {ptype}, got "
+                                       f"{t.type_of_value(value)}", kind="type")
+        if self.decomposer is None:
+            raise PipeRuntimeError(
+                f"ambiguous block `{spec.name}` cannot run: no decomposer is configured", kind="ambiguous",
+                hint="configure a model for the decomposer with `--model NAME` or the PIPE_MODEL environment variable "
+                     "(or replace the block with skill calls)",
+                catchable=False,
+            )
+        if self.tracer:
+            self.tracer.emit("ambiguous", spec.span, frame.pipeline, block=spec.name,
+                             inputs={k: summarize(v, 80) for k, v in inputs.items()})
+        outputs = self.decomposer(spec, inputs, self)
+        for name, ptype in reversed(spec.outputs):
+            if name not in outputs:
+                raise PipeRuntimeError(f"the decomposer gave no output `{name}` for ambiguous block {spec.name}",
+                                       kind="ambiguous")
+            if not conforms(outputs[name], ptype):
+                raise PipeRuntimeError(f"output `{name}` of ambiguous block {spec.name} expected {ptype}, got "
+                                       f"{t.type_of_value(outputs[name])}", kind="ambiguous")
+            stack.append(outputs[name])
+
+    # ---- the less frequent instructions ---------------------------------
+
+    def _slow_ops(self) -> dict[int, Callable]:
+        return {_OP[name]: handler for name, handler in _SLOW.items()}
+
+
+def _python_types_to_pipe(message: str) -> str:
+    for py, pipe in (("'str'", "str"), ("'int'", "int"), ("'float'", "float"), ("'list'", "list"),
+                     ("'dict'", "dict"), ("'bool'", "bool"), ("'NoneType'", "none"), ("'RecordValue'", "record")):
+        message = message.replace(py, pipe)
+    return message
+
+
+def _op_dup(m, frame, stack, arg):
+    stack.append(stack[-1])
+
+
+def _op_rot2(m, frame, stack, arg):
+    stack[-1], stack[-2] = stack[-2], stack[-1]
+
+
+def _op_rot3(m, frame, stack, arg):
+    stack[-3], stack[-2], stack[-1] = stack[-1], stack[-3], stack[-2]
+
+
+def _op_unary(m, frame, stack, arg):
+    stack[-1] = arg(stack[-1])
+
+
+def _op_jump_if_true(m, frame, stack, arg):
+    if stack.pop():
+        return arg
+    return None
+
+
+def _op_jump_if_false_or_pop(m, frame, stack, arg):
+    if not stack[-1]:
+        return arg
+    stack.pop()
+    return None
+
+
+def _op_jump_if_true_or_pop(m, frame, stack, arg):
+    if stack[-1]:
+        return arg
+    stack.pop()
+    return None
+
+
+def _op_build_list(m, frame, stack, arg):
+    items = stack[len(stack) - arg:] if arg else []
+    if arg:
+        del stack[-arg:]
+    stack.append(items)
+
+
+def _op_build_dict(m, frame, stack, arg):
+    flat = stack[len(stack) - 2 * arg:] if arg else []
+    if arg:
+        del stack[-2 * arg:]
+    result = {}
+    for key, value in zip(flat[0::2], flat[1::2]):
+        if not isinstance(key, str):
+            raise PipeRuntimeError(f"dict keys must be str, got {t.type_of_value(key)} {display(key, True)}",
+                                   kind="type", hint="convert the key with str(...)")
+        result[key] = value
+    stack.append(result)
+
+
+def _op_build_string(m, frame, stack, arg):
+    parts = stack[len(stack) - arg:]
+    del stack[-arg:]
+    stack.append("".join(parts))
+
+
+def _op_format(m, frame, stack, arg):
+    spec = frame.code.consts[arg]
+    value = stack[-1]
+    if not spec:
+        stack[-1] = display(value)
+        return
+    try:
+        stack[-1] = format(value, spec)
+    except (ValueError, TypeError) as exc:
+        raise PipeRuntimeError(f"cannot format {t.type_of_value(value)} with `:{spec}`: {exc}", kind="type") from None
+
+
+def _op_index(m, frame, stack, arg):
+    key = stack.pop()
+    container = stack[-1]
+    if isinstance(container, dict):
+        if key not in container:
+            raise _missing_key(container, key)
+        stack[-1] = container[key]
+        return
+    if isinstance(container, (list, str)):
+        if not isinstance(key, int):
+            raise PipeRuntimeError(f"a {t.type_of_value(container).kind} index must be an int, got "
+                                   f"{t.type_of_value(key)}", kind="type")
+        if not -len(container) <= key < len(container):
+            what = "list" if isinstance(container, list) else "str"
+            raise PipeRuntimeError(f"index {key} is out of range for a {what} of length {len(container)}",
+                                   kind="index")
+        stack[-1] = container[key]
+        return
+    raise PipeRuntimeError(f"cannot index a {t.type_of_value(container)}", kind="type")
+
+
+def _missing_key(container: dict, key) -> PipeRuntimeError:
+    from orgtree_lang.syntax.diagnostics import did_you_mean
+
+    keys = [k for k in container if isinstance(k, str)]
+    hint = did_you_mean(str(key), keys) if isinstance(key, str) else None
+    return PipeRuntimeError(f"key {display(key, True)} is not in the dict", kind="key",
+                            hint=hint or "use dicts.get(d, key, default) when a key may be missing")
+
+
+def _op_slice(m, frame, stack, arg):
+    step = stack.pop()
+    upper = stack.pop()
+    lower = stack.pop()
+    value = stack[-1]
+    if not isinstance(value, (list, str)):
+        raise PipeRuntimeError(f"cannot slice a {t.type_of_value(value)}", kind="type")
+    if step == 0:
+        raise PipeRuntimeError("slice step cannot be zero", kind="type")
+    stack[-1] = value[lower:upper:step]
+
+
+def _op_get_attr(m, frame, stack, arg):
+    value = stack[-1]
+    if isinstance(value, RecordValue):
+        if arg not in value.fields:
+            raise PipeRuntimeError(f"record {value.record_name} has no field `{arg}`", kind="key")
+        stack[-1] = value.fields[arg]
+    elif isinstance(value, dict):
+        if arg not in value:
+            raise _missing_key(value, arg)
+        stack[-1] = value[arg]
+    else:
+        raise PipeRuntimeError(f"a {t.type_of_value(value)} has no field `{arg}`", kind="type")
+
+
+def _op_unpack(m, frame, stack, arg):
+    value = stack.pop()
+    if not isinstance(value, list):
+        raise PipeRuntimeError(f"cannot unpack a {t.type_of_value(value)} into {arg} names", kind="type",
+                               hint="the value must be a list")
+    if len(value) != arg:
+        raise PipeRuntimeError(f"cannot unpack a list of {len(value)} items into {arg} names", kind="type")
+    stack.extend(reversed(value))
+
+
+def _op_get_iter(m, frame, stack, arg):
+    value = stack[-1]
+    if isinstance(value, list):
+        pass
+    elif isinstance(value, (str, dict)):
+        stack[-1] = list(value)
+    else:
+        raise PipeRuntimeError(f"cannot loop over a {t.type_of_value(value)}", kind="type",
+                               hint="`for` needs a list, str or dict")
+    stack.append(0)
+
+
+def _op_call_skill(m, frame, stack, arg):
+    m._call_skill(frame, stack, arg)
+
+
+def _op_make_record(m, frame, stack, arg):
+    site = frame.code.calls[arg]
+    args, kwargs = m._call_args(site, stack)
+    stack.append(m.records.build(site.name, args, kwargs))
+
+
+def _op_ambiguous(m, frame, stack, arg):
+    m._ambiguous(frame, stack, arg)
+
+
+def _op_setup_try(m, frame, stack, arg):
+    frame.handlers.append([arg, len(stack)])
+
+
+def _op_pop_try(m, frame, stack, arg):
+    frame.handlers.pop()
+
+
+def _op_fail(m, frame, stack, arg):
+    raise PipeRuntimeError(display(stack.pop()), kind="fail")
+
+
+def _op_jump_if_false(m, frame, stack, arg):
+    return arg if not stack.pop() else None
+
+
+_SLOW: dict[str, Callable] = {
+    "DUP": _op_dup, "ROT2": _op_rot2, "ROT3": _op_rot3, "UNARY": _op_unary, "JUMP_IF_TRUE": _op_jump_if_true,
+    "JUMP_IF_FALSE_OR_POP": _op_jump_if_false_or_pop, "JUMP_IF_TRUE_OR_POP": _op_jump_if_true_or_pop,
+    "BUILD_LIST": _op_build_list, "BUILD_DICT": _op_build_dict, "BUILD_STRING": _op_build_string,
+    "FORMAT": _op_format, "INDEX": _op_index, "SLICE": _op_slice, "GET_ATTR": _op_get_attr, "UNPACK": _op_unpack,
+    "GET_ITER": _op_get_iter, "CALL_SKILL": _op_call_skill, "MAKE_RECORD": _op_make_record,
+    "AMBIGUOUS": _op_ambiguous, "SETUP_TRY": _op_setup_try, "POP_TRY": _op_pop_try, "FAIL": _op_fail,
+}

@@ -1,0 +1,101 @@
+"""The complete state of a run between steps, as plain data that round-trips through JSON exactly."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from orgtree_lang.runtime.values import decode, encode
+
+STATE_FORMAT = 1
+
+
+@dataclass(eq=False)
+class Frame:
+    """One active pipeline call: where it is, its operand stack, its locals and its open try blocks."""
+
+    pipeline: str
+    pc: int
+    stack: list[Any]
+    locals: list[Any]
+    handlers: list[list[int]] = field(default_factory=list)  # [handler pc, stack depth] per open try
+    code: Any = field(default=None, repr=False)  # the CodeObject, attached by the machine; not serialized
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pipeline": self.pipeline,
+            "pc": self.pc,
+            "stack": [encode(v) for v in self.stack],
+            "locals": [encode(v) for v in self.locals],
+            "handlers": [list(h) for h in self.handlers],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Frame:
+        return cls(data["pipeline"], data["pc"], [decode(v) for v in data["stack"]],
+                   [decode(v) for v in data["locals"]], [list(h) for h in data["handlers"]])
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Frame) and self.to_json() == other.to_json()
+
+
+@dataclass(eq=False)
+class RunState:
+    """Frames plus counters, output and outcome: everything needed to continue a run elsewhere."""
+
+    run_id: str
+    program_hash: str
+    entry: str
+    frames: list[Frame] = field(default_factory=list)
+    steps: int = 0
+    skill_calls: int = 0
+    elapsed: float = 0.0  # wall seconds spent running before the current stretch
+    status: str = "ready"  # ready | paused | done | failed
+    output: list[str] = field(default_factory=list)
+    result: Any = None
+    error: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": STATE_FORMAT,
+            "run_id": self.run_id,
+            "program_hash": self.program_hash,
+            "entry": self.entry,
+            "frames": [f.to_json() for f in self.frames],
+            "steps": self.steps,
+            "skill_calls": self.skill_calls,
+            "elapsed": self.elapsed,
+            "status": self.status,
+            "output": list(self.output),
+            "result": encode(self.result),
+            "error": self.error,
+        }
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunState:
+        if data.get("format") != STATE_FORMAT:
+            raise ValueError(f"run state format {data.get('format')} is not supported (expected {STATE_FORMAT})")
+        return cls(
+            run_id=data["run_id"],
+            program_hash=data["program_hash"],
+            entry=data["entry"],
+            frames=[Frame.from_json(f) for f in data["frames"]],
+            steps=data["steps"],
+            skill_calls=data["skill_calls"],
+            elapsed=data["elapsed"],
+            status=data["status"],
+            output=list(data["output"]),
+            result=decode(data["result"]),
+            error=data["error"],
+        )
+
+    @classmethod
+    def loads(cls, text: str) -> RunState:
+        return cls.from_json(json.loads(text))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RunState) and self.to_json() == other.to_json()
