@@ -92,6 +92,7 @@ class FString(Expr):
 
     span: Span
     parts: tuple[str | FormattedValue, ...]
+    raw: str = ""
 
 
 @node

@@ -571,7 +571,7 @@ class _FStringReader:
                 pos += 1
         if text:
             parts.append(self._literal("".join(text), pos))
-        return n.FString(self.builder._tok(self.token), tuple(parts))
+        return n.FString(self.builder._tok(self.token), tuple(parts), str(self.token))
 
     def _field(self, start: int, parts: list) -> int:
         depth, pos, body = 0, start + 1, self.body

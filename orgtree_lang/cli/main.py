@@ -1,0 +1,117 @@
+"""The `pipe` command: parse arguments and dispatch to run, check, dis, fmt and skills."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from orgtree_lang import __version__
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_COMPILE = 65
+EXIT_RUNTIME = 70
+
+DESCRIPTION = """\
+orgtree_lang: write .pipe programs that call skills, and leave the steps nobody knows
+yet as `ambiguous` blocks for the decomposer.
+
+exit codes: 0 ok, 1 `fmt --check` would reformat, 2 usage, 65 compile error, 70 runtime error"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pipe", description=DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"pipe {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = commands.add_parser("run", help="compile and run a program",
+                              description="Compile FILE and run its entry pipeline (`main`, else its only one). "
+                                          "Printed lines and the result go to stdout; errors to stderr.")
+    run.add_argument("file", metavar="FILE", help="the .pipe program")
+    run.add_argument("-i", "--input", dest="inputs", action="append", default=[], metavar="KEY=VALUE",
+                     help="an input of the entry pipeline, parsed by the parameter's type (repeatable)")
+    run.add_argument("--inputs", dest="inputs_file", metavar="FILE.json", help="inputs as a JSON object")
+    run.add_argument("--entry", metavar="NAME", help="the pipeline to run (default: main, or the only pipeline)")
+    run.add_argument("--max-steps", type=_positive_int, metavar="N", help="stop after N statements")
+    run.add_argument("--max-seconds", type=_positive_float, metavar="S", help="stop after S wall-clock seconds")
+    run.add_argument("--max-skill-calls", type=_positive_int, metavar="N", help="stop after N skill calls")
+    run.add_argument("--trace", metavar="FILE", help="write the JSONL trace here "
+                                                     "(default: WORKSPACE/.orgtree/runs/<id>/trace.jsonl)")
+    run.add_argument("--workspace", metavar="DIR", help="workspace root for fs skills and .orgtree/ "
+                                                        "(default: the program's folder)")
+    run.add_argument("--json", action="store_true", help="print one JSON envelope: output, run id, status, usage")
+    run.add_argument("--debug", action="store_true", help="show Python tracebacks for internal errors")
+
+    check = commands.add_parser("check", help="check programs for errors without running them",
+                                description="Parse and check each FILE; report every error and warning.")
+    check.add_argument("files", nargs="+", metavar="FILE")
+
+    dis = commands.add_parser("dis", help="show a program's bytecode",
+                              description="Compile FILE and print its bytecode, one instruction per line.")
+    dis.add_argument("file", metavar="FILE")
+    dis.add_argument("--json", action="store_true", help="print the serialized bytecode (JSON) instead")
+
+    fmt = commands.add_parser("fmt", help="format programs in the canonical style",
+                              description="Rewrite each FILE in the canonical layout (comments are kept).")
+    fmt.add_argument("files", nargs="+", metavar="FILE")
+    fmt.add_argument("--check", action="store_true", help="change nothing; exit 1 if a file would be reformatted")
+
+    skills = commands.add_parser("skills", help="list skills, or show one",
+                                 description="List the installed skills, or show NAME's signature and docs.")
+    skills.add_argument("name", nargs="?", metavar="NAME", help="a skill (text.split) or a namespace (text)")
+    skills.add_argument("--json", action="store_true", help="print JSON (name, signature, schema, docs)")
+    return parser
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a number above 0, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a number above 0, got {value}")
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    if args.command == "run":
+        from orgtree_lang.cli.run import command_run as command
+    elif args.command == "check":
+        from orgtree_lang.cli.tools import command_check as command
+    elif args.command == "dis":
+        from orgtree_lang.cli.tools import command_dis as command
+    elif args.command == "fmt":
+        from orgtree_lang.cli.tools import command_fmt as command
+    else:
+        from orgtree_lang.cli.tools import command_skills as command
+    try:
+        return command(args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+def entry() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

@@ -1,0 +1,192 @@
+"""`pipe run`: turn command-line inputs into typed values, run the program, print its result or its error."""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from orgtree_lang.cli.main import EXIT_COMPILE, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE
+
+
+class UsageError(Exception):
+    """Bad command-line input (exit code 2)."""
+
+
+def command_run(args) -> int:
+    from orgtree_lang.compile.api import compile_file
+    from orgtree_lang.runner import RunOptions, new_run_id, run_program, workspace_for
+    from orgtree_lang.runtime.errors import PipeRuntimeError
+    from orgtree_lang.runtime.skills import default_registry
+    from orgtree_lang.syntax.diagnostics import CompileError
+    from orgtree_lang.vm.budget import Budget
+
+    path = Path(args.file)
+    if not path.is_file():
+        print(f"pipe run: no such file: {path}", file=sys.stderr)
+        return EXIT_USAGE
+    registry = default_registry()
+    root = workspace_for(path, Path(args.workspace) if args.workspace else None)
+    try:
+        compiled = compile_file(path, registry, root / ".orgtree" / "cache")
+    except CompileError as err:
+        print(err.render(), file=sys.stderr)
+        return EXIT_COMPILE
+    for warning in compiled.warnings:
+        print(warning.render(compiled.source), file=sys.stderr)
+    program = compiled.program
+    try:
+        code = program.entry(args.entry)
+    except KeyError:
+        names = ", ".join(program.pipelines) or "(none)"
+        if args.entry:
+            print(f"pipe run: {path} has no pipeline `{args.entry}`; its pipelines are: {names}", file=sys.stderr)
+        else:
+            print(f"pipe run: {path} has no `main` pipeline and several others ({names}); pick one with --entry",
+                  file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        inputs = collect_inputs(code, args.inputs, args.inputs_file)
+    except UsageError as err:
+        print(f"pipe run: {err}", file=sys.stderr)
+        return EXIT_USAGE
+
+    run_id = new_run_id()
+    budget = Budget(
+        max_steps=args.max_steps or Budget().max_steps,
+        max_seconds=args.max_seconds,
+        max_skill_calls=args.max_skill_calls,
+    )
+    printed: list[str] = []
+    printer = printed.append if args.json else _echo
+    options = RunOptions(entry=code.name, inputs=inputs, workspace=root, budget=budget,
+                         trace=Path(args.trace) if args.trace else None, printer=printer,
+                         registry=registry, run_id=run_id)
+    machine = None
+    try:
+        machine = run_program(program, root, registry, options)
+    except PipeRuntimeError as err:
+        state = getattr(err, "state", None)
+        if args.json:
+            print(json.dumps(_envelope(run_id, "error", None, printed, state, err)))
+        print(render_runtime_error(err, compiled.source, debug=args.debug), file=sys.stderr)
+        return EXIT_RUNTIME
+    state = machine.state
+    if args.json:
+        print(json.dumps(_envelope(run_id, "ok", state.result, printed, state, None)))
+    else:
+        _print_result(state.result)
+    return EXIT_OK
+
+
+def _echo(line: str) -> None:
+    print(line, flush=True)
+
+
+def _print_result(result: Any) -> None:
+    from orgtree_lang.runtime.values import to_plain
+
+    if result is None:
+        return
+    if isinstance(result, str):
+        print(result)
+    else:
+        print(json.dumps(to_plain(result), ensure_ascii=False))
+
+
+def _envelope(run_id: str, status: str, result: Any, printed: list[str], state, err) -> dict[str, Any]:
+    from orgtree_lang.runtime.values import to_plain
+
+    envelope: dict[str, Any] = {"status": status, "run_id": run_id, "output": to_plain(result), "printed": printed}
+    if state is not None:
+        envelope["usage"] = {"steps": state.steps, "skill_calls": state.skill_calls,
+                             "seconds": round(state.elapsed, 6)}
+    if err is not None:
+        envelope["error"] = {"message": err.message, "kind": err.kind,
+                             "at": str(err.span) if err.span else None, "hint": err.hint,
+                             "stack": [str(entry) for entry in err.stack]}
+    return envelope
+
+
+def render_runtime_error(err, source: str | None, debug: bool = False) -> str:
+    """`error: message`, the location with its source line and caret, the hint, and the .pipe call stack."""
+    from orgtree_lang.syntax.diagnostics import excerpt
+
+    lines = [f"runtime error: {err.message}"]
+    if err.span is not None:
+        lines.append(f"  --> {err.span}")
+        if source is not None and err.span.file and Path(err.span.file).name:
+            lines.extend("  " + text for text in excerpt(source, err.span))
+    if err.hint:
+        lines.append(f"  = hint: {err.hint}")
+    if err.stack:
+        lines.append(".pipe call stack (most recent call last):")
+        for entry in reversed(err.stack):
+            lines.append(f"  {entry}")
+    if debug and err.__cause__ is not None:
+        lines.append("Python traceback (--debug):")
+        lines.append("".join(traceback.format_exception(err.__cause__)).rstrip())
+    return "\n".join(lines)
+
+
+def collect_inputs(code, pairs: list[str], inputs_file: str | None) -> dict[str, Any]:
+    """Inputs from --inputs FILE.json, then -i key=value pairs (parsed by each parameter's type)."""
+    inputs: dict[str, Any] = {}
+    if inputs_file:
+        try:
+            data = json.loads(Path(inputs_file).read_text(encoding="utf-8"))
+        except OSError as err:
+            raise UsageError(f"cannot read {inputs_file}: {err.strerror}") from None
+        except json.JSONDecodeError as err:
+            raise UsageError(f"{inputs_file}:{err.lineno}:{err.colno}: invalid JSON: {err.msg}") from None
+        if not isinstance(data, dict):
+            raise UsageError(f"{inputs_file} must hold a JSON object of inputs, got {type(data).__name__}")
+        inputs.update(data)
+    params = {p.name: p for p in code.params}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep:
+            raise UsageError(f"-i expects KEY=VALUE, got {pair!r}")
+        if key not in params:
+            from orgtree_lang.syntax.diagnostics import did_you_mean
+
+            hint = did_you_mean(key, params)
+            known = ", ".join(params) or "(none)"
+            raise UsageError(f"pipeline {code.name} has no parameter `{key}`"
+                             f"{'; ' + hint if hint else ''} (parameters: {known})")
+        inputs[key] = parse_input(key, text, params[key].type)
+    return inputs
+
+
+def parse_input(name: str, text: str, ptype) -> Any:
+    """Parse a -i value: strings and paths as given, everything else as a .pipe/JSON literal."""
+    kind = ptype.arg.kind if ptype.kind == "optional" else ptype.kind
+    if ptype.kind == "optional" and text in ("none", "null"):
+        return None
+    if kind in ("str", "path"):
+        return text
+    if kind == "bool":
+        if text.lower() in ("true", "1", "yes"):
+            return True
+        if text.lower() in ("false", "0", "no"):
+            return False
+        raise UsageError(f"input `{name}` is a bool: give true or false, got {text!r}")
+    if kind == "int":
+        try:
+            return int(text)
+        except ValueError:
+            raise UsageError(f"input `{name}` is an int, got {text!r}") from None
+    if kind == "float":
+        try:
+            return float(text)
+        except ValueError:
+            raise UsageError(f"input `{name}` is a float, got {text!r}") from None
+    json_text = {"none": "null", "true": "true", "false": "false"}.get(text, text)
+    try:
+        return json.loads(json_text)
+    except json.JSONDecodeError:
+        if kind == "any":
+            return text
+        raise UsageError(f"input `{name}` is a {ptype}: give it as JSON, got {text!r}") from None

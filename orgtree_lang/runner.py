@@ -1,0 +1,85 @@
+"""Run a .pipe program end to end: compile it, set up the workspace, trace and budgets, and execute it."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from orgtree_lang.vm.budget import Budget
+
+
+@dataclass
+class RunOptions:
+    """How to run a program; every field has a sensible default for `pipe run`."""
+
+    entry: str | None = None
+    inputs: dict[str, Any] = field(default_factory=dict)
+    workspace: Path | None = None  # defaults to the program's folder
+    budget: Budget = field(default_factory=Budget)
+    trace: Path | None = None  # defaults to <workspace>/.orgtree/runs/<id>/trace.jsonl
+    trace_steps: bool = True
+    printer: Callable[[str], None] | None = None
+    decomposer: Any = None
+    registry: Any = None
+    run_id: str | None = None
+    use_cache: bool = True
+
+
+def new_run_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+def workspace_for(path: Path, explicit: Path | None) -> Path:
+    return Path(explicit).resolve() if explicit is not None else Path(path).resolve().parent
+
+
+def run_file(path: str | Path, options: RunOptions | None = None):
+    """Compile and run the program in `path`; returns the Machine (its `.state` holds result and output).
+
+    Raises CompileError for a program that does not compile and PipeRuntimeError when the run fails
+    (the machine's state then says where)."""
+    from orgtree_lang.compile.api import compile_file
+    from orgtree_lang.runtime.skills import default_registry
+
+    options = options or RunOptions()
+    path = Path(path)
+    registry = options.registry if options.registry is not None else default_registry()
+    root = workspace_for(path, options.workspace)
+    cache_dir = root / ".orgtree" / "cache" if options.use_cache else None
+    compiled = compile_file(path, registry, cache_dir)
+    return run_program(compiled.program, root, registry, options)
+
+
+def run_program(program, root: Path, registry, options: RunOptions):
+    """Run an already compiled program in workspace `root`; returns the Machine."""
+    from orgtree_lang.runtime.skills import SkillContext
+    from orgtree_lang.runtime.workspace import Workspace
+    from orgtree_lang.vm.machine import Machine
+    from orgtree_lang.vm.trace import Tracer
+
+    run_id = options.run_id or new_run_id()
+    workspace = Workspace(root)
+    trace_path = options.trace or root / ".orgtree" / "runs" / run_id / "trace.jsonl"
+    tracer = Tracer(trace_path, run_id, steps=options.trace_steps)
+    machine = Machine(
+        program,
+        registry=registry,
+        context=SkillContext(workspace, run_id=run_id),
+        budget=options.budget,
+        decomposer=options.decomposer,
+        tracer=tracer,
+        printer=options.printer,
+    )
+    from orgtree_lang.runtime.errors import PipeRuntimeError
+
+    try:
+        machine.start(options.entry, options.inputs, run_id=run_id)
+        machine.run()
+    except PipeRuntimeError as err:
+        err.state = machine.state  # where the run stopped, for reports and (later) resume
+        raise
+    finally:
+        tracer.close()
+    return machine

@@ -1,0 +1,305 @@
+"""Print a syntax tree back as canonical .pipe source, keeping comments; formatting twice changes nothing."""
+
+from __future__ import annotations
+
+import math
+
+from orgtree_lang.syntax import nodes as n
+from orgtree_lang.syntax.parser import parse, source_comments
+
+INDENT = "    "
+
+# Binding strength of each expression form (higher binds tighter), following the grammar's precedence.
+_OR, _AND, _NOT, _COMPARE, _SUM, _TERM, _UNARY, _POWER, _POSTFIX, _ATOM = range(1, 11)
+_BINARY_LEVEL = {"+": _SUM, "-": _SUM, "*": _TERM, "/": _TERM, "//": _TERM, "%": _TERM, "**": _POWER}
+
+
+def format_source(source: str, file: str = "<string>") -> str:
+    """Parse `source` and print it canonically (raises CompileError if it does not parse)."""
+    module = parse(source, file)
+    return _Printer(source).module(module)
+
+
+def level(e: n.Expr) -> int:
+    if isinstance(e, n.BoolOp):
+        return _OR if e.op == "or" else _AND
+    if isinstance(e, n.UnaryOp):
+        return _NOT if e.op == "not" else _UNARY
+    if isinstance(e, n.Compare):
+        return _COMPARE
+    if isinstance(e, n.BinOp):
+        return _BINARY_LEVEL[e.op]
+    if isinstance(e, (n.Call, n.Index, n.Slice, n.Attribute)):
+        return _POSTFIX
+    return _ATOM
+
+
+class _Printer:
+    def __init__(self, source: str) -> None:
+        self.source_lines = source.splitlines()
+        self.comments = source_comments(source)  # (line, col, text, own_line), in order
+        self.next_comment = 0
+        self.out: list[str] = []
+
+    # -- comments and layout
+
+    def _comments_before(self, line: int, indent: str) -> None:
+        """Emit own-line comments that come before source line `line`."""
+        while self.next_comment < len(self.comments) and self.comments[self.next_comment][0] < line:
+            self.out.append(indent + self.comments[self.next_comment][2].rstrip())
+            self.next_comment += 1
+
+    def _trailing(self, first: int, last: int, indent: str) -> str:
+        """Take the comments on lines first..last; the last one trails the line, others go above it."""
+        taken = []
+        while self.next_comment < len(self.comments) and self.comments[self.next_comment][0] <= last:
+            taken.append(self.comments[self.next_comment])
+            self.next_comment += 1
+        if not taken:
+            return ""
+        for comment in taken[:-1]:
+            self.out.append(indent + comment[2].rstrip())
+        return "  " + taken[-1][2].rstrip()
+
+    def _line(self, indent: str, text: str, first: int, last: int) -> None:
+        self._comments_before(first, indent)
+        trailing = self._trailing(first, last, indent)
+        self.out.append(indent + text + trailing)
+
+    def _block_end_comments(self, body: tuple[n.Stmt, ...], indent: str) -> None:
+        """Keep comments that close a block (indented like it, before the next code line) inside it."""
+        if not body:
+            return
+        column = body[0].span.col
+        limit = self._next_code_line(body[-1].span.end_line)
+        while self.next_comment < len(self.comments):
+            line, col, text, own_line = self.comments[self.next_comment]
+            if line >= limit or not own_line or col < column:
+                break
+            self.out.append(indent + text.rstrip())
+            self.next_comment += 1
+
+    def _next_code_line(self, after: int) -> int:
+        for number in range(after + 1, len(self.source_lines) + 1):
+            stripped = self.source_lines[number - 1].strip()
+            if stripped and not stripped.startswith("#"):
+                return number
+        return len(self.source_lines) + 1
+
+    def _blank_between(self, previous_end: int, next_start: int) -> bool:
+        """True if the source has an empty line between two statements."""
+        for number in range(previous_end + 1, next_start):
+            if 1 <= number <= len(self.source_lines) and not self.source_lines[number - 1].strip():
+                return True
+        return False
+
+    # -- module
+
+    def module(self, module: n.Module) -> str:
+        previous = None
+        for item in _group_uses(module.items):
+            if previous is not None:
+                both_uses = isinstance(previous, list) and isinstance(item, list)
+                if not both_uses:
+                    self.out.append("")
+            if isinstance(item, list):
+                span = item[0].span
+                self._line("", "use " + ", ".join(u.name for u in item), span.line, item[-1].span.end_line)
+            elif isinstance(item, n.RecordDecl):
+                self._record(item)
+            else:
+                self._pipeline(item)
+            previous = item
+        self._comments_before(10**9, "")
+        while self.out and not self.out[-1].strip():
+            self.out.pop()
+        return "\n".join(self.out) + "\n"
+
+    def _record(self, r: n.RecordDecl) -> None:
+        self._line("", f"record {r.name}:", r.span.line, r.span.line)
+        if r.doc is not None:
+            self._docstring(r.doc, INDENT)
+        for f in r.fields:
+            text = f"{f.name}: {f.type}" + (f" = {self.expr(f.default)}" if f.default is not None else "")
+            self._line(INDENT, text, f.span.line, f.span.end_line)
+
+    def _pipeline(self, p: n.Pipeline) -> None:
+        params = ", ".join(
+            f"{q.name}: {q.type}" + (f" = {self.expr(q.default)}" if q.default is not None else "") for q in p.params
+        )
+        returns = f" -> {p.returns}" if p.returns is not None else ""
+        header_end = p.returns.span.end_line if p.returns is not None else p.name_span.line
+        self._line("", f"pipeline {p.name}({params}){returns}:", p.span.line, header_end)
+        if p.doc is not None:
+            self._docstring(p.doc, INDENT)
+        self._block(p.body, INDENT, p.span.line)
+
+    def _docstring(self, doc: str, indent: str) -> None:
+        text = doc.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+        lines = text.split("\n")
+        if len(lines) == 1:
+            self.out.append(f'{indent}"""{lines[0]}"""')
+            return
+        self.out.append(f'{indent}"""{lines[0]}')
+        for line in lines[1:]:
+            self.out.append(indent + line if line.strip() else "")
+        self.out.append(f'{indent}"""')
+
+    # -- statements
+
+    def _block(self, body: tuple[n.Stmt, ...], indent: str, previous_end: int) -> None:
+        for stmt in body:
+            starts_block = self.out and self.out[-1].rstrip().endswith(":")
+            if not starts_block and self._blank_between(previous_end, stmt.span.line):
+                self.out.append("")
+            self._stmt(stmt, indent)
+            previous_end = stmt.span.end_line
+        self._block_end_comments(body, indent)
+
+    def _stmt(self, s: n.Stmt, indent: str) -> None:
+        if isinstance(s, n.If):
+            self._compound(indent, f"if {self.expr(s.tests[0])}:", s.span.line, s.tests[0].span.end_line)
+            self._block(s.bodies[0], indent + INDENT, s.span.line)
+            clauses = list(zip(s.tests[1:], s.bodies[1:]))
+            spans = list(s.keyword_spans)
+            for (test, body), span in zip(clauses, spans):
+                self._compound(indent, f"elif {self.expr(test)}:", span.line, test.span.end_line)
+                self._block(body, indent + INDENT, span.line)
+            if s.orelse is not None:
+                span = spans[len(clauses)] if len(spans) > len(clauses) else s.span
+                self._compound(indent, "else:", span.line, span.line)
+                self._block(s.orelse, indent + INDENT, span.line)
+        elif isinstance(s, n.While):
+            self._compound(indent, f"while {self.expr(s.test)}:", s.span.line, s.test.span.end_line)
+            self._block(s.body, indent + INDENT, s.span.line)
+        elif isinstance(s, n.For):
+            targets = ", ".join(t.id for t in s.targets)
+            self._compound(indent, f"for {targets} in {self.expr(s.iterable)}:", s.span.line,
+                           s.iterable.span.end_line)
+            self._block(s.body, indent + INDENT, s.span.line)
+        elif isinstance(s, n.Try):
+            self._compound(indent, "try:", s.span.line, s.span.line)
+            self._block(s.body, indent + INDENT, s.span.line)
+            name = f" {s.name.id}" if s.name is not None else ""
+            line = s.except_span.line
+            self._compound(indent, f"except{name}:", line, line)
+            self._block(s.handler, indent + INDENT, line)
+        elif isinstance(s, n.Ambiguous):
+            inputs = ", ".join(
+                f"{i.name}: {i.type}" + (f" = {self.expr(i.default)}" if i.default is not None else "")
+                for i in s.inputs
+            )
+            outputs = ", ".join(f"{o.name}: {o.type}" for o in s.outputs)
+            header_end = s.outputs[-1].span.end_line if s.outputs else s.span.line
+            self._compound(indent, f"ambiguous {s.name}({inputs}) -> {outputs}:", s.span.line, header_end)
+            if s.doc is not None:
+                self._docstring(s.doc, indent + INDENT)
+            self._block(s.body, indent + INDENT, s.span.line)
+        else:
+            self._line(indent, self._simple(s), s.span.line, s.span.end_line)
+
+    def _compound(self, indent: str, header: str, first: int, last: int) -> None:
+        self._line(indent, header, first, last)
+
+    def _simple(self, s: n.Stmt) -> str:
+        if isinstance(s, n.Assign):
+            return f"{', '.join(t.id for t in s.targets)} = {self.expr(s.value)}"
+        if isinstance(s, n.AugAssign):
+            return f"{s.target.id} {s.op}= {self.expr(s.value)}"
+        if isinstance(s, n.ExprStmt):
+            return self.expr(s.expr)
+        if isinstance(s, n.Break):
+            return "break"
+        if isinstance(s, n.Continue):
+            return "continue"
+        if isinstance(s, n.Pass):
+            return "pass"
+        if isinstance(s, n.Label):
+            return f"label {s.name}"
+        if isinstance(s, n.Goto):
+            return f"goto {s.name}"
+        if isinstance(s, n.Fail):
+            return f"fail {self.expr(s.value)}"
+        if isinstance(s, n.Return):
+            return "return" if s.value is None else f"return {self.expr(s.value)}"
+        raise TypeError(f"cannot format {type(s).__name__}")
+
+    # -- expressions
+
+    def expr(self, e: n.Expr) -> str:
+        if isinstance(e, n.Const):
+            return e.raw or _literal(e.value)
+        if isinstance(e, n.Name):
+            return e.id
+        if isinstance(e, n.FString):
+            return e.raw
+        if isinstance(e, n.ListExpr):
+            return "[" + ", ".join(self.expr(i) for i in e.items) + "]"
+        if isinstance(e, n.DictExpr):
+            return "{" + ", ".join(f"{self.expr(k)}: {self.expr(v)}" for k, v in zip(e.keys, e.values)) + "}"
+        if isinstance(e, n.BinOp):
+            mine = _BINARY_LEVEL[e.op]
+            if e.op == "**":
+                left = self._wrap(e.left, mine + 1)
+                right = self._wrap(e.right, _UNARY)
+            else:
+                left = self._wrap(e.left, mine)
+                right = self._wrap(e.right, mine + 1)
+            return f"{left} {e.op} {right}"
+        if isinstance(e, n.UnaryOp):
+            if e.op == "not":
+                return f"not {self._wrap(e.operand, _NOT)}"
+            return f"{e.op}{self._wrap(e.operand, _UNARY)}"
+        if isinstance(e, n.BoolOp):
+            mine = _OR if e.op == "or" else _AND
+            return f"{self._wrap(e.left, mine)} {e.op} {self._wrap(e.right, mine + 1)}"
+        if isinstance(e, n.Compare):
+            parts = [self._wrap(e.left, _SUM)]
+            for op, comparator in zip(e.ops, e.comparators):
+                parts.append(f"{op} {self._wrap(comparator, _SUM)}")
+            return " ".join(parts)
+        if isinstance(e, n.Call):
+            args = [self.expr(a) for a in e.args] + [f"{k.name}={self.expr(k.value)}" for k in e.keywords]
+            return f"{self._wrap(e.func, _POSTFIX)}({', '.join(args)})"
+        if isinstance(e, n.Index):
+            return f"{self._wrap(e.value, _POSTFIX)}[{self.expr(e.index)}]"
+        if isinstance(e, n.Slice):
+            lower = self.expr(e.lower) if e.lower is not None else ""
+            upper = self.expr(e.upper) if e.upper is not None else ""
+            text = f"{lower}:{upper}"
+            if e.step is not None:
+                text += f":{self.expr(e.step)}"
+            return f"{self._wrap(e.value, _POSTFIX)}[{text}]"
+        if isinstance(e, n.Attribute):
+            return f"{self._wrap(e.value, _POSTFIX)}.{e.attr}"
+        raise TypeError(f"cannot format {type(e).__name__}")
+
+    def _wrap(self, e: n.Expr, needed: int) -> str:
+        text = self.expr(e)
+        return f"({text})" if level(e) < needed else text
+
+
+def _literal(value) -> str:
+    if value is None:
+        return "none"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("non-finite float literal")
+    return repr(value)
+
+
+def _group_uses(items: tuple[n.Node, ...]) -> list:
+    """Uses written on one line stay together; records and pipelines pass through."""
+    grouped: list = []
+    for item in items:
+        if isinstance(item, n.Use):
+            if grouped and isinstance(grouped[-1], list) and grouped[-1][-1].span.line == item.span.line:
+                grouped[-1].append(item)
+            else:
+                grouped.append([item])
+        else:
+            grouped.append(item)
+    return grouped
