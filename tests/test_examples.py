@@ -1,0 +1,189 @@
+"""The programs in examples/: each runs through `pipe run` and prints exactly the output written here.
+
+The expected outputs were worked out by reading the programs, not by copying a run; when an example
+changes, change its expectation here by the same reasoning.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples"
+
+
+def pipe(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    """Run the `pipe` CLI in a fresh interpreter, as a user would."""
+    env = dict(os.environ, PIPE_NO_PLUGINS="1", PYTHONIOENCODING="utf-8")
+    env.pop("PIPE_MODEL", None)  # the examples must run, or fail clearly, without a model
+    return subprocess.run(
+        [sys.executable, "-m", "orgtree_lang.cli.main", *args],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=60,
+    )
+
+
+def run_example(name: str, workspace: Path, *extra: str) -> subprocess.CompletedProcess:
+    # A temporary workspace keeps traces, the bytecode cache and written files out of the repository.
+    return pipe("run", str(EXAMPLES / name), "--workspace", str(workspace), *extra)
+
+
+EXPECTED: dict[str, str] = {
+    "hello.pipe": """\
+hello, world!
+greeted world
+""",
+    "loops.pipe": """\
+sum of 1..10 = 55
+odd numbers: [1, 3, 5, 7, 9]
+first square above 50: 8*8 = 64
+vowels in 'orchestration': 5
+  apples: 3
+  pears: sold out
+  plums: 12
+1. ada
+2. grace
+3. alan
+spent: 16.0 | most expensive: 4.0 | sorted desc: [4, 2, 1]
+total items: 7
+""",
+    "retry_goto.pipe": """\
+try 1 failed: service busy (call 1)
+try 2 failed: service busy (call 2)
+try 3 succeeded
+payload from call 3
+""",
+    "records.pipe": """\
+[x] write parser (5 pts, ada)
+[ ] write checker (8 pts, grace)
+[ ] write docs (3 pts, nobody)
+[x] benchmarks (2 pts, nobody)
+by points: write checker, write parser, write docs, benchmarks
+""" + json.dumps({
+        "open_points": 11,
+        "done_points": 7,
+        "unowned": ["write docs", "benchmarks"],
+        "biggest": {"title": "write checker", "points": 8, "owner": "grace", "done": False},
+    }) + "\n",
+    "try_except.pipe": """\
+age 42
+bad age -3: -3 is not a plausible age [fail]
+bad age forty: int() cannot parse "forty" as an integer [type]
+key error on line 32: key "timeout" is not in the dict
+timeout defaults to 30
+skill error: json.parse: Expecting value at line 1, column 17
+ratios: 3.5 0.0
+outer handler got: lookup failed (index 5 is out of range for a list of length 3)
+all errors handled
+""",
+}
+
+# The report workspace_files.pipe writes: notes in fs.list order (sorted), each summarized to at most
+# 15 words. standup's prose is 18 words, so text.summarize keeps its best-scoring sentence (12 words)
+# and drops "Next week the VM gets budgets." (6 more would exceed 15). release's prose is 16 words:
+# the sentences about the wheel score higher (`wheel` occurs twice), so "Tag the version." goes.
+NOTES_REPORT = """\
+# Notes
+3 notes, 44 words, 3 open TODOs
+
+## Bytecode cache (notes/cache.txt)
+Compiled programs are cached by the hash of their source.
+- tags: #perf
+- [ ] measure how often the cache hits.
+
+## Release checklist (notes/release.txt)
+Build the wheel. Check that the wheel carries the grammar and the stdlib.
+- tags: #release #packaging
+
+## Standup, Monday (notes/standup.txt)
+The parser is done and the checker reports every error at once.
+- tags: #compiler #planning
+- [ ] write the language reference.
+- [ ] add golden tests for goto.
+"""
+
+TESTED_ELSEWHERE = {"workspace_files.pipe", "ambiguous_triage.pipe"}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_example_prints_its_expected_output(name: str, tmp_path: Path) -> None:
+    result = run_example(name, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == EXPECTED[name]
+    assert result.stderr == ""
+
+
+def test_every_example_has_a_header_and_an_expectation() -> None:
+    programs = sorted(p.name for p in EXAMPLES.glob("*.pipe"))
+    offline = set(programs) - {"ambiguous_triage.pipe"}  # the one example that needs a model
+    assert len(offline) >= 6
+    for name in programs:
+        first = (EXAMPLES / name).read_text(encoding="utf-8").splitlines()[0]
+        assert first.startswith(f"# {name} — "), f"{name} must open with `# {name} — what it shows`"
+        assert name in EXPECTED or name in TESTED_ELSEWHERE, f"{name} has no expected output in this file"
+
+
+def test_hello_takes_its_name_as_an_input(tmp_path: Path) -> None:
+    result = run_example("hello.pipe", tmp_path, "-i", "name=Ada")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "hello, Ada!\ngreeted Ada\n"
+
+
+def test_retry_gives_up_when_tries_run_out(tmp_path: Path) -> None:
+    result = run_example("retry_goto.pipe", tmp_path, "-i", "max_tries=2")
+    assert result.returncode == 70
+    assert result.stdout == "try 1 failed: service busy (call 1)\ntry 2 failed: service busy (call 2)\n"
+    assert "giving up after 2 tries" in result.stderr
+    assert "retry_goto.pipe:23" in result.stderr  # the `fail` in main's handler
+    assert "Traceback" not in result.stderr
+
+
+def test_workspace_files_summarizes_the_notes_and_writes_a_report(tmp_path: Path) -> None:
+    shutil.copytree(EXAMPLES / "notes", tmp_path / "notes")
+    result = run_example("workspace_files.pipe", tmp_path)
+    assert result.returncode == 0, result.stderr
+    size = len(NOTES_REPORT.encode("utf-8"))
+    assert result.stdout == (
+        "skipping notes/draft.md (not a .txt note)\n"
+        + NOTES_REPORT
+        + f"wrote reports/notes.md ({size} bytes)\n"
+    )
+    assert (tmp_path / "reports" / "notes.md").read_text(encoding="utf-8") == NOTES_REPORT
+    assert sorted(p.name for p in (tmp_path / "notes").iterdir()) == [
+        "cache.txt", "draft.md", "release.txt", "standup.txt"]  # the notes are only read
+
+
+def test_workspace_files_fails_clearly_without_a_notes_folder(tmp_path: Path) -> None:
+    result = run_example("workspace_files.pipe", tmp_path)
+    assert result.returncode == 70
+    assert "no folder `notes` in the workspace" in result.stderr
+    assert not (tmp_path / "reports").exists()
+
+
+def test_ambiguous_block_without_a_model_fails_with_a_clear_error(tmp_path: Path) -> None:
+    result = run_example("ambiguous_triage.pipe", tmp_path)
+    assert result.returncode == 70
+    assert result.stdout == "triaging: The export button does nothing when the list is empty.\n"
+    assert "ambiguous block `classify` cannot run: no decomposer is configured" in result.stderr
+    assert "--model" in result.stderr and "PIPE_MODEL" in result.stderr
+    assert "ambiguous_triage.pipe:16" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_ambiguous_example_runs_without_a_model_when_the_known_step_decides(tmp_path: Path) -> None:
+    report = "Traceback (most recent call last): KeyError"
+    result = run_example("ambiguous_triage.pipe", tmp_path, "-i", f"report={report}")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"triaging: {report}\nbug\n"
+
+
+def test_examples_pass_pipe_check() -> None:
+    result = pipe("check", *sorted(str(p) for p in EXAMPLES.glob("*.pipe")))
+    assert result.returncode == 0, result.stderr
+    assert "warning" not in result.stderr
