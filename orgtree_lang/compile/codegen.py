@@ -84,6 +84,7 @@ class _PipelineCompiler:
         self.label_targets: dict[str, _Label] = {}
         self.label_depth: dict[str, int] = {}
         self.fixups: list[tuple[int, _Label]] = []
+        self.label_pcs: set[int] = set()
         self.last_span: Span | None = None
 
     # -- emission helpers
@@ -97,26 +98,56 @@ class _PipelineCompiler:
         self._emit(op.LOAD_CONST, self._const(None), end)
         self._emit(op.RETURN, None, end)
         for pc, label in self.fixups:
-            self.code.args[pc] = label.pc
+            if isinstance(self.code.args[pc], list):
+                self.code.args[pc][1] = label.pc
+            else:
+                self.code.args[pc] = label.pc
         self.code.max_stack = compute_max_stack(self.code)
         return self.code
 
     def _emit(self, opcode: int, arg, span: Span) -> int:
         code = self.code
         pc = len(code.ops)
+        fused = self._fuse(opcode, arg, pc)
+        if fused is not None:
+            code.ops[pc - 1], code.args[pc - 1] = fused
+            if opcode == op.BINARY:
+                self._set_span(pc - 1, span)
+            return pc - 1
         code.ops.append(opcode)
         code.args.append(arg)
-        if span != self.last_span:
-            code.line_table.append((pc, span.line, span.col, span.end_line, span.end_col))
-            self.last_span = span
+        self._set_span(pc, span)
         return pc
+
+    def _fuse(self, opcode: int, arg, pc: int):
+        """Superinstructions for the hottest pairs, unless a jump lands on the second instruction."""
+        if pc == 0 or pc in self.label_pcs:
+            return None
+        previous, previous_arg = self.code.ops[pc - 1], self.code.args[pc - 1]
+        if opcode == op.LOAD_LOCAL and previous == op.LOAD_LOCAL:
+            return op.LOAD_LOCAL2, [previous_arg, arg]
+        if opcode == op.BINARY and previous == op.LOAD_CONST:
+            return op.BINARY_CONST, [previous_arg, arg]
+        if opcode == op.JUMP_IF_FALSE and previous == op.COMPARE:
+            return op.COMPARE_JUMP_IF_FALSE, [previous_arg, arg]
+        return None
+
+    def _set_span(self, pc: int, span: Span) -> None:
+        table = self.code.line_table
+        if table and table[-1][0] == pc:
+            table.pop()
+            self.last_span = Span(span.file, *table[-1][1:]) if table else None
+        if span != self.last_span:
+            table.append((pc, span.line, span.col, span.end_line, span.end_col))
+            self.last_span = span
 
     def _jump(self, opcode: int, label: _Label, span: Span) -> None:
         pc = self._emit(opcode, None, span)
-        self.fixups.append((pc, label))
+        self.fixups.append((pc, label))  # fused jumps hold their target second: see compile()
 
-    def _place(self, label: _Label) -> None:
-        label.pc = len(self.code.ops)
+    def _place(self, label: _Label, pc: int | None = None) -> None:
+        label.pc = len(self.code.ops) if pc is None else pc
+        self.label_pcs.add(label.pc)
 
     def _const(self, value) -> int:
         key = (type(value).__name__, repr(value))
@@ -234,7 +265,7 @@ class _PipelineCompiler:
     def _While(self, s: n.While) -> None:
         # The loop jumps back to this statement's STMT, so every iteration counts a step.
         top = _Label()
-        top.pc = len(self.code.ops) - 1
+        self._place(top, len(self.code.ops) - 1)
         end = _Label()
         self._expr(s.test)
         self._jump(op.JUMP_IF_FALSE, end, s.test.span)

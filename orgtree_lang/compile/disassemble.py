@@ -22,7 +22,9 @@ def disassemble_code(code: CodeObject) -> str:
                        for p in code.params)
     lines = [f"pipeline {code.name}({params}) -> {code.returns}   "
              f"[{len(code.ops)} instructions, {len(code.varnames)} locals, max stack {code.max_stack}]"]
-    targets = {arg for op, arg in zip(code.ops, code.args) if OPCODES[op].operand == "jump"}
+    targets = {OPCODES[op].jump_target(arg) for op, arg in zip(code.ops, code.args)
+               if OPCODES[op].jump_effect is not None and OPCODES[op].name != "SETUP_TRY"}
+    targets |= {arg for op, arg in zip(code.ops, code.args) if OPCODES[op].name == "SETUP_TRY"}
     last_line = None
     for pc, (op, arg) in enumerate(zip(code.ops, code.args)):
         opcode = OPCODES[op]
@@ -30,7 +32,7 @@ def disassemble_code(code: CodeObject) -> str:
         line_text = f"{line:>5}" if line != last_line else "     "
         last_line = line
         marker = ">>" if pc in targets else "  "
-        arg_text = "" if arg is None else str(arg)
+        arg_text = "" if arg is None else " ".join(str(a) for a in arg) if isinstance(arg, list) else str(arg)
         lines.append(f"{line_text} {marker} {pc:>4} {opcode.name:<22}{arg_text:<6}{_explain(code, opcode, arg)}".rstrip())
     return "\n".join(lines)
 
@@ -41,8 +43,14 @@ def _explain(code: CodeObject, opcode, arg) -> str:
         return f"({display(code.consts[arg], True)})"
     if kind == "local":
         return f"({code.varnames[arg]})"
+    if kind == "locals":
+        return f"({code.varnames[arg[0]]}, {code.varnames[arg[1]]})"
+    if kind == "binop_const":
+        return f"({arg[1]} {display(code.consts[arg[0]], True)})"
     if kind == "jump":
         return f"(to {arg})"
+    if kind == "compare_jump":
+        return f"({arg[0]}, else to {arg[1]})"
     if kind == "call":
         site = code.calls[arg]
         kw = f", keywords {', '.join(site.kwnames)}" if site.kwnames else ""

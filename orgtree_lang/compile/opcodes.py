@@ -13,7 +13,12 @@ class Opcode:
 
     code: int
     name: str
-    operand: str  # what the argument means: none, const, local, jump, count, binop, compare, unary, call, attr, ambiguous
+    operand: str  # what the argument means: none, const, local, locals, jump, count, binop, binop_const,
+    # compare, compare_jump, unary, call, attr, ambiguous
+
+    def jump_target(self, arg) -> int:
+        """Where a jumping instruction goes (fused instructions keep the target second)."""
+        return arg[1] if self.operand == "compare_jump" else arg
     picture: str  # stack before -- stack after
     doc: str
     effect: Callable[[object, object], int]
@@ -41,6 +46,8 @@ _TABLE = [
     ("LOAD_CONST", "const", "-- value", _fixed(1), None, "Push constant number `arg`."),
     ("LOAD_LOCAL", "local", "-- value", _fixed(1), None,
      "Push local variable `arg`; a runtime error if it has not been assigned yet."),
+    ("LOAD_LOCAL2", "locals", "-- a b", _fixed(2), None,
+     "Push local variables `arg[0]` and `arg[1]` (a superinstruction for two LOAD_LOCALs)."),
     ("STORE_LOCAL", "local", "value --", _fixed(-1), None, "Pop the top of the stack into local variable `arg`."),
     ("POP", "none", "value --", _fixed(-1), None, "Discard the top of the stack."),
     ("DUP", "none", "a -- a a", _fixed(1), None, "Duplicate the top of the stack."),
@@ -48,8 +55,13 @@ _TABLE = [
     ("ROT3", "none", "a b c -- c a b", _fixed(0), None, "Move the top item below the next two."),
     ("BINARY", "binop", "a b -- a<op>b", _fixed(-1), None,
      "Apply arithmetic operator `arg` (+ - * / // % **) to the two top items."),
+    ("BINARY_CONST", "binop_const", "a -- a<op>const", _fixed(0), None,
+     "Apply operator `arg[1]` to the top of the stack and constant `arg[0]` (LOAD_CONST + BINARY fused)."),
     ("COMPARE", "compare", "a b -- bool", _fixed(-1), None,
      "Compare the two top items with operator `arg` (< <= > >= == != in, not in)."),
+    ("COMPARE_JUMP_IF_FALSE", "compare_jump", "a b --", _fixed(-2), -2,
+     "Compare the two top items with operator `arg[0]` and jump to `arg[1]` if the result is false "
+     "(COMPARE + JUMP_IF_FALSE fused)."),
     ("UNARY", "unary", "a -- <op>a", _fixed(0), None, "Apply unary operator `arg` (-, +, not)."),
     ("JUMP", "jump", "--", _fixed(0), 0, "Continue at instruction `arg`."),
     ("JUMP_IF_FALSE", "jump", "cond --", _fixed(-1), -1, "Pop the condition; jump to `arg` if it is false."),

@@ -30,7 +30,7 @@ def stack_depths(code: CodeObject) -> dict[int, int]:
                 target_depth = depth + opcode.jump_effect
                 if target_depth < 0:
                     raise StackError(f"{code.name}: pc {pc} {opcode.name} jumps with a negative stack depth")
-                work.append((arg, target_depth))
+                work.append((opcode.jump_target(arg), target_depth))
             if opcode.name in _ENDS_FLOW:
                 break
             depth += opcode.effect(arg, code)

@@ -165,10 +165,18 @@ class Machine:
         if prepared is None:
             from orgtree_lang.compile.opcodes import OPCODES
 
-            prepared = [
-                _OPERAND_FUNCS[OPCODES[op].operand][arg] if OPCODES[op].operand in _OPERAND_FUNCS else arg
-                for op, arg in zip(code.ops, code.args)
-            ]
+            prepared = []
+            for op, arg in zip(code.ops, code.args):
+                operand = OPCODES[op].operand
+                if operand in _OPERAND_FUNCS:
+                    arg = _OPERAND_FUNCS[operand][arg]
+                elif operand == "binop_const":
+                    arg = (code.consts[arg[0]], BINARY_FUNCS[arg[1]])
+                elif operand == "locals":
+                    arg = tuple(arg)
+                elif operand == "compare_jump":
+                    arg = (COMPARE_FUNCS[arg[0]], arg[1])
+                prepared.append(arg)
             self._prepared[code.name] = prepared
         return prepared
 
@@ -186,6 +194,9 @@ class Machine:
     def _loop(self) -> None:  # noqa: C901 - one flat loop is the fast shape for a dispatch loop
         state = self.state
         right = None  # the right operand of the last BINARY/COMPARE, for error messages
+        LOAD_LOCAL2, BINARY_CONST = _OP["LOAD_LOCAL2"], _OP["BINARY_CONST"]
+        COMPARE_JUMP_IF_FALSE = _OP["COMPARE_JUMP_IF_FALSE"]
+        left = None
         STMT, LOAD_LOCAL, LOAD_CONST, STORE_LOCAL = _OP["STMT"], _OP["LOAD_LOCAL"], _OP["LOAD_CONST"], _OP["STORE_LOCAL"]
         BINARY, COMPARE, JUMP, JUMP_IF_FALSE = _OP["BINARY"], _OP["COMPARE"], _OP["JUMP"], _OP["JUMP_IF_FALSE"]
         FOR_ITER, POP, CALL_BUILTIN = _OP["FOR_ITER"], _OP["POP"], _OP["CALL_BUILTIN"]
@@ -196,6 +207,7 @@ class Machine:
             code = frame.code
             ops, args, consts = code.ops, self._prepare(code), code.consts
             stack, locals_, pc = frame.stack, frame.locals, frame.pc
+            push, pop = stack.append, stack.pop
             steps = state.steps
             stop_at = self._next_stop(steps)
             try:
@@ -203,13 +215,7 @@ class Machine:
                     op = ops[pc]
                     arg = args[pc]
                     pc += 1
-                    if op == LOAD_LOCAL:
-                        value = locals_[arg]
-                        if value is UNBOUND:
-                            raise PipeRuntimeError(f"variable `{code.varnames[arg]}` is used before it is assigned",
-                                                   kind="name", hint="assign it on every path before this line")
-                        stack.append(value)
-                    elif op == STMT:
+                    if op == STMT:
                         if steps >= stop_at:
                             frame.pc = pc - 1
                             state.steps = steps
@@ -217,18 +223,40 @@ class Machine:
                                 return
                             stop_at = self._next_stop(steps)
                         steps += 1
-                    elif op == LOAD_CONST:
-                        stack.append(consts[arg])
+                    elif op == LOAD_LOCAL2:
+                        first, second = locals_[arg[0]], locals_[arg[1]]
+                        if first is UNBOUND or second is UNBOUND:
+                            name = code.varnames[arg[0] if first is UNBOUND else arg[1]]
+                            raise PipeRuntimeError(f"variable `{name}` is used before it is assigned",
+                                                   kind="name", hint="assign it on every path before this line")
+                        push(first)
+                        push(second)
+                    elif op == BINARY_CONST:
+                        right = arg[0]
+                        stack[-1] = arg[1](stack[-1], right)
                     elif op == STORE_LOCAL:
-                        locals_[arg] = stack.pop()
+                        locals_[arg] = pop()
+                    elif op == LOAD_LOCAL:
+                        value = locals_[arg]
+                        if value is UNBOUND:
+                            raise PipeRuntimeError(f"variable `{code.varnames[arg]}` is used before it is assigned",
+                                                   kind="name", hint="assign it on every path before this line")
+                        push(value)
+                    elif op == LOAD_CONST:
+                        push(consts[arg])
                     elif op == BINARY:
-                        right = stack.pop()
+                        right = pop()
                         stack[-1] = arg(stack[-1], right)
+                    elif op == COMPARE_JUMP_IF_FALSE:
+                        right = pop()
+                        left = pop()
+                        if not arg[0](left, right):
+                            pc = arg[1]
                     elif op == COMPARE:
-                        right = stack.pop()
+                        right = pop()
                         stack[-1] = arg(stack[-1], right)
                     elif op == JUMP_IF_FALSE:
-                        if not stack.pop():
+                        if not pop():
                             pc = arg
                     elif op == JUMP:
                         pc = arg
@@ -236,12 +264,12 @@ class Machine:
                         items, i = stack[-2], stack[-1]
                         if i < len(items):
                             stack[-1] = i + 1
-                            stack.append(items[i])
+                            push(items[i])
                         else:
                             del stack[-2:]
                             pc = arg
                     elif op == POP:
-                        stack.pop()
+                        pop()
                     elif op == CALL_BUILTIN:
                         self._call_builtin(code.calls[arg], stack, frame)
                     elif op == CALL_PIPELINE or op == RETURN:
@@ -265,7 +293,7 @@ class Machine:
             except Exception as exc:  # a Python error inside an instruction becomes a located .pipe error
                 frame.pc = pc
                 state.steps = steps
-                self._handle_error(self._translate(exc, code, pc - 1, stack, right))
+                self._handle_error(self._translate(exc, code, pc - 1, stack, left, right))
 
     def _at_stop(self, frame: Frame) -> bool:
         """Slow path at a statement boundary: budgets, pausing, clock and tracing. True means leave the loop."""
@@ -287,13 +315,17 @@ class Machine:
 
     # ---- errors -----------------------------------------------------------
 
-    def _translate(self, exc: Exception, code: CodeObject, pc: int, stack: list, right: Any) -> PipeRuntimeError:
+    def _translate(self, exc: Exception, code: CodeObject, pc: int, stack: list, left: Any,
+                   right: Any) -> PipeRuntimeError:
         """Turn a Python exception raised by an instruction into a .pipe error at that instruction."""
         opname = _NAMES[code.ops[pc]]
         if isinstance(exc, ZeroDivisionError):
             message = "division by zero"
-        elif isinstance(exc, TypeError) and opname in ("BINARY", "COMPARE") and stack:
-            symbol = code.args[pc]
+        elif isinstance(exc, TypeError) and opname == "COMPARE_JUMP_IF_FALSE":
+            symbol = code.args[pc][0]
+            message = f"cannot apply `{symbol}` to {t.type_of_value(left)} and {t.type_of_value(right)}"
+        elif isinstance(exc, TypeError) and opname in ("BINARY", "COMPARE", "BINARY_CONST") and stack:
+            symbol = code.args[pc][1] if opname == "BINARY_CONST" else code.args[pc]
             left_type, right_type = t.type_of_value(stack[-1]), t.type_of_value(right)
             message = f"cannot apply `{symbol}` to {left_type} and {right_type}"
         elif isinstance(exc, TypeError) and opname == "UNARY" and stack:
