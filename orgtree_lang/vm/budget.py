@@ -27,7 +27,7 @@ def budget_exceeded(name: str, limit: float, used: float, span: Span | None) -> 
     used_text = f"{used:.2f}" if isinstance(used, float) else str(used)
     where = f" at {span}" if span else ""
     return PipeRuntimeError(
-        f"{unit} budget exceeded: limit {limit:g} {unit}, used {used_text}{where}",
+        f"{unit} budget exceeded: limit {limit:g} {unit}, used {used_text}; stopped{where}",
         kind="budget",
         span=span,
         hint=f"raise the limit with {_FLAGS[name]}, or check the loop around this line",

@@ -301,7 +301,7 @@ class Machine:
         span = frame.code.span_at(frame.pc)
         budget = self.budget
         if budget.max_steps is not None and state.steps >= budget.max_steps:
-            raise budget_exceeded("steps", budget.max_steps, state.steps + 1, span)
+            raise budget_exceeded("steps", budget.max_steps, state.steps, span)
         if budget.max_seconds is not None:
             used = state.elapsed + self.clock() - self._started
             if used > budget.max_seconds:
@@ -442,7 +442,7 @@ class Machine:
         args, kwargs = self._call_args(site, stack)
         budget = self.budget
         if budget.max_skill_calls is not None and state.skill_calls >= budget.max_skill_calls:
-            raise budget_exceeded("skill_calls", budget.max_skill_calls, state.skill_calls + 1,
+            raise budget_exceeded("skill_calls", budget.max_skill_calls, state.skill_calls,
                                   frame.code.span_at(frame.pc - 1))
         state.skill_calls += 1
         skill = self.registry.get(site.name) if self.registry is not None else None
