@@ -17,7 +17,7 @@ from orgtree_lang.runtime.values import UNBOUND, RecordValue, conforms, display
 from orgtree_lang.syntax.spans import Span
 from orgtree_lang.vm.budget import Budget, budget_exceeded
 from orgtree_lang.vm.state import Frame, RunState
-from orgtree_lang.vm.trace import Tracer, summarize
+from orgtree_lang.vm.trace import SUMMARY_CHARS, Tracer, summarize
 
 MAX_FRAMES = 200
 _TIME_CHECK_EVERY = 4096  # steps between wall-clock checks
@@ -389,7 +389,7 @@ class Machine:
             self.printer(line)
         if self.tracer:
             frame = self.state.frames[-1]
-            self.tracer.emit("print", frame.code.span_at(frame.pc - 1), frame.pipeline, text=summarize(line))
+            self.tracer.emit("print", frame.code.span_at(frame.pc - 1), frame.pipeline, text=line[:SUMMARY_CHARS])
 
     def _call_pipeline(self, site, stack: list) -> None:
         state = self.state
