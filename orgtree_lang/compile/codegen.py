@@ -38,6 +38,23 @@ def constant_value(expr: n.Expr):
     raise ValueError("not a constant")
 
 
+def _last_line_span(body: tuple[n.Stmt, ...]) -> Span:
+    """The span of the textually last simple statement of a block.
+
+    Spans of compound statements run on to the start of the next line (their block's closing newline), so an
+    error at the end of a pipeline would otherwise point at the line after it."""
+    stmt = body[-1]
+    if isinstance(stmt, n.If):
+        return _last_line_span(stmt.orelse if stmt.orelse else stmt.bodies[-1])
+    if isinstance(stmt, (n.While, n.For)):
+        return _last_line_span(stmt.body)
+    if isinstance(stmt, n.Try):
+        return _last_line_span(stmt.handler)
+    if isinstance(stmt, n.Ambiguous):
+        return stmt.outputs[-1].span  # the end of its header; the grammar requires at least one output
+    return stmt.span
+
+
 _JUMPS_AWAY = (n.Return, n.Fail, n.Goto, n.Break, n.Continue)
 
 
@@ -93,7 +110,7 @@ class _PipelineCompiler:
         decl = self.info.decl
         self._collect_labels(decl.body, 0)
         self._body(decl.body)
-        last = decl.body[-1].span if decl.body else decl.span
+        last = _last_line_span(decl.body) if decl.body else decl.name_span
         end = Span(decl.span.file, last.end_line, last.end_col, last.end_line, last.end_col)
         self._emit(op.LOAD_CONST, self._const(None), end)
         self._emit(op.RETURN, None, end)
