@@ -21,6 +21,7 @@ class RunOptions:
     trace: Path | None = None  # defaults to <workspace>/.orgtree/runs/<id>/trace.jsonl
     trace_steps: bool = True
     printer: Callable[[str], None] | None = None
+    progress: Callable[..., None] | None = None  # (state, span), about once a second on long runs
     decomposer: Any = None
     registry: Any = None
     run_id: str | None = None
@@ -71,6 +72,7 @@ def run_program(program, root: Path, registry, options: RunOptions):
         decomposer=options.decomposer,
         tracer=tracer,
         printer=options.printer,
+        progress=options.progress,
     )
     from orgtree_lang.runtime.errors import PipeRuntimeError
 

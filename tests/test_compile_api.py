@@ -126,3 +126,17 @@ def test_without_a_decomposer_the_error_is_not_catchable():
     with pytest.raises(PipeRuntimeError) as info:
         machine.run()
     assert info.value.kind == "ambiguous" and "classify" in info.value.message
+
+
+def test_long_runs_report_progress_about_once_a_second():
+    program = compile_source("pipeline main():\n    i = 0\n    while i < 200000:\n        i += 1\n",
+                             "p.pipe", REGISTRY).program
+    ticks = iter(range(0, 10**9, 1))  # a fake clock: one second per reading
+    reports = []
+    machine = Machine(program, registry=REGISTRY, clock=lambda: float(next(ticks)),
+                      progress=lambda state, span: reports.append((state.steps, span.line)))
+    machine.start()
+    machine.run()
+    assert len(reports) >= 10
+    assert all(line in (3, 4) for _, line in reports)
+    assert [steps for steps, _ in reports] == sorted(steps for steps, _ in reports)

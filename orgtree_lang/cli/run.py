@@ -61,24 +61,54 @@ def command_run(args) -> int:
     )
     printed: list[str] = []
     printer = printed.append if args.json else _echo
+    progress = _ProgressLine() if sys.stderr.isatty() else None
     options = RunOptions(entry=code.name, inputs=inputs, workspace=root, budget=budget,
                          trace=Path(args.trace) if args.trace else None, printer=printer,
-                         registry=registry, run_id=run_id)
+                         registry=registry, run_id=run_id, progress=progress)
     machine = None
     try:
         machine = run_program(program, root, registry, options)
     except PipeRuntimeError as err:
+        if progress:
+            progress.clear()
         state = getattr(err, "state", None)
         if args.json:
             print(json.dumps(_envelope(run_id, "error", None, printed, state, err)))
         print(render_runtime_error(err, compiled.source, debug=args.debug), file=sys.stderr)
         return EXIT_RUNTIME
+    except Exception as exc:  # a bug in orgtree_lang itself: say so plainly, traceback only with --debug
+        if args.debug:
+            traceback.print_exc()
+        print(f"internal error: {type(exc).__name__}: {exc}\n  = this is a bug in orgtree_lang, not in {path}; "
+              "run with --debug for the Python traceback", file=sys.stderr)
+        return EXIT_RUNTIME
+    if progress:
+        progress.clear()
     state = machine.state
     if args.json:
         print(json.dumps(_envelope(run_id, "ok", state.result, printed, state, None)))
     else:
         _print_result(state.result)
     return EXIT_OK
+
+
+class _ProgressLine:
+    """A one-line status on a terminal's stderr, rewritten in place while a long run works."""
+
+    def __init__(self) -> None:
+        self.shown = False
+
+    def __call__(self, state, span) -> None:
+        text = f"running {state.entry}: {state.steps:,} steps, {state.skill_calls} skill calls, at {span.file}:{span.line}"
+        sys.stderr.write("\r" + text[:100].ljust(100))
+        sys.stderr.flush()
+        self.shown = True
+
+    def clear(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r" + " " * 100 + "\r")
+            sys.stderr.flush()
+            self.shown = False
 
 
 def _echo(line: str) -> None:

@@ -77,6 +77,7 @@ class Machine:
         decomposer: Decomposer | None = None,
         tracer: Tracer | None = None,
         printer: Callable[[str], None] | None = None,
+        progress: Callable[[RunState, Span], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.program = program
@@ -87,6 +88,8 @@ class Machine:
         self.tracer = tracer
         self.printer = printer
         self.clock = clock
+        self.progress = progress  # called about once a second on long runs, with the state and location
+        self._last_progress = 0.0
         self.records = RecordTypes(program.records)
         self.state: RunState | None = None
         self._prepared: dict[str, list[Any]] = {}
@@ -309,6 +312,11 @@ class Machine:
         if self._pause_at is not None and state.steps >= self._pause_at:
             state.status = "paused"
             return True
+        if self.progress is not None:
+            now = self.clock()
+            if now - self._last_progress >= 1.0:
+                self._last_progress = now
+                self.progress(state, span)
         if self.tracer is not None and self.tracer.steps:
             self.tracer.emit("step", span, frame.pipeline, step=state.steps + 1)
         return False
