@@ -37,7 +37,8 @@ class Frame:
                    [decode(v) for v in data["locals"]], [list(h) for h in data["handlers"]])
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Frame) and self.to_json() == other.to_json()
+        # Compared as JSON text: dict equality would ignore key order, which .pipe programs can observe.
+        return isinstance(other, Frame) and json.dumps(self.to_json()) == json.dumps(other.to_json())
 
 
 @dataclass(eq=False)
@@ -73,7 +74,8 @@ class RunState:
         }
 
     def dumps(self) -> str:
-        return json.dumps(self.to_json(), sort_keys=True)
+        # No sort_keys: the order of a dict's keys is part of its value (print and `for` show it).
+        return json.dumps(self.to_json())
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunState:
@@ -98,4 +100,4 @@ class RunState:
         return cls.from_json(json.loads(text))
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, RunState) and self.to_json() == other.to_json()
+        return isinstance(other, RunState) and self.dumps() == other.dumps()
