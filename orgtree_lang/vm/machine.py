@@ -32,7 +32,11 @@ class Decomposer(Protocol):
 def _power(a, b):
     if isinstance(a, int) and isinstance(b, int) and abs(b) > 10_000 and abs(a) > 1:
         raise PipeRuntimeError(f"{a} ** {b} is too large to compute", kind="type")
-    return a**b
+    result = a**b
+    if isinstance(result, complex):  # a negative base to a fractional power; .pipe has no complex numbers
+        base = f"({display(a)})" if a < 0 else display(a)
+        raise PipeRuntimeError(f"{base} ** {display(b)} is not a real number", kind="type")
+    return result
 
 
 def _repeat(a, b):
