@@ -64,7 +64,7 @@ def display(value: Any, nested: bool = False) -> str:
             return "inf" if value > 0 else "-inf"
         return repr(value)
     if isinstance(value, int):
-        return repr(value)
+        return _int_text(value)
     if isinstance(value, list):
         return "[" + ", ".join(display(v, True) for v in value) + "]"
     if isinstance(value, dict):
@@ -73,6 +73,23 @@ def display(value: Any, nested: bool = False) -> str:
         inner = ", ".join(f"{k}={display(v, True)}" for k, v in value.fields.items())
         return f"{value.record_name}({inner})"
     return repr(value)
+
+
+# Python refuses to turn ints of more than ~4300 digits into text (a guard against quadratic work).
+# Up to this many bits they are written out through Decimal; beyond it, only their size is shown.
+_INT_TEXT_MAX_BITS = 350_000
+
+
+def _int_text(value: int) -> str:
+    try:
+        return repr(value)
+    except ValueError:
+        if value.bit_length() <= _INT_TEXT_MAX_BITS:
+            import decimal
+
+            return str(decimal.Decimal(value))
+        digits = int(value.bit_length() * math.log10(2)) + 1
+        return f"<{'-' if value < 0 else ''}int of about {digits} digits>"
 
 
 def _quote(text: str) -> str:
@@ -94,8 +111,13 @@ def to_plain(value: Any) -> Any:
 # The exact encoding used for run state. Plain JSON values stand for themselves, except that
 # records, the unbound marker, non-finite floats, and dicts that could be mistaken for one of
 # these are wrapped in a one-key object whose key starts with "$".
+_JSON_INT_MAX_BITS = 13_000  # under Python's 4300-digit limit for writing ints as decimal text
+
+
 def encode(value: Any) -> Any:
     """Encode a runtime value as JSON-compatible data that `decode` turns back into an equal value."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > _JSON_INT_MAX_BITS:
+        return {"$int": format(value, "x")}  # JSON cannot write ints this long as decimal text; hex has no limit
     if value is None or isinstance(value, (bool, int, str)):
         return value
     if isinstance(value, float):
@@ -132,6 +154,8 @@ def decode(data: Any) -> Any:
                 return float(inner)
             if key == "$unbound":
                 return UNBOUND
+            if key == "$int":
+                return int(inner, 16)
         return {k: decode(v) for k, v in data.items()}
     return data
 

@@ -502,7 +502,14 @@ class _Builder(Transformer):
         return n.Name(self._span(meta), self._ident(children[0]))
 
     def int_lit(self, meta, children):
-        return n.Const(self._span(meta), int(str(children[0]).replace("_", "")), str(children[0]))
+        digits = str(children[0]).replace("_", "")
+        try:
+            value = int(digits)
+        except ValueError:  # more digits than Python converts from text (sys.get_int_max_str_digits)
+            self.sink.error(f"integer literal with {len(digits)} digits is too long", self._span(meta),
+                            "compute a number this large instead, e.g. `10 ** 5000`")
+            value = 0
+        return n.Const(self._span(meta), value, str(children[0]))
 
     def float_lit(self, meta, children):
         return n.Const(self._span(meta), float(children[0]), str(children[0]))
