@@ -135,15 +135,16 @@ def test_the_set_of_programs_is_large():
 # ---- the encoding itself -------------------------------------------------
 
 SPECIAL_VALUES = [
-    None, True, False, 0, -5, 2**80, 1.5, float("inf"), float("-inf"), "", "text with \"quotes\"\n",
+    None, True, False, 0, -5, 2**80, 10**5000, -(10**5000) + 1, 1.5, float("inf"), float("-inf"), "", "text with \"quotes\"\n",
     [], [1, [2, [3]]], {}, {"a": 1, "b": [True, None]},
-    {"$record": "not a record"}, {"$dict": 1}, {"$float": "inf"}, {"$unbound": 0}, {"$x": {"$y": 1}},
+    {"$record": "not a record"}, {"$dict": 1}, {"$float": "inf"}, {"$unbound": 0}, {"$int": "ff"},
+    {"$x": {"$y": 1}},
     RecordValue("Point", {"x": 1, "y": {"$record": [1, 2]}}),
     [RecordValue("Empty", {})],
 ]
 
 
-@pytest.mark.parametrize("value", SPECIAL_VALUES, ids=repr)
+@pytest.mark.parametrize("value", SPECIAL_VALUES, ids=lambda v: f"{type(v).__name__}-{len(repr(v)) if not isinstance(v, int) else v.bit_length()}")
 def test_encode_decode_round_trips_values_that_look_like_markers(value):
     import json
 
