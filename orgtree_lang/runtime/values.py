@@ -109,8 +109,8 @@ def to_plain(value: Any) -> Any:
 
 
 # The exact encoding used for run state. Plain JSON values stand for themselves, except that
-# records, the unbound marker, non-finite floats, and dicts that could be mistaken for one of
-# these are wrapped in a one-key object whose key starts with "$".
+# records, the unbound marker, non-finite floats, ints too long for JSON's decimal text, and dicts
+# that could be mistaken for one of these are wrapped in a one-key object whose key starts with "$".
 _JSON_INT_MAX_BITS = 13_000  # under Python's 4300-digit limit for writing ints as decimal text
 
 
