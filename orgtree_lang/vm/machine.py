@@ -31,7 +31,7 @@ class Decomposer(Protocol):
 
 def _power(a, b):
     if isinstance(a, int) and isinstance(b, int) and abs(b) > 10_000 and abs(a) > 1:
-        raise PipeRuntimeError(f"{a} ** {b} is too large to compute", kind="type")
+        raise PipeRuntimeError(f"{display(a)} ** {display(b)} is too large to compute", kind="type")
     result = a**b
     if isinstance(result, complex):  # a negative base to a fractional power; .pipe has no complex numbers
         base = f"({display(a)})" if a < 0 else display(a)
@@ -619,7 +619,7 @@ def _op_index(m, frame, stack, arg):
                                    f"{t.type_of_value(key)}", kind="type")
         if not -len(container) <= key < len(container):
             what = "list" if isinstance(container, list) else "str"
-            raise PipeRuntimeError(f"index {key} is out of range for a {what} of length {len(container)}",
+            raise PipeRuntimeError(f"index {display(key)} is out of range for a {what} of length {len(container)}",
                                    kind="index")
         stack[-1] = container[key]
         return
