@@ -81,9 +81,7 @@ def is_assignable(source: PipeType, target: PipeType) -> bool:
         return is_assignable(source.arg, target)
     if {source.kind, target.kind} == {"str", "path"}:
         return True
-    if source.kind in ("int", "bool") and target.kind == "float":
-        return True
-    if source.kind == "bool" and target.kind == "int":
+    if source.kind == "int" and target.kind == "float":
         return True
     if source.kind == target.kind and source.kind in ("list", "dict"):
         return is_assignable(source.arg, target.arg)

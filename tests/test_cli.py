@@ -270,3 +270,15 @@ def test_console_script_works_from_any_directory(tmp_path):
                             text=True, timeout=60, env=dict(os.environ, PIPE_NO_PLUGINS="1"))
     assert result.returncode == 0, result.stderr
     assert result.stdout == "hi\n"
+
+
+def test_record_inputs_are_given_as_json_objects(tmp_path):
+    write(tmp_path, "rec.pipe", "record Task:\n    title: str\n    points: int = 1\n\n"
+                                "pipeline main(task: Task, more: list[Task] = []) -> str:\n"
+                                '    return f"{task.title}:{task.points}+{len(more)}"\n')
+    ok = pipe("run", "rec.pipe", "-i", 'task={"title": "a"}', "-i", 'more=[{"title": "b", "points": 3}]',
+              cwd=tmp_path)
+    assert ok.stdout == "a:1+1\n", ok.stderr
+    bad = pipe("run", "rec.pipe", "-i", 'task={"title": 5}', cwd=tmp_path)
+    assert bad.returncode == 70
+    assert "input `task` of pipeline main: record Task: field `title` expected str" in bad.stderr

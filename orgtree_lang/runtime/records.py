@@ -36,6 +36,21 @@ class RecordTypes:
         self._validate(name, values)
         return RecordValue(name, {f: values[f] for f in field_names})
 
+    def from_plain(self, value: Any, ptype: t.PipeType) -> Any:
+        """Turn JSON-shaped input (dicts) into records where `ptype` asks for them, recursively."""
+        kind = ptype.kind
+        if kind == "optional":
+            return None if value is None else self.from_plain(value, ptype.arg)
+        if kind == "record" and isinstance(value, dict) and ptype.name in self.specs:
+            fields = dict(self.specs[ptype.name].fields)
+            converted = {k: self.from_plain(v, fields[k]) if k in fields else v for k, v in value.items()}
+            return self.build(ptype.name, [], converted)
+        if kind == "list" and isinstance(value, list):
+            return [self.from_plain(v, ptype.arg) for v in value]
+        if kind == "dict" and isinstance(value, dict):
+            return {k: self.from_plain(v, ptype.arg) for k, v in value.items()}
+        return value
+
     def _validate(self, name: str, values: dict[str, Any]) -> None:
         from pydantic import ValidationError
 

@@ -189,10 +189,15 @@ def describe_value(value: Any, limit: int = 40) -> str:
     return f"{T.type_of_value(value)} {shown}"
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None), RecordValue})
+
+
 def to_pipe_value(value: Any) -> Any:
     """Convert what a Python function returned into .pipe values (tuples, sets, paths, pydantic models)."""
     if value is None or isinstance(value, (str, bool, int, float, RecordValue)):
         return value
+    if type(value) is list and set(map(type, value)) <= _PLAIN:
+        return value  # the common case, checked at C speed: a list of plain values needs no copy
     if isinstance(value, (list, tuple)):
         return [to_pipe_value(v) for v in value]
     if isinstance(value, dict):

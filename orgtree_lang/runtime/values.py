@@ -160,6 +160,10 @@ def decode(data: Any) -> Any:
     return data
 
 
+_EXACT_TYPES = {"str": frozenset({str}), "path": frozenset({str}), "int": frozenset({int}),
+                "float": frozenset({int, float}), "bool": frozenset({bool})}
+
+
 def conforms(value: Any, ptype: "PipeType") -> bool:
     """True if a runtime value belongs to a PipeType (records are matched by name)."""
     kind = ptype.kind
@@ -178,7 +182,14 @@ def conforms(value: Any, ptype: "PipeType") -> bool:
     if kind == "float":
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     if kind == "list":
-        return isinstance(value, list) and (ptype.arg.is_any or all(conforms(v, ptype.arg) for v in value))
+        if not isinstance(value, list):
+            return False
+        if ptype.arg.is_any:
+            return True
+        exact = _EXACT_TYPES.get(ptype.arg.kind)
+        if exact is not None and set(map(type, value)) <= exact:
+            return True  # checked at C speed; anything else falls through to the full check
+        return all(conforms(v, ptype.arg) for v in value)
     if kind == "dict":
         return isinstance(value, dict) and all(
             isinstance(k, str) and conforms(v, ptype.arg) for k, v in value.items()

@@ -109,7 +109,11 @@ class Machine:
         inputs = dict(inputs or {})
         for i, param in enumerate(code.params):
             if param.name in inputs:
-                value = inputs.pop(param.name)
+                try:
+                    value = self.records.from_plain(inputs.pop(param.name), param.type)
+                except PipeRuntimeError as err:
+                    raise PipeRuntimeError(f"input `{param.name}` of pipeline {code.name}: {err.message}",
+                                           kind="input", span=code.span) from None
                 if not conforms(value, param.type):
                     raise PipeRuntimeError(
                         f"input `{param.name}` of pipeline {code.name} expected {param.type}, got "
@@ -350,7 +354,8 @@ class Machine:
             message = _python_types_to_pipe(str(exc))
         else:
             raise exc
-        err = PipeRuntimeError(message, kind="type", span=code.span_at(pc))
+        kind = "arithmetic" if isinstance(exc, (ZeroDivisionError, OverflowError)) else "type"
+        err = PipeRuntimeError(message, kind=kind, span=code.span_at(pc))
         err.__cause__ = exc
         return err
 
@@ -599,10 +604,15 @@ def _op_format(m, frame, stack, arg):
     if not spec:
         stack[-1] = display(value)
         return
+    shown = value
+    if value is None or isinstance(value, (bool, list, dict, RecordValue)):
+        shown = display(value)  # format specs apply to the text .pipe shows, not Python's view of it
     try:
-        stack[-1] = format(value, spec)
-    except (ValueError, TypeError) as exc:
-        raise PipeRuntimeError(f"cannot format {t.type_of_value(value)} with `:{spec}`: {exc}", kind="type") from None
+        stack[-1] = format(shown, spec)
+    except (ValueError, TypeError):
+        raise PipeRuntimeError(f"cannot format a {t.type_of_value(value)} with `:{spec}`", kind="type",
+                               hint="number specs like `.2f` need an int or float; `>10` and `<10` work on anything"
+                               ) from None
 
 
 def _op_index(m, frame, stack, arg):
