@@ -136,3 +136,36 @@ def test_formatting_random_expressions_round_trips(expr, spaces, comment):
     formatted = format_source(source)
     assert format_source(formatted) == formatted
     assert shape_of(formatted) == shape_of(source)
+
+
+def test_examples_are_in_canonical_form():
+    for path in sorted((TESTS.parent / "examples").glob("*.pipe")):
+        source = path.read_text(encoding="utf-8")
+        assert format_source(source) == source, f"run `pipe fmt {path.name}`"
+
+
+def test_blank_lines_after_blocks_and_header_comments_are_kept():
+    source = ("# header comment\n"
+              "\n"
+              "pipeline main():\n"
+              "    if true:\n"
+              "        pass\n"
+              "\n"
+              "    x = 1\n"
+              "    for i in [1]:\n"
+              "        pass\n"
+              "    y = 2\n")
+    assert format_source(source) == source
+
+
+def test_long_statements_ending_in_a_literal_or_call_get_one_item_per_line():
+    items = ", ".join(f'"item number {i}"' for i in range(8))
+    source = f"pipeline main() -> list[str]:\n    return [{items}]\n"
+    formatted = format_source(source)
+    lines = formatted.splitlines()
+    assert lines[1] == "    return ["
+    assert lines[2:10] == [f'        "item number {i}",' for i in range(8)]
+    assert lines[10] == "    ]"
+    assert all(len(line) <= 100 for line in lines)
+    assert format_source(formatted) == formatted
+    assert shape_of(formatted) == shape_of(source)

@@ -8,6 +8,7 @@ from orgtree_lang.syntax import nodes as n
 from orgtree_lang.syntax.parser import parse, source_comments
 
 INDENT = "    "
+MAX_WIDTH = 100  # statements longer than this that end in a list, dict or call get one item per line
 
 # Binding strength of each expression form (higher binds tighter), following the grammar's precedence.
 _OR, _AND, _NOT, _COMPARE, _SUM, _TERM, _UNARY, _POWER, _POSTFIX, _ATOM = range(1, 11)
@@ -44,10 +45,18 @@ class _Printer:
     # -- comments and layout
 
     def _comments_before(self, line: int, indent: str) -> None:
-        """Emit own-line comments that come before source line `line`."""
+        """Emit own-line comments that come before source line `line`, keeping a blank line that follows one."""
         while self.next_comment < len(self.comments) and self.comments[self.next_comment][0] < line:
+            comment_line = self.comments[self.next_comment][0]
             self.out.append(indent + self.comments[self.next_comment][2].rstrip())
             self.next_comment += 1
+            if self._blank_between(comment_line, min(line, comment_line + 2)):
+                self._blank()
+
+    def _blank(self) -> None:
+        """One empty line, never two in a row and never at the top of the file."""
+        if self.out and self.out[-1] != "":
+            self.out.append("")
 
     def _trailing(self, first: int, last: int, indent: str) -> str:
         """Take the comments on lines first..last; the last one trails the line, others go above it."""
@@ -101,7 +110,7 @@ class _Printer:
             if previous is not None:
                 both_uses = isinstance(previous, list) and isinstance(item, list)
                 if not both_uses:
-                    self.out.append("")
+                    self._blank()
             if isinstance(item, list):
                 span = item[0].span
                 self._line("", "use " + ", ".join(u.name for u in item), span.line, item[-1].span.end_line)
@@ -151,9 +160,9 @@ class _Printer:
         for stmt in body:
             starts_block = self.out and self.out[-1].rstrip().endswith(":")
             if not starts_block and self._blank_between(previous_end, stmt.span.line):
-                self.out.append("")
+                self._blank()
             self._stmt(stmt, indent)
-            previous_end = stmt.span.end_line
+            previous_end = _last_line(stmt)
         self._block_end_comments(body, indent)
 
     def _stmt(self, s: n.Stmt, indent: str) -> None:
@@ -196,7 +205,29 @@ class _Printer:
                 self._docstring(s.doc, indent + INDENT)
             self._block(s.body, indent + INDENT, s.span.line)
         else:
-            self._line(indent, self._simple(s), s.span.line, s.span.end_line)
+            text = self._simple(s)
+            if len(indent) + len(text) > MAX_WIDTH:
+                text = self._wrapped(s, indent) or text
+            self._line(indent, text, s.span.line, s.span.end_line)
+
+    def _wrapped(self, s: n.Stmt, indent: str) -> str | None:
+        """A too-long statement ending in a list, dict or call, with one item per line."""
+        value = getattr(s, "value", None) or getattr(s, "expr", None)
+        inner = indent + INDENT
+        if isinstance(value, n.ListExpr) and len(value.items) > 1:
+            opener, closer, items = "[", "]", [self.expr(i) for i in value.items]
+        elif isinstance(value, n.DictExpr) and len(value.keys) > 1:
+            opener, closer = "{", "}"
+            items = [f"{self.expr(k)}: {self.expr(v)}" for k, v in zip(value.keys, value.values)]
+        elif isinstance(value, n.Call) and len(value.args) + len(value.keywords) > 1:
+            opener, closer = self._wrap(value.func, _POSTFIX) + "(", ")"
+            items = [self.expr(a) for a in value.args] + [f"{k.name}={self.expr(k.value)}" for k in value.keywords]
+        else:
+            return None
+        head = self._simple(s)
+        prefix = head[: len(head) - len(self.expr(value))]
+        body = "".join(f"\n{inner}{item}," for item in items)
+        return f"{prefix}{opener}{body}\n{indent}{closer}"
 
     def _compound(self, indent: str, header: str, first: int, last: int) -> None:
         self._line(indent, header, first, last)
@@ -277,6 +308,21 @@ class _Printer:
     def _wrap(self, e: n.Expr, needed: int) -> str:
         text = self.expr(e)
         return f"({text})" if level(e) < needed else text
+
+
+def _last_line(stmt: n.Stmt) -> int:
+    """The last source line of a statement, looking inside nested blocks."""
+    blocks = []
+    if isinstance(stmt, n.If):
+        blocks = list(stmt.bodies) + ([stmt.orelse] if stmt.orelse else [])
+    elif isinstance(stmt, (n.While, n.For)):
+        blocks = [stmt.body]
+    elif isinstance(stmt, n.Try):
+        blocks = [stmt.body, stmt.handler]
+    elif isinstance(stmt, n.Ambiguous):
+        return stmt.span.line if stmt.doc is None else max(stmt.span.line, *(o.span.end_line for o in stmt.outputs))
+    last_block = [b for b in blocks if b]
+    return _last_line(last_block[-1][-1]) if last_block else stmt.span.end_line
 
 
 def _literal(value) -> str:
