@@ -126,6 +126,8 @@ def _describe_expected(expected: set[str]) -> str:
             label = f"`{pattern.value}`" if pattern is not None and pattern.type == "str" else term.lower()
         if label not in names:
             names.append(label)
+    if not names:  # Lark reports no expected token where none can follow (e.g. a comment ending an expression)
+        return "something else"
     if len(names) > 6:
         return ", ".join(names[:6]) + " or something else"
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
@@ -582,9 +584,11 @@ class _FStringReader:
 
     def _field(self, start: int, parts: list) -> int:
         depth, pos, body = 0, start + 1, self.body
-        colon = None
+        colon = hash_at = None
         while pos < len(body):
             char = body[pos]
+            if char == "#" and hash_at is None:
+                hash_at = pos
             if char in "([{":
                 depth += 1
             elif char in ")]}":
@@ -604,6 +608,9 @@ class _FStringReader:
         spec = body[colon + 1 : pos] if colon is not None else ""
         if not expr_text.strip():
             self._error("empty expression in f-string", start, "put an expression inside `{}`")
+            return pos + 1
+        if hash_at is not None and (colon is None or hash_at < colon):  # a `#` in the format spec is fine
+            self._error("f-string expression cannot contain `#`", hash_at, "move the comment out of the f-string")
             return pos + 1
         line, col = self.token.line, self.token.column + 2 + start + 1
         expr = parse_expr(expr_text, self.builder.file, line, col, self.builder.sink)
