@@ -350,7 +350,9 @@ class Machine:
             message = "value nested too deeply"
         elif isinstance(exc, MemoryError):
             message = "out of memory"
-        elif isinstance(exc, (TypeError, ValueError, OverflowError)):
+        elif isinstance(exc, OverflowError):
+            message = _overflow_message(str(exc))
+        elif isinstance(exc, (TypeError, ValueError)):
             message = _python_types_to_pipe(str(exc))
         else:
             raise exc
@@ -527,6 +529,15 @@ class Machine:
 
     def _slow_ops(self) -> dict[int, Callable]:
         return {_OP[name]: handler for name, handler in _SLOW.items()}
+
+
+def _overflow_message(message: str) -> str:
+    """Python's overflow messages, without the C-level wording some of them use."""
+    if message.startswith("(34,"):  # errno ERANGE from float arithmetic, e.g. 2.0 ** 10000
+        return "number too large for a float"
+    if "C ssize_t" in message or "index-sized" in message:  # e.g. range(10 ** 30)
+        return "int too large to use as a size or an index"
+    return message
 
 
 def _python_types_to_pipe(message: str) -> str:
