@@ -179,10 +179,10 @@ def _parse_hint(token: Token, expected: set[str], source: str, line: int) -> str
         return "a block after `:` must be indented"
     if "COLON" in expected and token.type == "_NL":
         return "add `:` at the end of the line to start a block"
-    closers = {"RPAR": "`)`", "RSQB": "`]`", "RBRACE": "`}`"}
-    missing = [text for term, text in closers.items() if term in expected]
-    if token.type in ("$END", "_DEDENT", "_NL") and missing:
-        return f"a bracket is still open; close it with {missing[0]}"
+    unclosed = _unclosed_bracket(source, token)
+    if unclosed is not None and (token.type in ("$END", "_DEDENT", "_NL") or token.line > unclosed[1]):
+        bracket, opened_on = unclosed
+        return f"the `{bracket}` on line {opened_on} is never closed; close it with `{_CLOSERS[bracket]}`"
     if token.type == "EQUAL" and "EQUAL" not in expected:
         return "use `==` to compare; assignment is a statement of its own"
     if token.type == "NAME" and token.value in RESERVED:
@@ -190,6 +190,28 @@ def _parse_hint(token: Token, expected: set[str], source: str, line: int) -> str
     if token.type == "NAME" and "_NL" in expected:
         return "one statement per line; did you forget an operator or a comma?"
     return None
+
+
+_CLOSERS = {"(": ")", "[": "]", "{": "}"}
+_BRACKETS_AND_SKIPS = re.compile(
+    r'f?"""(?:[^\\]|\\.)*?"""|f?\'\'\'(?:[^\\]|\\.)*?\'\'\'|f?"(?:[^"\\\n]|\\.)*"|f?\'(?:[^\'\\\n]|\\.)*\''
+    r"|#[^\n]*|[()\[\]{}]",
+    re.S,
+)
+
+
+def _unclosed_bracket(source: str, token: Token) -> tuple[str, int] | None:
+    """The innermost bracket still open where `token` starts, with its line (strings and comments skipped)."""
+    end = token.start_pos if isinstance(getattr(token, "start_pos", None), int) else len(source)
+    stack: list[tuple[str, int]] = []
+    for match in _BRACKETS_AND_SKIPS.finditer(source, 0, end):
+        text = match.group()
+        if text in _CLOSERS:
+            stack.append((text, source.count("\n", 0, match.start()) + 1))
+        elif text in ")]}":
+            if stack and _CLOSERS[stack[-1][0]] == text:
+                stack.pop()
+    return stack[-1] if stack else None
 
 
 def _line_of_bad_dedent(source: str) -> int:
