@@ -15,7 +15,10 @@ SUMMARY_CHARS = 200
 
 def summarize(value: Any, limit: int = SUMMARY_CHARS) -> str:
     """A short display form of a value for traces."""
-    text = display(value, True)
+    try:
+        text = display(value, True)
+    except RecursionError:  # a list nested thousands deep: summaries must never stop the run
+        return "<a value nested too deeply to show>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
