@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from orgtree_lang import types as t
 from orgtree_lang.check.module import CallTarget, CheckedModule
-from orgtree_lang.runtime.builtins import BUILTINS
+from orgtree_lang.runtime.builtins import BUILTINS, ERROR_RECORD
 from orgtree_lang.syntax import nodes as n
 from orgtree_lang.syntax.diagnostics import DiagnosticSink, did_you_mean
 
@@ -258,6 +258,11 @@ class ExprTyper:
         return builtin.returns(arg_types)
 
     def _record_call(self, e: n.Call, name: str, arg_types, kw_types) -> t.PipeType:
+        if name == ERROR_RECORD:
+            # Error records come only from caught errors; the program carries no record type to build one.
+            self.error(f"`{name}` records are made by the runtime when an error is caught", e.span,
+                       "raise an error with `fail VALUE`; catch it with `except err:`")
+            return t.record(name)
         info = self.checked.records[name]
         self.checked.calls[e] = CallTarget("record", name)
         params = [(field, ftype, field not in info.defaults) for field, ftype in info.fields.items()]
