@@ -43,7 +43,7 @@ PROGRAMS = _compiled_programs()
 IDS = [name for name, _ in PROGRAMS]
 
 # In the table for the VM and the docs, but the code generator has no use for it yet.
-NOT_EMITTED = {"JUMP_IF_TRUE"}
+NOT_EMITTED: set[str] = set()
 
 
 # ---- the table ---------------------------------------------------------------------------------

@@ -152,7 +152,7 @@ class ExprTyper:
                 self.error(f"a dict key must be a str, got {index}", e.index.span)
             return value.arg
         if value.kind == "record":
-            self.error(f"records are not indexed; read a field with `.`", e.span,
+            self.error("records are not indexed; read a field with `.`", e.span,
                        f"e.g. `value.{next(iter(self.checked.records[value.name].fields), 'field')}`")
         elif value.kind != "any":
             self.error(f"cannot index a {value}", e.span)

@@ -65,7 +65,6 @@ _TABLE = [
     ("UNARY", "unary", "a -- <op>a", _fixed(0), None, "Apply unary operator `arg` (-, +, not)."),
     ("JUMP", "jump", "--", _fixed(0), 0, "Continue at instruction `arg`."),
     ("JUMP_IF_FALSE", "jump", "cond --", _fixed(-1), -1, "Pop the condition; jump to `arg` if it is false."),
-    ("JUMP_IF_TRUE", "jump", "cond --", _fixed(-1), -1, "Pop the condition; jump to `arg` if it is true."),
     ("JUMP_IF_FALSE_OR_POP", "jump", "a -- a | --", _fixed(-1), 0,
      "If the top is false, jump to `arg` keeping it (the value of `and`); else pop it."),
     ("JUMP_IF_TRUE_OR_POP", "jump", "a -- a | --", _fixed(-1), 0,

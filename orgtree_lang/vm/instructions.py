@@ -1,0 +1,235 @@
+"""The VM's instructions outside the hot loop, and the operator functions every arithmetic instruction applies."""
+
+from __future__ import annotations
+
+import operator
+from typing import Callable
+
+from orgtree_lang import types as t
+from orgtree_lang.runtime.builtins import MAX_SEQUENCE
+from orgtree_lang.runtime.errors import PipeRuntimeError
+from orgtree_lang.runtime.values import RecordValue, display
+
+# Each handler takes (machine, frame, stack, arg) and returns a new pc to jump to, or None.
+
+
+def _power(a, b):
+    if isinstance(a, int) and isinstance(b, int) and abs(b) > 10_000 and abs(a) > 1:
+        raise PipeRuntimeError(f"{display(a)} ** {display(b)} is too large to compute", kind="type")
+    result = a**b
+    if isinstance(result, complex):  # a negative base to a fractional power; .pipe has no complex numbers
+        base = f"({display(a)})" if a < 0 else display(a)
+        raise PipeRuntimeError(f"{base} ** {display(b)} is not a real number", kind="type")
+    return result
+
+
+def _repeat(a, b):
+    if isinstance(a, (str, list)) and isinstance(b, int) and len(a) * b > MAX_SEQUENCE:
+        raise PipeRuntimeError(f"repeating a {type(a).__name__} {b} times exceeds the limit of {MAX_SEQUENCE} items",
+                               kind="type")
+    if isinstance(b, (str, list)) and isinstance(a, int) and len(b) * a > MAX_SEQUENCE:
+        return _repeat(b, a)
+    return a * b
+
+
+def _not_in(a, b):
+    return a not in b
+
+
+BINARY_FUNCS: dict[str, Callable] = {
+    "+": operator.add, "-": operator.sub, "*": _repeat, "/": operator.truediv, "//": operator.floordiv,
+    "%": operator.mod, "**": _power,
+}
+COMPARE_FUNCS: dict[str, Callable] = {
+    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
+    "!=": operator.ne, "in": lambda a, b: a in b, "not in": _not_in,
+}
+UNARY_FUNCS: dict[str, Callable] = {"-": operator.neg, "+": operator.pos, "not": operator.not_}
+_OPERAND_FUNCS = {"binop": BINARY_FUNCS, "compare": COMPARE_FUNCS, "unary": UNARY_FUNCS}
+
+
+def _op_dup(m, frame, stack, arg):
+    stack.append(stack[-1])
+
+
+def _op_rot2(m, frame, stack, arg):
+    stack[-1], stack[-2] = stack[-2], stack[-1]
+
+
+def _op_rot3(m, frame, stack, arg):
+    stack[-3], stack[-2], stack[-1] = stack[-1], stack[-3], stack[-2]
+
+
+def _op_unary(m, frame, stack, arg):
+    stack[-1] = arg(stack[-1])
+
+
+def _op_jump_if_false_or_pop(m, frame, stack, arg):
+    if not stack[-1]:
+        return arg
+    stack.pop()
+    return None
+
+
+def _op_jump_if_true_or_pop(m, frame, stack, arg):
+    if stack[-1]:
+        return arg
+    stack.pop()
+    return None
+
+
+def _op_build_list(m, frame, stack, arg):
+    items = stack[len(stack) - arg:] if arg else []
+    if arg:
+        del stack[-arg:]
+    stack.append(items)
+
+
+def _op_build_dict(m, frame, stack, arg):
+    flat = stack[len(stack) - 2 * arg:] if arg else []
+    if arg:
+        del stack[-2 * arg:]
+    result = {}
+    for key, value in zip(flat[0::2], flat[1::2]):
+        if not isinstance(key, str):
+            raise PipeRuntimeError(f"dict keys must be str, got {t.type_of_value(key)} {display(key, True)}",
+                                   kind="type", hint="convert the key with str(...)")
+        result[key] = value
+    stack.append(result)
+
+
+def _op_build_string(m, frame, stack, arg):
+    parts = stack[len(stack) - arg:]
+    del stack[-arg:]
+    stack.append("".join(parts))
+
+
+def _op_format(m, frame, stack, arg):
+    spec = frame.code.consts[arg]
+    value = stack[-1]
+    if not spec:
+        stack[-1] = display(value)
+        return
+    shown = value
+    if value is None or isinstance(value, (bool, list, dict, RecordValue)):
+        shown = display(value)  # format specs apply to the text .pipe shows, not Python's view of it
+    try:
+        stack[-1] = format(shown, spec)
+    except (ValueError, TypeError):
+        raise PipeRuntimeError(f"cannot format a {t.type_of_value(value)} with `:{spec}`", kind="type",
+                               hint="number specs like `.2f` need an int or float; `>10` and `<10` work on anything"
+                               ) from None
+
+
+def _op_index(m, frame, stack, arg):
+    key = stack.pop()
+    container = stack[-1]
+    if isinstance(container, dict):
+        if key not in container:
+            raise _missing_key(container, key)
+        stack[-1] = container[key]
+        return
+    if isinstance(container, (list, str)):
+        if not isinstance(key, int):
+            raise PipeRuntimeError(f"a {t.type_of_value(container).kind} index must be an int, got "
+                                   f"{t.type_of_value(key)}", kind="type")
+        if not -len(container) <= key < len(container):
+            what = "list" if isinstance(container, list) else "str"
+            raise PipeRuntimeError(f"index {display(key)} is out of range for a {what} of length {len(container)}",
+                                   kind="index")
+        stack[-1] = container[key]
+        return
+    raise PipeRuntimeError(f"cannot index a {t.type_of_value(container)}", kind="type")
+
+
+def _missing_key(container: dict, key) -> PipeRuntimeError:
+    from orgtree_lang.syntax.diagnostics import did_you_mean
+
+    keys = [k for k in container if isinstance(k, str)]
+    hint = did_you_mean(str(key), keys) if isinstance(key, str) else None
+    return PipeRuntimeError(f"key {display(key, True)} is not in the dict", kind="key",
+                            hint=hint or "use dicts.get(d, key, default) when a key may be missing")
+
+
+def _op_slice(m, frame, stack, arg):
+    step = stack.pop()
+    upper = stack.pop()
+    lower = stack.pop()
+    value = stack[-1]
+    if not isinstance(value, (list, str)):
+        raise PipeRuntimeError(f"cannot slice a {t.type_of_value(value)}", kind="type")
+    if step == 0:
+        raise PipeRuntimeError("slice step cannot be zero", kind="type")
+    stack[-1] = value[lower:upper:step]
+
+
+def _op_get_attr(m, frame, stack, arg):
+    value = stack[-1]
+    if isinstance(value, RecordValue):
+        if arg not in value.fields:
+            raise PipeRuntimeError(f"record {value.record_name} has no field `{arg}`", kind="key")
+        stack[-1] = value.fields[arg]
+    elif isinstance(value, dict):
+        if arg not in value:
+            raise _missing_key(value, arg)
+        stack[-1] = value[arg]
+    else:
+        raise PipeRuntimeError(f"a {t.type_of_value(value)} has no field `{arg}`", kind="type")
+
+
+def _op_unpack(m, frame, stack, arg):
+    value = stack.pop()
+    if not isinstance(value, list):
+        raise PipeRuntimeError(f"cannot unpack a {t.type_of_value(value)} into {arg} names", kind="type",
+                               hint="the value must be a list")
+    if len(value) != arg:
+        raise PipeRuntimeError(f"cannot unpack a list of {len(value)} items into {arg} names", kind="type")
+    stack.extend(reversed(value))
+
+
+def _op_get_iter(m, frame, stack, arg):
+    value = stack[-1]
+    if isinstance(value, list):
+        pass
+    elif isinstance(value, (str, dict)):
+        stack[-1] = list(value)
+    else:
+        raise PipeRuntimeError(f"cannot loop over a {t.type_of_value(value)}", kind="type",
+                               hint="`for` needs a list, str or dict")
+    stack.append(0)
+
+
+def _op_call_skill(m, frame, stack, arg):
+    m._call_skill(frame, stack, arg)
+
+
+def _op_make_record(m, frame, stack, arg):
+    site = frame.code.calls[arg]
+    args, kwargs = m._call_args(site, stack)
+    stack.append(m.records.build(site.name, args, kwargs))
+
+
+def _op_ambiguous(m, frame, stack, arg):
+    m._ambiguous(frame, stack, arg)
+
+
+def _op_setup_try(m, frame, stack, arg):
+    frame.handlers.append([arg, len(stack)])
+
+
+def _op_pop_try(m, frame, stack, arg):
+    frame.handlers.pop()
+
+
+def _op_fail(m, frame, stack, arg):
+    raise PipeRuntimeError(display(stack.pop()), kind="fail")
+
+
+SLOW_HANDLERS: dict[str, Callable] = {
+    "DUP": _op_dup, "ROT2": _op_rot2, "ROT3": _op_rot3, "UNARY": _op_unary,
+    "JUMP_IF_FALSE_OR_POP": _op_jump_if_false_or_pop, "JUMP_IF_TRUE_OR_POP": _op_jump_if_true_or_pop,
+    "BUILD_LIST": _op_build_list, "BUILD_DICT": _op_build_dict, "BUILD_STRING": _op_build_string,
+    "FORMAT": _op_format, "INDEX": _op_index, "SLICE": _op_slice, "GET_ATTR": _op_get_attr, "UNPACK": _op_unpack,
+    "GET_ITER": _op_get_iter, "CALL_SKILL": _op_call_skill, "MAKE_RECORD": _op_make_record,
+    "AMBIGUOUS": _op_ambiguous, "SETUP_TRY": _op_setup_try, "POP_TRY": _op_pop_try, "FAIL": _op_fail,
+}
