@@ -231,3 +231,9 @@ def type_of_value(value: object) -> PipeType:
     if record_name:
         return record(record_name)
     return ANY
+
+
+def a(ptype: PipeType | str) -> str:
+    """A type name with its article, for messages: `an int`, `a list[str]`."""
+    text = str(ptype)
+    return ("an " if text[:1] in ("a", "e", "i", "o", "u") else "a ") + text

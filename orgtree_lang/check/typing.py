@@ -155,7 +155,7 @@ class ExprTyper:
             self.error("records are not indexed; read a field with `.`", e.span,
                        f"e.g. `value.{next(iter(self.checked.records[value.name].fields), 'field')}`")
         elif value.kind != "any":
-            self.error(f"cannot index a {value}", e.span)
+            self.error(f"cannot index {t.a(value)}", e.span)
         return t.ANY
 
     def _Slice(self, e: n.Slice) -> t.PipeType:
@@ -166,7 +166,7 @@ class ExprTyper:
                 if kind not in ("int", "bool", "any", "none"):
                     self.error(f"slice bounds must be int, got {kind}", part.span)
         if value.kind not in ("list", "str", "any"):
-            self.error(f"cannot slice a {value}", e.span, "only lists and strings can be sliced")
+            self.error(f"cannot slice {t.a(value)}", e.span, "only lists and strings can be sliced")
             return t.ANY
         return value
 
@@ -187,7 +187,7 @@ class ExprTyper:
         if value.kind == "dict":
             return value.arg
         if value.kind != "any":
-            self.error(f"a {value} has no fields, so `.{e.attr}` is not defined", e.attr_span,
+            self.error(f"{t.a(value)} has no fields, so `.{e.attr}` is not defined", e.attr_span,
                        self._method_hint(value, e.attr))
         return t.ANY
 
@@ -227,7 +227,7 @@ class ExprTyper:
         if dotted is not None and "." in dotted:
             return self._skill_call(e, dotted, arg_types, kw_types)
         callee = self.expr(func)
-        self.error(f"a {callee} value cannot be called", func.span,
+        self.error(f"{t.a(callee)} value cannot be called", func.span,
                    "only built-ins, skills, pipelines and records can be called")
         return t.ANY
 
@@ -332,7 +332,7 @@ class ExprTyper:
         if iterable.kind in ("str", "dict"):
             return t.STR
         if iterable.kind != "any":
-            self.error(f"cannot loop over a {iterable}", span, "`for` needs a list, str or dict")
+            self.error(f"cannot loop over {t.a(iterable)}", span, "`for` needs a list, str or dict")
         return t.ANY
 
     def _example_skill(self, namespace: str) -> str:

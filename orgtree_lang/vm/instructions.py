@@ -116,7 +116,7 @@ def _op_format(m, frame, stack, arg):
     try:
         stack[-1] = format(shown, spec)
     except (ValueError, TypeError):
-        raise PipeRuntimeError(f"cannot format a {t.type_of_value(value)} with `:{spec}`", kind="type",
+        raise PipeRuntimeError(f"cannot format {t.a(t.type_of_value(value))} with `:{spec}`", kind="type",
                                hint="number specs like `.2f` need an int or float; `>10` and `<10` work on anything"
                                ) from None
 
@@ -131,7 +131,7 @@ def _op_index(m, frame, stack, arg):
         return
     if isinstance(container, (list, str)):
         if not isinstance(key, int):
-            raise PipeRuntimeError(f"a {t.type_of_value(container).kind} index must be an int, got "
+            raise PipeRuntimeError(f"{t.a(t.type_of_value(container).kind)} index must be an int, got "
                                    f"{t.type_of_value(key)}", kind="type")
         if not -len(container) <= key < len(container):
             what = "list" if isinstance(container, list) else "str"
@@ -139,7 +139,7 @@ def _op_index(m, frame, stack, arg):
                                    kind="index")
         stack[-1] = container[key]
         return
-    raise PipeRuntimeError(f"cannot index a {t.type_of_value(container)}", kind="type")
+    raise PipeRuntimeError(f"cannot index {t.a(t.type_of_value(container))}", kind="type")
 
 
 def _missing_key(container: dict, key) -> PipeRuntimeError:
@@ -157,7 +157,7 @@ def _op_slice(m, frame, stack, arg):
     lower = stack.pop()
     value = stack[-1]
     if not isinstance(value, (list, str)):
-        raise PipeRuntimeError(f"cannot slice a {t.type_of_value(value)}", kind="type")
+        raise PipeRuntimeError(f"cannot slice {t.a(t.type_of_value(value))}", kind="type")
     if step == 0:
         raise PipeRuntimeError("slice step cannot be zero", kind="type")
     stack[-1] = value[lower:upper:step]
@@ -174,16 +174,16 @@ def _op_get_attr(m, frame, stack, arg):
             raise _missing_key(value, arg)
         stack[-1] = value[arg]
     else:
-        raise PipeRuntimeError(f"a {t.type_of_value(value)} has no field `{arg}`", kind="type")
+        raise PipeRuntimeError(f"{t.a(t.type_of_value(value))} has no field `{arg}`", kind="type")
 
 
 def _op_unpack(m, frame, stack, arg):
     value = stack.pop()
     if not isinstance(value, list):
-        raise PipeRuntimeError(f"cannot unpack a {t.type_of_value(value)} into {arg} names", kind="type",
+        raise PipeRuntimeError(f"cannot unpack {t.a(t.type_of_value(value))} into {arg} names", kind="type",
                                hint="the value must be a list")
     if len(value) != arg:
-        raise PipeRuntimeError(f"cannot unpack a list of {len(value)} items into {arg} names", kind="type")
+        raise PipeRuntimeError(f"cannot unpack a list of {len(value)} item{'' if len(value) == 1 else 's'} into {arg} names", kind="type")
     stack.extend(reversed(value))
 
 
@@ -194,7 +194,7 @@ def _op_get_iter(m, frame, stack, arg):
     elif isinstance(value, (str, dict)):
         stack[-1] = list(value)
     else:
-        raise PipeRuntimeError(f"cannot loop over a {t.type_of_value(value)}", kind="type",
+        raise PipeRuntimeError(f"cannot loop over {t.a(t.type_of_value(value))}", kind="type",
                                hint="`for` needs a list, str or dict")
     stack.append(0)
 
