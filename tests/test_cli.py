@@ -282,3 +282,19 @@ def test_record_inputs_are_given_as_json_objects(tmp_path):
     bad = pipe("run", "rec.pipe", "-i", 'task={"title": 5}', cwd=tmp_path)
     assert bad.returncode == 70
     assert "input `task` of pipeline main: record Task: field `title` expected str" in bad.stderr
+
+
+def test_a_module_without_pipelines_says_there_is_nothing_to_run(tmp_path):
+    write(tmp_path, "r.pipe", "record R:\n    x: int\n")
+    result = pipe("run", "r.pipe", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "declares no pipeline" in result.stderr
+
+
+def test_a_result_too_deep_for_json_is_a_runtime_error_not_a_crash(tmp_path):
+    write(tmp_path, "deep.pipe", "pipeline main() -> any:\n    x = []\n    for i in range(5000):\n"
+                                 "        x = [x]\n    return x\n")
+    result = pipe("run", "deep.pipe", cwd=tmp_path)
+    assert result.returncode == 70
+    assert "cannot be printed as JSON" in result.stderr
+    assert "Traceback" not in result.stderr

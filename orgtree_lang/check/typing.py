@@ -9,6 +9,7 @@ from orgtree_lang.syntax import nodes as n
 from orgtree_lang.syntax.diagnostics import DiagnosticSink, did_you_mean
 
 _NUMERIC = ("int", "float", "bool")
+_PYTHON_SPELLINGS = {word: f"the .pipe spelling is `{word.lower()}`" for word in ("True", "False", "None")}
 _OP_WORDS = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide", "//": "divide", "%": "take the remainder of",
              "**": "raise"}
 
@@ -53,7 +54,8 @@ class ExprTyper:
                        f"call one of its skills, e.g. `{self._example_skill(e.id)}(...)`")
         else:
             candidates = set(scope.assigned) | set(BUILTINS) | set(self.checked.pipelines)
-            self.error(f"undefined name `{e.id}`", e.span, did_you_mean(e.id, candidates))
+            hint = _PYTHON_SPELLINGS.get(e.id) or did_you_mean(e.id, candidates)
+            self.error(f"undefined name `{e.id}`", e.span, hint)
         return t.ANY
 
     def _FString(self, e: n.FString) -> t.PipeType:

@@ -40,8 +40,10 @@ def command_run(args) -> int:
     try:
         code = program.entry(args.entry)
     except KeyError:
-        names = ", ".join(program.pipelines) or "(none)"
-        if args.entry:
+        names = ", ".join(program.pipelines)
+        if not program.pipelines:
+            print(f"pipe run: {path} declares no pipeline, so there is nothing to run", file=sys.stderr)
+        elif args.entry:
             print(f"pipe run: {path} has no pipeline `{args.entry}`; its pipelines are: {names}", file=sys.stderr)
         else:
             print(f"pipe run: {path} has no `main` pipeline and several others ({names}); pick one with --entry",
@@ -85,10 +87,15 @@ def command_run(args) -> int:
     if progress:
         progress.clear()
     state = machine.state
-    if args.json:
-        print(json.dumps(_envelope(run_id, "ok", state.result, printed, state, None)))
-    else:
-        _print_result(state.result)
+    try:
+        if args.json:
+            print(json.dumps(_envelope(run_id, "ok", state.result, printed, state, None)))
+        else:
+            _print_result(state.result)
+    except (RecursionError, ValueError) as exc:
+        print(f"runtime error: the result cannot be printed as JSON: {type(exc).__name__}: {exc}\n"
+              "  = hint: return a flatter value, or a str", file=sys.stderr)
+        return EXIT_RUNTIME
     return EXIT_OK
 
 

@@ -34,7 +34,8 @@ class RecordTypes:
             raise PipeRuntimeError(f"record {name} is missing field{'s' if len(missing) > 1 else ''} "
                                    f"{', '.join(missing)}", kind="type")
         self._validate(name, values)
-        return RecordValue(name, {f: values[f] for f in field_names})
+        floats = {f for f, ftype in spec.fields if ftype.kind == "float"}
+        return RecordValue(name, {f: float(values[f]) if f in floats else values[f] for f in field_names})
 
     def from_plain(self, value: Any, ptype: t.PipeType) -> Any:
         """Turn JSON-shaped input (dicts) into records where `ptype` asks for them, recursively."""

@@ -92,6 +92,8 @@ def parse_error_diagnostic(err: Exception, source: str, file: str) -> Diagnostic
         found = _describe_token(token)
         message = f"expected {_describe_expected(expected)}, got {found}"
         hint = _parse_hint(token, expected, source, line)
+        if hint == _IMMUTABLE_HINT:
+            message = "cannot assign to a field or an item"
         if token.type == "_INDENT":
             line, col, end_col = token.end_line, 1, len(str(token.value)) + 1
             message = "unexpected indentation"
@@ -106,6 +108,9 @@ def parse_error_diagnostic(err: Exception, source: str, file: str) -> Diagnostic
     return Diagnostic("error", str(err), Span(file, line, col, line, col + 1))
 
 
+_IMMUTABLE_HINT = "values are immutable; build a new one instead, e.g. `d = dicts.set(d, \"key\", value)`"
+
+
 def _parse_hint(token: Token, expected: set[str], source: str, line: int) -> str | None:
     if expected == {"_INDENT"} or "_INDENT" in expected and len(expected) == 1:
         return "a block after `:` must be indented"
@@ -115,6 +120,9 @@ def _parse_hint(token: Token, expected: set[str], source: str, line: int) -> str
     if unclosed is not None and (token.type in ("$END", "_DEDENT", "_NL") or token.line > unclosed[1]):
         bracket, opened_on = unclosed
         return f"the `{bracket}` on line {opened_on} is never closed; close it with `{_CLOSERS[bracket]}`"
+    before = source.splitlines()[line - 1][: token.column - 1] if 0 < line <= source.count("\n") + 1 else ""
+    if token.type == "EQUAL" and re.search(r"[.\]]\s*[A-Za-z_0-9]*\s*$", before):
+        return _IMMUTABLE_HINT
     if token.type == "EQUAL" and "EQUAL" not in expected:
         return "use `==` to compare; assignment is a statement of its own"
     if token.type == "NAME" and token.value in RESERVED:
