@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.lark import from_lark
 from lark import Lark
@@ -195,3 +195,21 @@ def test_lay_out_turns_markers_into_indentation():
     generated = f"pipeline main():\n{INDENT} x = 1 \n if x:\n{INDENT} pass \n{DEDENT}{DEDENT} pipeline g():\n{INDENT} pass\n{DEDENT}"
     assert lay_out(generated) == ("pipeline main():\n    x = 1\n    if x:\n        pass\npipeline g():\n"
                                   "    pass\n")
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
+@given(PROGRAMS)
+@example(source=lay_out(HEADER + "\n\x01 x = 0 . x \n\x02"))  # `0.x` would lex as a float
+def test_formatter_round_trips_generated_programs(source):
+    """Format, reparse: the result is a fixed point and compiles to the same bytecode as the original."""
+    from orgtree_lang.syntax.formatter import format_source
+
+    try:
+        formatted = format_source(source, "gen.pipe")
+    except CompileError:
+        return  # does not parse: the formatter has nothing to say
+    assert format_source(formatted, "gen.pipe") == formatted
+    original, again = compile_or_diagnose(source), compile_or_diagnose(formatted)
+    assert (original is None) == (again is None)
+    if original is not None:
+        assert again.shape() == original.shape()

@@ -302,7 +302,10 @@ class _Printer:
                 text += f":{self.expr(e.step)}"
             return f"{self._wrap(e.value, _POSTFIX)}[{text}]"
         if isinstance(e, n.Attribute):
-            return f"{self._wrap(e.value, _POSTFIX)}.{e.attr}"
+            base = self._wrap(e.value, _POSTFIX)
+            if isinstance(e.value, n.Const) and isinstance(e.value.value, int) and base[-1:].isdigit():
+                base = f"({base})"  # `0.x` would read as the float `0.` followed by `x`
+            return f"{base}.{e.attr}"
         raise TypeError(f"cannot format {type(e).__name__}")
 
     def _wrap(self, e: n.Expr, needed: int) -> str:
