@@ -147,6 +147,8 @@ class _PipelineCompiler:
             return op.BINARY_CONST, [previous_arg, arg]
         if opcode == op.JUMP_IF_FALSE and previous == op.COMPARE:
             return op.COMPARE_JUMP_IF_FALSE, [previous_arg, arg]
+        if opcode == op.STORE_LOCAL and previous == op.FOR_ITER:
+            return op.FOR_ITER_STORE, [arg, previous_arg]
         return None
 
     def _set_span(self, pc: int, span: Span) -> None:

@@ -51,6 +51,8 @@ def _explain(code: CodeObject, opcode, arg) -> str:
         return f"(to {arg})"
     if kind == "compare_jump":
         return f"({arg[0]}, else to {arg[1]})"
+    if kind == "local_jump":
+        return f"({code.varnames[arg[0]]}, done: to {arg[1]})"
     if kind == "call":
         site = code.calls[arg]
         kw = f", keywords {', '.join(site.kwnames)}" if site.kwnames else ""

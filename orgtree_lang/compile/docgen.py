@@ -25,6 +25,7 @@ OPERAND_DOCS = {
     "binop": "the operator as text: " + ", ".join(f"`{o}`" for o in BINARY_OPS) + ".",
     "binop_const": "a pair: an index into `consts` and an arithmetic operator as text.",
     "compare": "the operator as text: " + ", ".join(f"`{o}`" for o in COMPARE_OPS) + ".",
+    "local_jump": "a pair: an index into `varnames` and the index of the instruction to jump to.",
     "compare_jump": "a pair: a comparison operator as text and the index of the instruction to jump to.",
     "unary": "the operator as text: " + ", ".join(f"`{o}`" for o in UNARY_OPS) + ".",
     "call": "an index into `calls`, the call sites (kind, name, positional count, keyword names).",

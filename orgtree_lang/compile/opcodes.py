@@ -14,11 +14,11 @@ class Opcode:
     code: int
     name: str
     operand: str  # what the argument means: none, const, local, locals, jump, count, binop, binop_const,
-    # compare, compare_jump, unary, call, attr, ambiguous
+    # compare, compare_jump, local_jump, unary, call, attr, ambiguous
 
     def jump_target(self, arg) -> int:
         """Where a jumping instruction goes (fused instructions keep the target second)."""
-        return arg[1] if self.operand == "compare_jump" else arg
+        return arg[1] if isinstance(arg, list) else arg
     picture: str  # stack before -- stack after
     doc: str
     effect: Callable[[object, object], int]
@@ -86,6 +86,9 @@ _TABLE = [
      "Start a loop: replace a list, str or dict by its items (a list) and the position 0."),
     ("FOR_ITER", "jump", "items i -- items i+1 item | --", _fixed(1), -2,
      "Push the next item and advance; when done, pop the loop state and jump to `arg`."),
+    ("FOR_ITER_STORE", "local_jump", "items i -- items i+1 | --", _fixed(0), -2,
+     "FOR_ITER + STORE_LOCAL fused: store the next item in local `arg[0]`, or pop the loop state and jump "
+     "to `arg[1]` when done."),
     ("CALL_BUILTIN", "call", "args... kwargs... -- result", _call_effect, None, "Call the built-in of call site `arg`."),
     ("CALL_SKILL", "call", "args... kwargs... -- result", _call_effect, None,
      "Call the skill of call site `arg` through the skill registry (counts against the skill-call budget)."),

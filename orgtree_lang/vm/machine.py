@@ -174,7 +174,7 @@ class Machine:
         state = self.state
         right = None  # the right operand of the last BINARY/COMPARE, for error messages
         LOAD_LOCAL2, BINARY_CONST = _OP["LOAD_LOCAL2"], _OP["BINARY_CONST"]
-        COMPARE_JUMP_IF_FALSE = _OP["COMPARE_JUMP_IF_FALSE"]
+        COMPARE_JUMP_IF_FALSE, FOR_ITER_STORE = _OP["COMPARE_JUMP_IF_FALSE"], _OP["FOR_ITER_STORE"]
         left = None
         STMT, LOAD_LOCAL, LOAD_CONST, STORE_LOCAL = _OP["STMT"], _OP["LOAD_LOCAL"], _OP["LOAD_CONST"], _OP["STORE_LOCAL"]
         BINARY, COMPARE, JUMP, JUMP_IF_FALSE = _OP["BINARY"], _OP["COMPARE"], _OP["JUMP"], _OP["JUMP_IF_FALSE"]
@@ -226,6 +226,14 @@ class Machine:
                     elif op == BINARY:
                         right = pop()
                         stack[-1] = arg(stack[-1], right)
+                    elif op == FOR_ITER_STORE:
+                        items, i = stack[-2], stack[-1]
+                        if i < len(items):
+                            stack[-1] = i + 1
+                            locals_[arg[0]] = items[i]
+                        else:
+                            del stack[-2:]
+                            pc = arg[1]
                     elif op == COMPARE_JUMP_IF_FALSE:
                         right = pop()
                         left = pop()
