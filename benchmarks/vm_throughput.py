@@ -13,7 +13,6 @@ import argparse
 import sys
 import tempfile
 import time
-from pathlib import Path
 from typing import Any, Callable
 
 from orgtree_lang.compile.api import compile_source

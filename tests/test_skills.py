@@ -26,7 +26,7 @@ from orgtree_lang.runtime.skills import (
 )
 from orgtree_lang.runtime.values import RecordValue
 from orgtree_lang.runtime.workspace import Workspace
-from orgtree_lang.types import INT, STR, dict_of, list_of, optional, parse
+from orgtree_lang.types import INT, STR, list_of, optional
 
 
 @pytest.fixture

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 from orgtree_lang.syntax import nodes as n
 from orgtree_lang.syntax.parser import parse, source_comments
 
@@ -259,7 +257,7 @@ class _Printer:
 
     def expr(self, e: n.Expr) -> str:
         if isinstance(e, n.Const):
-            return e.raw or _literal(e.value)
+            return e.raw or _constant_text(e.value)
         if isinstance(e, n.Name):
             return e.id
         if isinstance(e, n.FString):
@@ -328,15 +326,10 @@ def _last_line(stmt: n.Stmt) -> int:
     return _last_line(last_block[-1][-1]) if last_block else stmt.span.end_line
 
 
-def _literal(value) -> str:
-    if value is None:
-        return "none"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError("non-finite float literal")
+def _constant_text(value) -> str:
+    """Source text for a constant built without a spelling (the parser always records one)."""
+    if value is None or isinstance(value, bool):
+        return {None: "none", True: "true", False: "false"}[value]
     return repr(value)
 
 
