@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from typing import Any, Callable, Protocol
@@ -14,6 +15,7 @@ from orgtree_lang.runtime.errors import PipeRuntimeError, SkillError, StackEntry
 from orgtree_lang.runtime.records import RecordTypes
 from orgtree_lang.runtime.values import UNBOUND, conforms
 from orgtree_lang.syntax.spans import Span
+from orgtree_lang.durable.effects import EffectLog, EffectStep
 from orgtree_lang.vm.budget import Budget, budget_exceeded
 from orgtree_lang.vm.instructions import BINARY_FUNCS, COMPARE_FUNCS, SLOW_HANDLERS, UNARY_FUNCS
 from orgtree_lang.vm.state import Frame, RunState
@@ -50,6 +52,7 @@ class Machine:
         tracer: Tracer | None = None,
         printer: Callable[[str], None] | None = None,
         progress: Callable[[RunState, Span], None] | None = None,
+        effects: EffectLog | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.program = program
@@ -61,6 +64,7 @@ class Machine:
         self.printer = printer
         self.clock = clock
         self.progress = progress  # called about once a second on long runs, with the state and location
+        self.effects = effects  # the journal's door: side-effecting steps go through it in a durable run
         self._last_progress = 0.0
         self.records = RecordTypes(program.records)
         self.state: RunState | None = None
@@ -73,7 +77,7 @@ class Machine:
     def start(self, entry: str | None = None, inputs: dict[str, Any] | None = None, run_id: str | None = None) -> RunState:
         """Create the run state for calling `entry` with `inputs` (validated against its parameters)."""
         code = self.program.entry(entry)
-        frame = Frame(code.name, 0, [], [UNBOUND] * len(code.varnames), [], code)
+        frame = Frame(code.name, 0, [], [UNBOUND] * len(code.varnames), [], code, node=code.name)
         inputs = dict(inputs or {})
         for i, param in enumerate(code.params):
             if param.name in inputs:
@@ -118,6 +122,8 @@ class Machine:
         if self.tracer and state.steps == 0 and state.status == "ready":
             self.tracer.emit("run.start", self.program.entry(state.entry).span, state.entry, entry=state.entry)
         state.status = "running"
+        if self.effects is not None and state.steps == 0:
+            self.effects.checkpoint(state)
         try:
             self._loop()
         except PipeRuntimeError as err:
@@ -161,7 +167,7 @@ class Machine:
 
     def _next_stop(self, steps: int) -> int:
         """The step count at which the loop must leave its fast path (budget, pause, clock check, trace)."""
-        stops = [steps + _TIME_CHECK_EVERY]
+        stops = [steps + (_TIME_CHECK_EVERY if self.effects is None else 256)]
         if self.budget.max_steps is not None:
             stops.append(self.budget.max_steps)
         if self._pause_at is not None:
@@ -282,20 +288,33 @@ class Machine:
                 state.steps = steps
                 self._handle_error(self._translate(exc, code, pc - 1, stack, left, right))
 
+    def _checkpoint_before_stop(self) -> None:
+        """A budget stop happens at a statement boundary: save the state there so resume starts right here."""
+        if self.effects is not None:
+            self.state.elapsed += self.clock() - self._started
+            self._started = self.clock()
+            self.effects.checkpoint(self.state)
+
     def _at_stop(self, frame: Frame) -> bool:
         """Slow path at a statement boundary: budgets, pausing, clock and tracing. True means leave the loop."""
         state = self.state
         span = frame.code.span_at(frame.pc)
         budget = self.budget
         if budget.max_steps is not None and state.steps >= budget.max_steps:
+            self._checkpoint_before_stop()
             raise budget_exceeded("steps", budget.max_steps, state.steps, span)
         if budget.max_seconds is not None:
             used = state.elapsed + self.clock() - self._started
             if used > budget.max_seconds:
+                self._checkpoint_before_stop()
                 raise budget_exceeded("seconds", budget.max_seconds, used, span)
         if self._pause_at is not None and state.steps >= self._pause_at:
             state.status = "paused"
+            if self.effects is not None:
+                self.effects.checkpoint(state)
             return True
+        if self.effects is not None and self.effects.checkpoint_due(state.steps, state.effect_seq):
+            self.effects.checkpoint(state)
         if self.progress is not None:
             now = self.clock()
             if now - self._last_progress >= 1.0:
@@ -380,7 +399,7 @@ class Machine:
 
     def _print(self, line: str) -> None:
         self.state.output.append(line)
-        if self.printer is not None:
+        if self.printer is not None and not (self.effects is not None and self.effects.catching_up):
             self.printer(line)
         if self.tracer:
             frame = self.state.frames[-1]
@@ -410,7 +429,10 @@ class Machine:
         if self.tracer:
             caller = state.frames[-1]
             self.tracer.emit("pipeline.call", caller.code.span_at(caller.pc - 1), caller.pipeline, pipeline=code.name)
-        state.frames.append(Frame(code.name, 0, [], local_values, [], code))
+        caller = state.frames[-1]
+        caller.calls += 1
+        node = f"{caller.node}/{code.name}#{caller.calls}"
+        state.frames.append(Frame(code.name, 0, [], local_values, [], code, node=node))
 
     def _return(self, frame: Frame, value: Any) -> bool:
         """Pop the frame, checking the value against its declared type; True when the run is finished."""
@@ -447,7 +469,14 @@ class Machine:
         started = time.perf_counter()
         outcome, result = "ok", None
         try:
-            result = skill.invoke(args, kwargs, self.context)
+            if skill.pure or self.effects is None:
+                result = skill.invoke(args, kwargs, self.context)
+            else:
+                state.effect_seq += 1
+                step = EffectStep(state.effect_seq, "skill", site.name, frame.node, frame.code.span_at(frame.pc - 1),
+                                  args, kwargs)
+                result = self.effects.perform(
+                    step, lambda key: skill.invoke(args, kwargs, _with_idempotency_key(self.context, key)))
         except SkillError as err:
             outcome = "error"
             raise PipeRuntimeError(err.message if err.message.startswith(site.name) else f"{site.name}: {err.message}",
@@ -481,7 +510,7 @@ class Machine:
             if not conforms(value, ptype):
                 raise PipeRuntimeError(f"input `{name}` of ambiguous block {spec.name} expected {ptype}, got "
                                        f"{t.type_of_value(value)}", kind="type")
-        if self.decomposer is None:
+        if self.decomposer is None and (self.effects is None or self.effects.mode != "replay"):
             raise PipeRuntimeError(
                 f"ambiguous block `{spec.name}` cannot run: no decomposer is configured", kind="ambiguous",
                 hint="configure a model for the decomposer with `--model NAME` or the PIPE_MODEL environment variable "
@@ -491,7 +520,12 @@ class Machine:
         if self.tracer:
             self.tracer.emit("ambiguous", spec.span, frame.pipeline, block=spec.name,
                              inputs={k: summarize(v, 80) for k, v in inputs.items()})
-        outputs = self.decomposer(spec, inputs, self)
+        if self.effects is None:
+            outputs = self.decomposer(spec, inputs, self)
+        else:
+            self.state.effect_seq += 1
+            step = EffectStep(self.state.effect_seq, "ambiguous", spec.name, frame.node, spec.span, values, {})
+            outputs = self.effects.perform(step, lambda key: self.decomposer(spec, inputs, self))
         for name, ptype in reversed(spec.outputs):
             if name not in outputs:
                 raise PipeRuntimeError(f"the decomposer gave no output `{name}` for ambiguous block {spec.name}",
@@ -521,3 +555,10 @@ def _python_types_to_pipe(message: str) -> str:
                      ("'dict'", "dict"), ("'bool'", "bool"), ("'NoneType'", "none"), ("'RecordValue'", "record")):
         message = message.replace(py, pipe)
     return message
+
+
+def _with_idempotency_key(context, key: str):
+    """The skill context for one side-effecting call, carrying its idempotency key (run id + step)."""
+    if context is None or not hasattr(context, "idempotency_key"):
+        return context
+    return dataclasses.replace(context, idempotency_key=key)

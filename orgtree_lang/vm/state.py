@@ -21,6 +21,8 @@ class Frame:
     locals: list[Any]
     handlers: list[list[int]] = field(default_factory=list)  # [handler pc, stack depth] per open try
     code: Any = field(default=None, repr=False)  # the CodeObject, attached by the machine; not serialized
+    node: str = ""  # the run node this call is: `main`, `main/fetch#2`, ...
+    calls: int = 0  # pipeline calls made so far from this frame (numbers its child nodes)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -29,12 +31,15 @@ class Frame:
             "stack": [encode(v) for v in self.stack],
             "locals": [encode(v) for v in self.locals],
             "handlers": [list(h) for h in self.handlers],
+            "node": self.node,
+            "calls": self.calls,
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Frame:
         return cls(data["pipeline"], data["pc"], [decode(v) for v in data["stack"]],
-                   [decode(v) for v in data["locals"]], [list(h) for h in data["handlers"]])
+                   [decode(v) for v in data["locals"]], [list(h) for h in data["handlers"]],
+                   node=data.get("node", ""), calls=data.get("calls", 0))
 
     def __eq__(self, other: object) -> bool:
         # Compared as JSON text: dict equality would ignore key order, which .pipe programs can observe.
@@ -51,6 +56,7 @@ class RunState:
     frames: list[Frame] = field(default_factory=list)
     steps: int = 0
     skill_calls: int = 0
+    effect_seq: int = 0  # side-effecting steps asked for so far (each is a journal row in a durable run)
     elapsed: float = 0.0  # wall seconds spent running before the current stretch
     status: str = "ready"  # ready | paused | done | failed
     output: list[str] = field(default_factory=list)
@@ -66,6 +72,7 @@ class RunState:
             "frames": [f.to_json() for f in self.frames],
             "steps": self.steps,
             "skill_calls": self.skill_calls,
+            "effect_seq": self.effect_seq,
             "elapsed": self.elapsed,
             "status": self.status,
             "output": list(self.output),
@@ -88,6 +95,7 @@ class RunState:
             frames=[Frame.from_json(f) for f in data["frames"]],
             steps=data["steps"],
             skill_calls=data["skill_calls"],
+            effect_seq=data.get("effect_seq", 0),
             elapsed=data["elapsed"],
             status=data["status"],
             output=list(data["output"]),

@@ -1,0 +1,178 @@
+"""Decide for each side-effecting step whether to run it or take its result from the journal, and commit it."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from orgtree_lang.durable.journal import Journal, StepRecord, input_hash
+from orgtree_lang.runtime.errors import PipeRuntimeError, SkillError
+from orgtree_lang.runtime.values import decode, encode
+from orgtree_lang.syntax.spans import Span
+
+# Modes: live (a new run records every step), resume (journaled steps are reused; a divergence is an error),
+# replay (every step must come from the journal; nothing runs), retry (steps of one node run again; other
+# steps are reused where the run asks for exactly the same thing at the same position).
+MODES = ("live", "resume", "replay", "retry")
+
+CHECKPOINT_SECONDS = 0.5  # at most this much work is redone after a crash (plus the step in flight)
+CHECKPOINT_STEPS = 50_000
+
+
+@dataclass(frozen=True)
+class EffectStep:
+    """A step with an outside effect, as the VM asks for it."""
+
+    seq: int
+    kind: str  # skill | ambiguous
+    name: str
+    node: str
+    span: Span
+    args: list[Any]
+    kwargs: dict[str, Any]
+
+
+class NonDeterminismError(PipeRuntimeError):
+    """The program asks for something other than what its journal recorded at the same step."""
+
+
+class EffectLog:
+    """The VM's door to the outside world: every side-effecting call of a durable run passes through here."""
+
+    def __init__(self, journal: Journal, run_id: str, mode: str = "live", *, source_hash: str = "",
+                 sources: dict[str, str] | None = None, retry_node: str | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}")
+        self.journal = journal
+        self.run_id = run_id
+        self.mode = mode
+        self.source_hash = source_hash
+        self.sources = sources or {}
+        self.retry_node = retry_node
+        self.recorded: dict[int, StepRecord] = journal.steps() if mode != "live" else {}
+        self.last_seq = max(self.recorded, default=0)
+        self.outside_calls = 0  # steps actually executed (zero for a replay)
+        self.reused = 0
+        self.clock = clock
+        self._checkpoint_time = clock()
+        self._checkpoint_steps = -1
+        self._checkpoint_effects = -1
+        self._current_seq = 0
+
+    @property
+    def catching_up(self) -> bool:
+        """True while the run is re-doing work whose effects are already journaled (output is not shown again)."""
+        return self.mode in ("resume", "replay") and self._current_seq < self.last_seq
+
+    # ---- steps ------------------------------------------------------------
+
+    def perform(self, step: EffectStep, execute: Callable[[str], Any]) -> Any:
+        """The step's result: from the journal when it may be reused, else by `execute(idempotency_key)`."""
+        self._current_seq = step.seq
+        digest = input_hash(step.args, step.kwargs)
+        record = self.recorded.get(step.seq)
+        if record is not None and self.mode != "live":
+            same = (record.kind, record.name, record.input_hash) == (step.kind, step.name, digest)
+            if self.mode == "retry":
+                reuse = same and record.node == step.node and not self._in_retried_node(step.node)
+            else:
+                if not same:
+                    raise self._divergence(step, record)
+                # A failed step that ended the run runs again on resume: its cause may have been fixed.
+                reuse = self.mode == "replay" or record.ok or step.seq != self.last_seq
+            if reuse:
+                self.reused += 1
+                return self._recorded_result(record)
+        elif self.mode == "replay":
+            raise PipeRuntimeError(
+                f"the journal of run {self.run_id} ends at step {self.last_seq}, but the replay asks for step "
+                f"{step.seq}: {step.kind} {step.name}", kind="replay", span=step.span, catchable=False,
+                hint="the run stopped before this point; `pipe resume` continues it")
+        return self._execute(step, digest, execute)
+
+    def _execute(self, step: EffectStep, digest: str, execute: Callable[[str], Any]) -> Any:
+        self.outside_calls += 1
+        key = f"{self.run_id}:{step.seq}"
+        try:
+            value = execute(key)
+        except Exception as exc:
+            self._record(step, digest, False, None, _error_record(exc))
+            raise
+        self._record(step, digest, True, json.dumps(encode(value), ensure_ascii=False), None)
+        return value
+
+    def _record(self, step: EffectStep, digest: str, ok: bool, result: str | None, error: dict | None) -> None:
+        self.journal.record(step.seq, step.node, step.span.file, step.span.line, step.kind, step.name, digest,
+                            self.source_hash, ok, result, error)
+
+    def _in_retried_node(self, node: str) -> bool:
+        return self.retry_node is not None and (node == self.retry_node or node.startswith(self.retry_node + "/"))
+
+    @staticmethod
+    def _recorded_result(record: StepRecord) -> Any:
+        if record.ok:
+            return decode(json.loads(record.result)) if record.result is not None else None
+        error = record.error or {}
+        if error.get("type") == "crash":
+            # Re-raise an exception that reads like the original, so messages and traces match the first run.
+            raise type(error.get("exception", "Exception"), (Exception,), {})(error.get("message", ""))
+        if error.get("type") == "skill":
+            raise SkillError(error.get("message", "failed"), error.get("hint"))
+        raise PipeRuntimeError(error.get("message", "failed"), kind=error.get("kind", "error"), hint=error.get("hint"))
+
+    def _divergence(self, step: EffectStep, record: StepRecord) -> NonDeterminismError:
+        old_line = _source_line(self.sources.get(record.source_hash), record.line)
+        new_line = _source_line(self.sources.get(self.source_hash), step.span.line)
+        what = "inputs" if (record.kind, record.name) == (step.kind, step.name) else "step"
+        lines = [
+            f"the program no longer matches the journal of run {self.run_id} at step {step.seq} (its {what} differ)",
+            f"  the journal has: {record.kind} {record.name} at {record.file}:{record.line} in {record.node}",
+        ]
+        if old_line is not None:
+            lines.append(f"      {record.line:>4} | {old_line}")
+        lines.append(f"  this code asks:  {step.kind} {step.name} at {step.span.file}:{step.span.line} in {step.node}")
+        if new_line is not None:
+            lines.append(f"      {step.span.line:>4} | {new_line}")
+        return NonDeterminismError(
+            "\n".join(lines), kind="nondeterminism", span=step.span, catchable=False,
+            hint=f"the code changed before the point where the run stopped; start a new run from an earlier step "
+                 f"with `pipe fork {self.run_id} --at STEP`, or start this one over with "
+                 f"`pipe resume {self.run_id} --from-scratch` (its side effects then happen again)",
+        )
+
+    # ---- checkpoints --------------------------------------------------------
+
+    def checkpoint_due(self, steps: int, effect_seq: int) -> bool:
+        """Checkpoint after new effects once CHECKPOINT_SECONDS have passed, or every CHECKPOINT_STEPS steps."""
+        if self.mode == "replay":
+            return False
+        if steps - self._checkpoint_steps >= CHECKPOINT_STEPS:
+            return True
+        return effect_seq != self._checkpoint_effects and self.clock() - self._checkpoint_time >= CHECKPOINT_SECONDS
+
+    def checkpoint(self, state) -> None:
+        """Save the whole run state (taken at a statement boundary)."""
+        if self.mode == "replay" or self.catching_up:
+            return
+        self.journal.checkpoint(state.steps, state.effect_seq, state.dumps())
+        self._checkpoint_time = self.clock()
+        self._checkpoint_steps = state.steps
+        self._checkpoint_effects = state.effect_seq
+
+
+def _error_record(exc: Exception) -> dict[str, Any]:
+    if isinstance(exc, SkillError):
+        return {"type": "skill", "message": exc.message, "hint": exc.hint}
+    if isinstance(exc, PipeRuntimeError):
+        return {"type": "pipe", "message": exc.message, "kind": exc.kind, "hint": exc.hint}
+    return {"type": "crash", "exception": type(exc).__name__, "message": str(exc)}
+
+
+def _source_line(source: str | None, line: int) -> str | None:
+    if source is None:
+        return None
+    lines = source.splitlines()
+    return lines[line - 1].rstrip() if 1 <= line <= len(lines) else None

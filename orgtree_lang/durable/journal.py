@@ -1,0 +1,188 @@
+"""A run's journal in SQLite: metadata, one row per side-effecting step, and checkpoints of the whole run state."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from orgtree_lang.runtime.values import encode
+
+JOURNAL_FORMAT = 1
+JOURNAL_FILE = "journal.db"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS steps (
+    seq INTEGER PRIMARY KEY,      -- 1, 2, 3 ... in the order the run asked for outside effects
+    node TEXT NOT NULL,           -- the run node (pipeline call) that asked
+    file TEXT NOT NULL,
+    line INTEGER NOT NULL,
+    kind TEXT NOT NULL,           -- skill | ambiguous
+    name TEXT NOT NULL,           -- e.g. fs.append
+    input_hash TEXT NOT NULL,     -- sha256 of the encoded arguments
+    source_hash TEXT NOT NULL,    -- the program text that asked (meta `sources` holds the texts)
+    ok INTEGER NOT NULL,          -- 1: result holds the value; 0: error holds the failure
+    result TEXT,
+    error TEXT,
+    attempts INTEGER NOT NULL DEFAULT 1,
+    finished REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS checkpoints (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    steps INTEGER NOT NULL,       -- VM steps (statements) done when it was taken
+    effect_seq INTEGER NOT NULL,  -- journaled steps done when it was taken
+    state TEXT NOT NULL,          -- RunState JSON
+    created REAL NOT NULL
+);
+"""
+
+
+class JournalError(Exception):
+    """The journal cannot be used: missing, corrupt, from a newer version, or in use."""
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One journaled step as stored."""
+
+    seq: int
+    node: str
+    file: str
+    line: int
+    kind: str
+    name: str
+    input_hash: str
+    source_hash: str
+    ok: bool
+    result: str | None  # encoded value (JSON text)
+    error: dict[str, Any] | None
+    attempts: int
+
+
+def input_hash(args: list[Any], kwargs: dict[str, Any]) -> str:
+    """A stable hash of a step's inputs (positional and keyword arguments, in order)."""
+    text = json.dumps([encode(args), encode(kwargs)], separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+class Journal:
+    """One run's SQLite journal (WAL mode, synchronous=FULL: a committed step survives kill -9 and power loss)."""
+
+    def __init__(self, path: Path, connection: sqlite3.Connection) -> None:
+        self.path = path
+        self.db = connection
+
+    # ---- opening ------------------------------------------------------------
+
+    @classmethod
+    def create(cls, run_dir: Path, meta: dict[str, Any]) -> Journal:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        path = run_dir / JOURNAL_FILE
+        if path.exists():
+            raise JournalError(f"run folder {run_dir} already has a journal")
+        journal = cls(path, _connect(path))
+        with journal.db:
+            journal.db.executescript(_SCHEMA)
+            journal._set_meta({"format": JOURNAL_FORMAT, **meta})
+        return journal
+
+    @classmethod
+    def open(cls, run_dir: Path) -> Journal:
+        path = run_dir / JOURNAL_FILE
+        if not path.is_file():
+            raise JournalError(f"no journal in {run_dir}")
+        try:
+            journal = cls(path, _connect(path))
+            fmt = journal.meta().get("format")
+        except sqlite3.DatabaseError as err:
+            raise JournalError(f"the journal {path} is corrupt ({err}); it was left unchanged") from None
+        if fmt is None:
+            raise JournalError(f"the journal {path} has no format version; it is corrupt or not a journal")
+        if fmt > JOURNAL_FORMAT:
+            raise JournalError(f"the journal {path} has format {fmt}, newer than this orgtree_lang understands "
+                               f"({JOURNAL_FORMAT}); upgrade orgtree_lang to use it")
+        return journal
+
+    def close(self) -> None:
+        self.db.close()
+
+    # ---- metadata -----------------------------------------------------------
+
+    def meta(self) -> dict[str, Any]:
+        return {key: json.loads(value) for key, value in self.db.execute("SELECT key, value FROM meta")}
+
+    def update_meta(self, **values: Any) -> None:
+        with self.db:
+            self._set_meta(values)
+
+    def _set_meta(self, values: dict[str, Any]) -> None:
+        self.db.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                            [(k, json.dumps(v)) for k, v in values.items()])
+
+    # ---- steps --------------------------------------------------------------
+
+    def record(self, seq: int, node: str, file: str, line: int, kind: str, name: str, digest: str,
+               source_hash: str, ok: bool, result: str | None, error: dict[str, Any] | None) -> None:
+        """Commit one finished step; a repeat of an in-flight step (same seq) replaces it and counts an attempt."""
+        with self.db:
+            previous = self.db.execute("SELECT attempts FROM steps WHERE seq = ?", (seq,)).fetchone()
+            attempts = previous[0] + 1 if previous else 1
+            self.db.execute(
+                "INSERT OR REPLACE INTO steps (seq, node, file, line, kind, name, input_hash, source_hash, ok, result,"
+                " error, attempts, finished) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (seq, node, file, line, kind, name, digest, source_hash, int(ok), result,
+                 json.dumps(error) if error is not None else None, attempts, time.time()),
+            )
+
+    def steps(self) -> dict[int, StepRecord]:
+        rows = self.db.execute("SELECT seq, node, file, line, kind, name, input_hash, source_hash, ok, result, error,"
+                               " attempts FROM steps ORDER BY seq")
+        return {row[0]: StepRecord(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], bool(row[8]),
+                                   row[9], json.loads(row[10]) if row[10] else None, row[11]) for row in rows}
+
+    def truncate_steps(self, after_seq: int) -> None:
+        """Forget steps after `after_seq` (they belong to a path the run no longer takes)."""
+        with self.db:
+            self.db.execute("DELETE FROM steps WHERE seq > ?", (after_seq,))
+
+    def copy_steps_to(self, other: Journal, up_to_seq: int) -> None:
+        rows = self.db.execute("SELECT * FROM steps WHERE seq <= ? ORDER BY seq", (up_to_seq,)).fetchall()
+        with other.db:
+            other.db.executemany("INSERT INTO steps VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+
+    # ---- checkpoints --------------------------------------------------------
+
+    def checkpoint(self, steps: int, effect_seq: int, state_json: str) -> None:
+        with self.db:
+            self.db.execute("INSERT INTO checkpoints (steps, effect_seq, state, created) VALUES (?, ?, ?, ?)",
+                            (steps, effect_seq, state_json, time.time()))
+            # Older checkpoints are kept only as far back as `pipe fork` is likely to want them.
+            self.db.execute("DELETE FROM checkpoints WHERE id NOT IN "
+                            "(SELECT id FROM checkpoints ORDER BY id DESC LIMIT 50)")
+
+    def latest_checkpoint(self) -> tuple[int, int, str] | None:
+        row = self.db.execute("SELECT steps, effect_seq, state FROM checkpoints ORDER BY id DESC LIMIT 1").fetchone()
+        return tuple(row) if row else None
+
+    def checkpoint_at_or_before(self, steps: int) -> tuple[int, int, str] | None:
+        row = self.db.execute("SELECT steps, effect_seq, state FROM checkpoints WHERE steps <= ? "
+                              "ORDER BY steps DESC, id DESC LIMIT 1", (steps,)).fetchone()
+        return tuple(row) if row else None
+
+    def integrity_ok(self) -> bool:
+        return self.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(str(path), isolation_level=None, timeout=10)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=FULL")
+    db.execute("PRAGMA busy_timeout=10000")
+    # `with db:` needs transactions managed by the module, so switch back to deferred transactions.
+    db.isolation_level = "DEFERRED"
+    return db
