@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import difflib
 import os
+import sqlite3
 import tempfile
 from pathlib import Path
 
 from orgtree_lang.runtime.errors import SkillError
 from orgtree_lang.runtime.skills import SkillContext, skill
+from orgtree_lang.stdlib import fs_ledger
 
 
 def _existing_names(folder: Path) -> list[str]:
@@ -110,6 +112,9 @@ def write(ctx: SkillContext, path: str, text: str) -> int:
 def append(ctx: SkillContext, path: str, text: str) -> int:
     """Add text (UTF-8) to the end of a file, creating the file and its folders if needed.
 
+    In a durable run the call carries an idempotency key, and the text is added at most once per key,
+    even when the process is killed mid-append and resume repeats the call (see docs/skills.md).
+
     Args:
         path: The file, relative to the workspace root.
         text: What to add; include a trailing newline if you want lines.
@@ -120,11 +125,14 @@ def append(ctx: SkillContext, path: str, text: str) -> int:
     real = _writable("fs.append", ctx, path)
     data = text.encode("utf-8")
     try:
-        with open(real, "ab") as handle:
-            handle.write(data)
+        return fs_ledger.append(ctx.workspace, real, data, ctx.idempotency_key)
     except OSError as exc:
-        raise SkillError(f"fs.append: cannot write `{path}`: {exc.strerror}") from None
-    return len(data)
+        raise SkillError(f"fs.append: cannot write `{path}`: {exc.strerror or exc}") from None
+    except sqlite3.Error as exc:
+        raise SkillError(
+            f"fs.append: the append ledger {fs_ledger.state_db_path(ctx.workspace)} cannot be used: {exc}",
+            hint="it records which keyed appends already happened; check the folder's permissions and free space",
+        ) from None
 
 
 @skill("fs.list", idempotent=True)

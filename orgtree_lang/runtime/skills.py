@@ -55,12 +55,15 @@ class Param:
 
 @dataclass(frozen=True)
 class SkillContext:
-    """What the runtime hands to a skill that asks for it: the workspace, the run, and the clock."""
+    """What the runtime hands to a skill that asks for it: the workspace, the run, the clock, and a call's key."""
 
     workspace: Workspace
     run_id: str = "local"
     # Skills read the time only through this so that a run can be journaled and replayed.
     clock: Callable[[], float] = time.time
+    # Names one side-effecting call (`<run id>:<step sequence>`), the same when resume repeats the call
+    # that was in flight, so a skill can apply its effect at most once; None outside durable runs.
+    idempotency_key: str | None = None
 
 
 @dataclass(frozen=True, eq=False)
