@@ -26,6 +26,7 @@ class RunOptions:
     registry: Any = None
     run_id: str | None = None
     use_cache: bool = True
+    durable: bool = False  # journal every side-effecting step and checkpoint the state (what `pipe run` does)
 
 
 def new_run_id() -> str:
@@ -50,11 +51,23 @@ def run_file(path: str | Path, options: RunOptions | None = None):
     root = workspace_for(path, options.workspace)
     cache_dir = root / ".orgtree" / "cache" if options.use_cache else None
     compiled = compile_file(path, registry, cache_dir)
-    return run_program(compiled.program, root, registry, options)
+    return run_program(compiled.program, root, registry, options, source=compiled.source, program_path=path)
 
 
-def run_program(program, root: Path, registry, options: RunOptions):
-    """Run an already compiled program in workspace `root`; returns the Machine."""
+def run_program(program, root: Path, registry, options: RunOptions, source: str | None = None,
+                program_path: Path | None = None):
+    """Run an already compiled program in workspace `root`; returns the Machine.
+
+    A durable run (options.durable) needs the program's source and path: its journal records them."""
+    if options.durable:
+        import dataclasses
+
+        from orgtree_lang.durable import session
+
+        if source is None or program_path is None:
+            raise ValueError("a durable run needs the program's source and path")
+        options = dataclasses.replace(options, run_id=options.run_id or new_run_id())
+        return session.start(program, Path(root), registry, options, source, Path(program_path))
     from orgtree_lang.runtime.skills import SkillContext
     from orgtree_lang.runtime.workspace import Workspace
     from orgtree_lang.vm.machine import Machine

@@ -123,8 +123,10 @@ def test_runtime_error_shows_pipe_call_stack_and_no_python_traceback(tmp_path):
     assert result.returncode == 70
     assert "runtime error: division by zero" in result.stderr
     assert "div.pipe:5:12" in result.stderr
-    stack = result.stderr.split(".pipe call stack (most recent call last):")[1].split()
-    assert stack == ["div.pipe:2:", "in", "main", "div.pipe:5:", "in", "half"]
+    after = result.stderr.split(".pipe call stack (most recent call last):\n")[1].splitlines()
+    stack = [line.strip() for line in after if line.startswith("  ")]
+    assert stack == ["div.pipe:2: in main", "div.pipe:5: in half"]
+    assert "pipe resume" in after[-1]
     assert "Traceback" not in result.stderr
 
 

@@ -42,6 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                         "(default: the program's folder)")
     run.add_argument("--json", action="store_true", help="print one JSON envelope: output, run id, status, usage")
     run.add_argument("--debug", action="store_true", help="show Python tracebacks for internal errors")
+    run.add_argument("--no-journal", action="store_true",
+                     help="do not journal the run (it then cannot be resumed, replayed or forked)")
 
     check = commands.add_parser("check", help="check programs for errors without running them",
                                 description="Parse and check each FILE; report every error and warning.")
@@ -56,6 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
                               description="Rewrite each FILE in the canonical layout (comments are kept).")
     fmt.add_argument("files", nargs="+", metavar="FILE")
     fmt.add_argument("--check", action="store_true", help="change nothing; exit 1 if a file would be reformatted")
+
+    from orgtree_lang.cli.runs import add_run_commands
+
+    add_run_commands(commands)
 
     skills = commands.add_parser("skills", help="list skills, or show one",
                                  description="List the installed skills, or show NAME's signature and docs.")
@@ -97,8 +103,10 @@ def main(argv: list[str] | None = None) -> int:
         from orgtree_lang.cli.tools import command_dis as command
     elif args.command == "fmt":
         from orgtree_lang.cli.tools import command_fmt as command
-    else:
+    elif args.command == "skills":
         from orgtree_lang.cli.tools import command_skills as command
+    else:
+        command = args.handler
     try:
         return command(args)
     except KeyboardInterrupt:

@@ -11,17 +11,15 @@ from typing import Any
 from orgtree_lang.cli.main import EXIT_COMPILE, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE
 
 
-class UsageError(Exception):
-    """Bad command-line input (exit code 2)."""
+from orgtree_lang.runtime.inputs import InputError as UsageError
+from orgtree_lang.runtime.inputs import parse_input
 
 
 def command_run(args) -> int:
     from orgtree_lang.compile.api import compile_file
-    from orgtree_lang.runner import RunOptions, new_run_id, run_program, workspace_for
-    from orgtree_lang.runtime.errors import PipeRuntimeError
+    from orgtree_lang.runner import new_run_id, run_program, workspace_for
     from orgtree_lang.runtime.skills import default_registry
     from orgtree_lang.syntax.diagnostics import CompileError
-    from orgtree_lang.vm.budget import Budget
 
     path = Path(args.file)
     if not path.is_file():
@@ -56,47 +54,78 @@ def command_run(args) -> int:
         return EXIT_USAGE
 
     run_id = new_run_id()
-    budget = Budget(
-        max_steps=args.max_steps or Budget().max_steps,
-        max_seconds=args.max_seconds,
-        max_skill_calls=args.max_skill_calls,
-    )
-    printed: list[str] = []
-    printer = printed.append if args.json else _echo
-    progress = _ProgressLine() if sys.stderr.isatty() else None
-    options = RunOptions(entry=code.name, inputs=inputs, workspace=root, budget=budget,
-                         trace=Path(args.trace) if args.trace else None, printer=printer,
-                         registry=registry, run_id=run_id, progress=progress)
-    machine = None
-    try:
-        machine = run_program(program, root, registry, options)
-    except PipeRuntimeError as err:
-        if progress:
-            progress.clear()
-        state = getattr(err, "state", None)
-        if args.json:
-            print(json.dumps(_envelope(run_id, "error", None, printed, state, err)))
-        print(render_runtime_error(err, compiled.source, debug=args.debug), file=sys.stderr)
-        return EXIT_RUNTIME
-    except Exception as exc:  # a bug in orgtree_lang itself: say so plainly, traceback only with --debug
-        if args.debug:
-            traceback.print_exc()
-        print(f"internal error: {type(exc).__name__}: {exc}\n  = this is a bug in orgtree_lang, not in {path}; "
-              "run with --debug for the Python traceback", file=sys.stderr)
-        return EXIT_RUNTIME
-    if progress:
-        progress.clear()
-    state = machine.state
-    try:
-        if args.json:
-            print(json.dumps(_envelope(run_id, "ok", state.result, printed, state, None)))
-        else:
-            _print_result(state.result)
-    except (RecursionError, ValueError) as exc:
-        print(f"runtime error: the result cannot be printed as JSON: {type(exc).__name__}: {exc}\n"
-              "  = hint: return a flatter value, or a str", file=sys.stderr)
-        return EXIT_RUNTIME
-    return EXIT_OK
+    session = RunSession(args, run_id)
+    options = session.options(entry=code.name, inputs=inputs, workspace=root, registry=registry,
+                              durable=not args.no_journal, budget=budget_from_args(args))
+    return session.report(lambda: run_program(program, root, registry, options, source=compiled.source,
+                                               program_path=path), compiled.source, resumable=not args.no_journal,
+                          workspace=root)
+
+
+def budget_from_args(args):
+    from orgtree_lang.vm.budget import Budget
+
+    return Budget(max_steps=args.max_steps or Budget().max_steps, max_seconds=args.max_seconds,
+                  max_skill_calls=args.max_skill_calls)
+
+
+class RunSession:
+    """Runs one attempt for the CLI: output to stdout (or a --json envelope), errors rendered to stderr."""
+
+    def __init__(self, args, run_id: str) -> None:
+        self.args = args
+        self.run_id = run_id
+        self.printed: list[str] = []
+        self.progress = _ProgressLine() if sys.stderr.isatty() else None
+
+    def options(self, **fields):
+        from orgtree_lang.runner import RunOptions
+
+        printer = self.printed.append if self.args.json else _echo
+        trace = getattr(self.args, "trace", None)
+        return RunOptions(printer=printer, progress=self.progress, run_id=self.run_id,
+                          trace=Path(trace) if trace else None, **fields)
+
+    def report(self, attempt, source: str | None, resumable: bool = False, workspace: Path | None = None) -> int:
+        from orgtree_lang.runtime.errors import PipeRuntimeError
+
+        args = self.args
+        try:
+            machine = attempt()
+        except PipeRuntimeError as err:
+            self._clear()
+            state = getattr(err, "state", None)
+            if args.json:
+                print(json.dumps(_envelope(self.run_id, "error", None, self.printed, state, err)))
+            print(render_runtime_error(err, source, debug=args.debug), file=sys.stderr)
+            if resumable and err.kind not in ("input", "nondeterminism", "replay"):
+                where = f" --workspace {workspace}" if workspace and Path(workspace).resolve() != Path.cwd() else ""
+                print(f"run {self.run_id} is saved: after fixing the cause, continue it with "
+                      f"`pipe resume {self.run_id}{where}`", file=sys.stderr)
+            return EXIT_RUNTIME
+        except Exception as exc:  # a bug in orgtree_lang itself: say so plainly, traceback only with --debug
+            self._clear()
+            if args.debug:
+                traceback.print_exc()
+            print(f"internal error: {type(exc).__name__}: {exc}\n  = this is a bug in orgtree_lang, not in your "
+                  "program; run with --debug for the Python traceback", file=sys.stderr)
+            return EXIT_RUNTIME
+        self._clear()
+        state = machine.state
+        try:
+            if args.json:
+                print(json.dumps(_envelope(self.run_id, "ok", state.result, self.printed, state, None)))
+            else:
+                _print_result(state.result)
+        except (RecursionError, ValueError) as exc:
+            print(f"runtime error: the result cannot be printed as JSON: {type(exc).__name__}: {exc}\n"
+                  "  = hint: return a flatter value, or a str", file=sys.stderr)
+            return EXIT_RUNTIME
+        return EXIT_OK
+
+    def _clear(self) -> None:
+        if self.progress:
+            self.progress.clear()
 
 
 class _ProgressLine:
@@ -195,35 +224,3 @@ def collect_inputs(code, pairs: list[str], inputs_file: str | None) -> dict[str,
                              f"{'; ' + hint if hint else ''} (parameters: {known})")
         inputs[key] = parse_input(key, text, params[key].type)
     return inputs
-
-
-def parse_input(name: str, text: str, ptype) -> Any:
-    """Parse a -i value: strings and paths as given, everything else as a .pipe/JSON literal."""
-    kind = ptype.arg.kind if ptype.kind == "optional" else ptype.kind
-    if ptype.kind == "optional" and text in ("none", "null"):
-        return None
-    if kind in ("str", "path"):
-        return text
-    if kind == "bool":
-        if text.lower() in ("true", "1", "yes"):
-            return True
-        if text.lower() in ("false", "0", "no"):
-            return False
-        raise UsageError(f"input `{name}` is a bool: give true or false, got {text!r}")
-    if kind == "int":
-        try:
-            return int(text)
-        except ValueError:
-            raise UsageError(f"input `{name}` is an int, got {text!r}") from None
-    if kind == "float":
-        try:
-            return float(text)
-        except ValueError:
-            raise UsageError(f"input `{name}` is a float, got {text!r}") from None
-    json_text = {"none": "null", "true": "true", "false": "false"}.get(text, text)
-    try:
-        return json.loads(json_text)
-    except json.JSONDecodeError:
-        if kind == "any":
-            return text
-        raise UsageError(f"input `{name}` is a {ptype}: give it as JSON, got {text!r}") from None

@@ -42,7 +42,7 @@ class EffectLog:
     """The VM's door to the outside world: every side-effecting call of a durable run passes through here."""
 
     def __init__(self, journal: Journal, run_id: str, mode: str = "live", *, source_hash: str = "",
-                 sources: dict[str, str] | None = None, retry_node: str | None = None,
+                 sources: dict[str, str] | None = None, retry_node: str | None = None, attempt: int = 1,
                  clock: Callable[[], float] = time.monotonic) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}")
@@ -52,6 +52,7 @@ class EffectLog:
         self.source_hash = source_hash
         self.sources = sources or {}
         self.retry_node = retry_node
+        self.attempt = attempt
         self.recorded: dict[int, StepRecord] = journal.steps() if mode != "live" else {}
         self.last_seq = max(self.recorded, default=0)
         self.outside_calls = 0  # steps actually executed (zero for a replay)
@@ -95,7 +96,9 @@ class EffectLog:
 
     def _execute(self, step: EffectStep, digest: str, execute: Callable[[str], Any]) -> Any:
         self.outside_calls += 1
-        key = f"{self.run_id}:{step.seq}"
+        # A repeat of the same step (after a crash, or a resume) keeps its key so the skill can make it harmless;
+        # a retry asks for the step to happen again, so it gets a key of its own.
+        key = f"{self.run_id}:{step.seq}" + (f":retry{self.attempt}" if self.mode == "retry" else "")
         try:
             value = execute(key)
         except Exception as exc:
@@ -157,7 +160,11 @@ class EffectLog:
         """Save the whole run state (taken at a statement boundary)."""
         if self.mode == "replay" or self.catching_up:
             return
-        self.journal.checkpoint(state.steps, state.effect_seq, state.dumps())
+        try:
+            text = state.dumps()
+        except RecursionError:
+            return  # a value nested too deeply to encode: resume falls back to the previous checkpoint
+        self.journal.checkpoint(state.steps, state.effect_seq, text)
         self._checkpoint_time = self.clock()
         self._checkpoint_steps = state.steps
         self._checkpoint_effects = state.effect_seq
