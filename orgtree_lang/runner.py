@@ -27,6 +27,7 @@ class RunOptions:
     run_id: str | None = None
     use_cache: bool = True
     durable: bool = False  # journal every side-effecting step and checkpoint the state (what `pipe run` does)
+    durability: str = "power"  # power: each step fsynced (SQLite synchronous=FULL); process: survives kill -9
 
 
 def new_run_id() -> str:

@@ -42,6 +42,10 @@ def build_parser() -> argparse.ArgumentParser:
                                                         "(default: the program's folder)")
     run.add_argument("--json", action="store_true", help="print one JSON envelope: output, run id, status, usage")
     run.add_argument("--debug", action="store_true", help="show Python tracebacks for internal errors")
+    run.add_argument("--durability", choices=("power", "process"), default="power",
+                     help="power (default): every journaled step is on disk before the run moves on; process: "
+                          "it survives kill -9 and crashes of the process, is much faster, and may lose the last "
+                          "steps on a power loss (they then run again, with the same idempotency keys)")
     run.add_argument("--no-journal", action="store_true",
                      help="do not journal the run (it then cannot be resumed, replayed or forked)")
 

@@ -56,7 +56,8 @@ def command_run(args) -> int:
     run_id = new_run_id()
     session = RunSession(args, run_id)
     options = session.options(entry=code.name, inputs=inputs, workspace=root, registry=registry,
-                              durable=not args.no_journal, budget=budget_from_args(args))
+                              durable=not args.no_journal, durability=args.durability,
+                              budget=budget_from_args(args))
     return session.report(lambda: run_program(program, root, registry, options, source=compiled.source,
                                                program_path=path), compiled.source, resumable=not args.no_journal,
                           workspace=root)

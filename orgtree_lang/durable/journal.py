@@ -15,6 +15,12 @@ from orgtree_lang.runtime.values import encode
 JOURNAL_FORMAT = 1
 JOURNAL_FILE = "journal.db"
 
+# How far a committed step is safe. power: WAL + synchronous=FULL, every step is on disk before the VM moves
+# on (survives kill -9, OS crashes and power loss). process: WAL + synchronous=NORMAL, every step is in the
+# operating system before the VM moves on (survives kill -9 and any crash of the process; a power loss may
+# lose the last steps, which then run again with the same idempotency keys; the database never corrupts).
+DURABILITY = {"power": "FULL", "process": "NORMAL"}
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS steps (
@@ -76,6 +82,8 @@ class Journal:
     def __init__(self, path: Path, connection: sqlite3.Connection) -> None:
         self.path = path
         self.db = connection
+        row = connection.execute("SELECT max(seq) FROM steps").fetchone() if _has_steps(connection) else None
+        self._high_seq = (row[0] or 0) if row else 0
 
     # ---- opening ------------------------------------------------------------
 
@@ -85,7 +93,10 @@ class Journal:
         path = run_dir / JOURNAL_FILE
         if path.exists():
             raise JournalError(f"run folder {run_dir} already has a journal")
-        journal = cls(path, _connect(path))
+        durability = meta.get("durability", "power")
+        if durability not in DURABILITY:
+            raise JournalError(f"unknown durability {durability!r}; choose one of: {', '.join(DURABILITY)}")
+        journal = cls(path, _connect(path, durability))
         with journal.db:
             journal.db.executescript(_SCHEMA)
             journal._set_meta({"format": JOURNAL_FORMAT, **meta})
@@ -98,7 +109,9 @@ class Journal:
             raise JournalError(f"no journal in {run_dir}")
         try:
             journal = cls(path, _connect(path))
-            fmt = journal.meta().get("format")
+            meta = journal.meta()
+            fmt = meta.get("format")
+            journal.db.execute(f"PRAGMA synchronous={DURABILITY.get(meta.get('durability'), 'FULL')}")
         except sqlite3.DatabaseError as err:
             raise JournalError(f"the journal {path} is corrupt ({err}); it was left unchanged") from None
         if fmt is None:
@@ -130,8 +143,11 @@ class Journal:
                source_hash: str, ok: bool, result: str | None, error: dict[str, Any] | None) -> None:
         """Commit one finished step; a repeat of an in-flight step (same seq) replaces it and counts an attempt."""
         with self.db:
-            previous = self.db.execute("SELECT attempts FROM steps WHERE seq = ?", (seq,)).fetchone()
-            attempts = previous[0] + 1 if previous else 1
+            attempts = 1
+            if seq <= self._high_seq:  # a repeat: count the attempt (a new step needs no lookup)
+                previous = self.db.execute("SELECT attempts FROM steps WHERE seq = ?", (seq,)).fetchone()
+                attempts = previous[0] + 1 if previous else 1
+            self._high_seq = max(self._high_seq, seq)
             self.db.execute(
                 "INSERT OR REPLACE INTO steps (seq, node, file, line, kind, name, input_hash, source_hash, ok, result,"
                 " error, attempts, finished) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -178,10 +194,14 @@ class Journal:
         return self.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
-def _connect(path: Path) -> sqlite3.Connection:
+def _has_steps(db: sqlite3.Connection) -> bool:
+    return db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='steps'").fetchone() is not None
+
+
+def _connect(path: Path, durability: str = "power") -> sqlite3.Connection:
     db = sqlite3.connect(str(path), isolation_level=None, timeout=10)
     db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=FULL")
+    db.execute(f"PRAGMA synchronous={DURABILITY[durability]}")
     db.execute("PRAGMA busy_timeout=10000")
     # `with db:` needs transactions managed by the module, so switch back to deferred transactions.
     db.isolation_level = "DEFERRED"

@@ -99,6 +99,7 @@ def start(program, root: Path, registry, options, source: str, program_path: Pat
         "entry": program.entry(options.entry).name,
         "inputs": encode(options.inputs), "source_hash": digest, "sources": {digest: source}, "budget": budget,
         "created": time.time(), "status": "running", "attempts": 0, "workspace": str(root),
+        "durability": options.durability,
     })
     with RunLock(run_dir):
         effects = EffectLog(journal, run_id, "live", source_hash=digest, sources={digest: source})
