@@ -11,8 +11,10 @@ import sys
 import textwrap
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -47,8 +49,13 @@ def append(registry: SkillRegistry, ctx: SkillContext):
     return call
 
 
-def _ledger(root: Path) -> sqlite3.Connection:
-    return sqlite3.connect(root / ".orgtree" / "state.db")
+@contextmanager
+def _ledger(root: Path) -> Iterator[sqlite3.Connection]:
+    conn = sqlite3.connect(root / ".orgtree" / "state.db")
+    try:
+        yield conn
+    finally:
+        conn.close()
 
 
 def _rows(root: Path) -> list[tuple]:
@@ -230,25 +237,36 @@ _APPENDER = textwrap.dedent(
 )
 
 
-def test_sigkill_at_random_moments_then_rerunning_the_same_keys_leaves_each_line_once(root: Path) -> None:
+def test_sigkill_at_random_moments_then_rerunning_the_same_keys_leaves_each_line_once(root: Path, tmp_path: Path) -> None:
     lines = 300
     env = {**os.environ, "PIPE_NO_PLUGINS": "1"}
     command = [sys.executable, "-c", _APPENDER, str(root), str(lines)]
     rng = random.Random(1234)
     log = root / "out" / "log.txt"
+    errors = tmp_path / "stderr.txt"
+
+    def size() -> int:
+        return log.stat().st_size if log.exists() else 0
+
     kills = kills_mid_append = 0
     # Kill until a few kills have landed inside the ledger's crash window (a pending row left behind).
     while kills < 30 and (kills < 8 or kills_mid_append < 3):
-        child = subprocess.Popen(command, stdout=subprocess.PIPE, env=env, text=True)
-        assert child.stdout.readline() == "ready\n"
-        time.sleep(rng.uniform(0.0, 0.05))
+        before = size()
+        with open(errors, "w") as stderr:
+            child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, env=env, text=True)
+        assert child.stdout.readline() == "ready\n", errors.read_text()
+        # Kill while it appends new lines, not while it is still skipping the keys done before.
+        deadline = time.monotonic() + 10
+        while size() == before and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.0005)
+        time.sleep(rng.uniform(0.0, 0.02))
         child.send_signal(signal.SIGKILL)
         child.wait()
+        child.stdout.close()
         kills += 1
-        if (root / ".orgtree" / "state.db").exists():
-            with _ledger(root) as conn:
-                kills_mid_append += conn.execute("SELECT count(*) FROM fs_appends WHERE done = 0").fetchone()[0]
-    assert kills_mid_append >= 1, "no kill landed inside an append; the test proved nothing"
+        with _ledger(root) as conn:
+            kills_mid_append += conn.execute("SELECT count(*) FROM fs_appends WHERE done = 0").fetchone()[0]
+    assert kills_mid_append >= 1, f"none of {kills} kills landed inside an append; the test proved nothing"
     finished = subprocess.run(command, capture_output=True, env=env, text=True, timeout=60)
     assert finished.returncode == 0, finished.stderr
     expected = [f"line {i:03d} " + "x" * (i * 37 % 500) for i in range(lines)]
