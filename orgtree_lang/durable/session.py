@@ -188,8 +188,9 @@ def resume(root: Path, ref: str, registry, options, *, from_scratch: bool = Fals
             if checkpoint is not None and digest == meta.get("source_hash"):
                 state = RunState.loads(checkpoint[2])  # same code: continue from the last checkpoint
         effects = EffectLog(opened.journal, meta["run_id"], mode, source_hash=digest, sources=sources)
-        machine, tracer = _machine(program, root, registry, options, meta["run_id"], effects,
-                                   options.trace or opened.run_dir / TRACE_FILE)
+        trace_path = options.trace or opened.run_dir / TRACE_FILE
+        trace_size = trace_path.stat().st_size if trace_path.is_file() else None
+        machine, tracer = _machine(program, root, registry, options, meta["run_id"], effects, trace_path)
         tracer.emit("run.resume", None, None, mode="checkpoint" if state else "from start", attempt=
                     meta.get("attempts", 0) + 1)
         start_args = None
@@ -198,7 +199,17 @@ def resume(root: Path, ref: str, registry, options, *, from_scratch: bool = Fals
             machine.attach(state)
         else:
             start_args = (meta["entry"], decode(meta["inputs"]), meta["run_id"])
-        return _attempt(machine, tracer, opened.journal, start_args)
+        try:
+            return _attempt(machine, tracer, opened.journal, start_args)
+        except NonDeterminismError:
+            # Refused: the run stays as it was, still naming the code it ran (replay uses it) and its trace.
+            opened.journal.update_meta(**{k: meta[k] for k in ("sources", "source_hash", "program") if k in meta})
+            if trace_size is not None:
+                with open(trace_path, "r+b") as handle:
+                    handle.truncate(trace_size)
+            else:
+                trace_path.unlink(missing_ok=True)
+            raise
     finally:
         opened.close()
 
