@@ -183,8 +183,10 @@ def _attempt(args, command: str, action, source_for_errors) -> int:
         return failure[0] if failure else EXIT_RUNTIME
 
 
-class _Stop(Exception):
-    """An attempt that could not start (bad run id, corrupt journal, compile error): already reported."""
+class _Stop(BaseException):
+    """An attempt that could not start (bad run id, corrupt journal, compile error): already reported.
+
+    A BaseException, so that RunSession.report does not take it for a bug in orgtree_lang."""
 
 
 def _current_source(args):
