@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -406,11 +407,25 @@ def fork(root: Path, ref: str, registry, options, at_step: int, changes: dict[st
                                   sources=meta["sources"])
             machine, tracer = _machine(program, root, SealedRegistry(registry), dataclasses.replace(
                 options, printer=None), new_id, replaying, new_dir / TRACE_FILE)
-            machine.start(meta["entry"], inputs, new_id)
-            if at_step > 0:
-                machine.run(pause_after=at_step)
-            _apply_changes(machine.state, changes)
-            opened.journal.copy_steps_to(new_journal, machine.state.effect_seq)
+            try:
+                machine.start(meta["entry"], inputs, new_id)
+                if at_step > 0:
+                    machine.run(pause_after=at_step)
+                if machine.state.status == "done" and changes:
+                    raise JournalError(f"run {meta['run_id']} has finished by step {at_step}, so it has no "
+                                       "variables left to change; use an earlier --at")
+                _apply_changes(machine.state, changes)
+                opened.journal.copy_steps_to(new_journal, machine.state.effect_seq)
+            except BaseException as exc:
+                # The fork never started: leave no run folder behind.
+                tracer.close()
+                new_journal.close()
+                shutil.rmtree(new_dir, ignore_errors=True)
+                if isinstance(exc, PipeRuntimeError):
+                    raise JournalError(f"run {meta['run_id']} cannot be forked at step {at_step}: replaying it up "
+                                       f"to there stops at step {machine.state.steps} with: {exc.message}; "
+                                       "use an earlier --at") from None
+                raise
             machine.registry = registry
             machine.printer = options.printer
             machine.effects = EffectLog(new_journal, new_id, "live", source_hash=meta["source_hash"],
