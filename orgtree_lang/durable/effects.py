@@ -65,8 +65,10 @@ class EffectLog:
 
     @property
     def catching_up(self) -> bool:
-        """True while the run is re-doing work whose effects are already journaled (output is not shown again)."""
-        return self.mode in ("resume", "replay") and self._current_seq < self.last_seq
+        """True while a resume is re-doing work whose effects are already journaled (output is not shown again).
+
+        Never during a replay: showing the run's output again is what `pipe replay` is asked for."""
+        return self.mode == "resume" and self._current_seq < self.last_seq
 
     # ---- steps ------------------------------------------------------------
 
