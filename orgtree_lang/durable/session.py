@@ -177,8 +177,10 @@ def resume(root: Path, ref: str, registry, options, *, from_scratch: bool = Fals
         program, source, path = _current_program(opened, registry, program_path)
         digest = _source_hash(source)
         sources = {**meta.get("sources", {}), digest: source}
-        opened.journal.update_meta(sources=sources, source_hash=digest, program=str(path.resolve()))
         options = dataclasses.replace(options, budget=_budget(options, meta), run_id=meta["run_id"])
+        # The limits of this attempt become the run's: a replay of the finished run must not stop where it once did.
+        opened.journal.update_meta(sources=sources, source_hash=digest, program=str(path.resolve()),
+                                   budget=dataclasses.asdict(options.budget))
         state = None
         if from_scratch:
             opened.journal.truncate_steps(0)
@@ -204,7 +206,8 @@ def resume(root: Path, ref: str, registry, options, *, from_scratch: bool = Fals
             return _attempt(machine, tracer, opened.journal, start_args)
         except NonDeterminismError:
             # Refused: the run stays as it was, still naming the code it ran (replay uses it) and its trace.
-            opened.journal.update_meta(**{k: meta[k] for k in ("sources", "source_hash", "program") if k in meta})
+            opened.journal.update_meta(**{k: meta[k] for k in ("sources", "source_hash", "program", "budget")
+                                          if k in meta})
             if trace_size is not None:
                 with open(trace_path, "r+b") as handle:
                     handle.truncate(trace_size)
@@ -230,8 +233,8 @@ def retry(root: Path, ref: str, registry, options, node: str):
         program, source, path = _current_program(opened, registry, None)
         digest = _source_hash(source)
         sources = {**meta.get("sources", {}), digest: source}
-        opened.journal.update_meta(sources=sources, source_hash=digest)
         options = dataclasses.replace(options, budget=_budget(options, meta), run_id=meta["run_id"])
+        opened.journal.update_meta(sources=sources, source_hash=digest, budget=dataclasses.asdict(options.budget))
         effects = EffectLog(opened.journal, meta["run_id"], "retry", source_hash=digest, sources=sources,
                             retry_node=node, attempt=meta.get("attempts", 0) + 1)
         machine, tracer = _machine(program, root, registry, options, meta["run_id"], effects,
