@@ -260,6 +260,7 @@ def test_sigkill_at_random_moments_then_rerunning_the_same_keys_leaves_each_line
         while size() == before and child.poll() is None and time.monotonic() < deadline:
             time.sleep(0.0005)
         time.sleep(rng.uniform(0.0, 0.02))
+        assert child.poll() in (None, 0), errors.read_text()
         child.send_signal(signal.SIGKILL)
         child.wait()
         child.stdout.close()
