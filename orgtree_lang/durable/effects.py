@@ -43,7 +43,7 @@ class EffectLog:
 
     def __init__(self, journal: Journal, run_id: str, mode: str = "live", *, source_hash: str = "",
                  sources: dict[str, str] | None = None, retry_node: str | None = None, attempt: int = 1,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 key_suffix: str = "", clock: Callable[[], float] = time.monotonic) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}")
         self.journal = journal
@@ -53,6 +53,7 @@ class EffectLog:
         self.sources = sources or {}
         self.retry_node = retry_node
         self.attempt = attempt
+        self.key_suffix = key_suffix  # `:scratch<n>` once a run was started over: its steps are new ones
         self.recorded: dict[int, StepRecord] = journal.steps() if mode != "live" else {}
         self.last_seq = max(self.recorded, default=0)
         self.outside_calls = 0  # steps actually executed (zero for a replay)
@@ -100,7 +101,7 @@ class EffectLog:
         self.outside_calls += 1
         # A repeat of the same step (after a crash, or a resume) keeps its key so the skill can make it harmless;
         # a retry asks for the step to happen again, so it gets a key of its own.
-        key = f"{self.run_id}:{step.seq}" + (f":retry{self.attempt}" if self.mode == "retry" else "")
+        key = f"{self.run_id}:{step.seq}{self.key_suffix}" + (f":retry{self.attempt}" if self.mode == "retry" else "")
         try:
             value = execute(key)
         except Exception as exc:

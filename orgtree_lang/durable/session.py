@@ -182,15 +182,23 @@ def resume(root: Path, ref: str, registry, options, *, from_scratch: bool = Fals
         opened.journal.update_meta(sources=sources, source_hash=digest, program=str(path.resolve()),
                                    budget=dataclasses.asdict(options.budget))
         state = None
+        scratch = meta.get("scratch", 0)
         if from_scratch:
-            opened.journal.truncate_steps(0)
+            # Forget the steps and the checkpoints (a checkpoint would point past the empty journal), and give the
+            # new steps keys of their own: under the old keys, fs.append would refuse or skip them.
+            scratch += 1
+            with opened.journal.db:
+                opened.journal.db.execute("DELETE FROM steps")
+                opened.journal.db.execute("DELETE FROM checkpoints")
+                opened.journal._set_meta({"scratch": scratch})
             mode = "live"
         else:
             mode = "resume"
             checkpoint = opened.journal.latest_checkpoint()
             if checkpoint is not None and digest == meta.get("source_hash"):
                 state = RunState.loads(checkpoint[2])  # same code: continue from the last checkpoint
-        effects = EffectLog(opened.journal, meta["run_id"], mode, source_hash=digest, sources=sources)
+        effects = EffectLog(opened.journal, meta["run_id"], mode, source_hash=digest, sources=sources,
+                            key_suffix=f":scratch{scratch}" if scratch else "")
         trace_path = options.trace or opened.run_dir / TRACE_FILE
         trace_size = trace_path.stat().st_size if trace_path.is_file() else None
         machine, tracer = _machine(program, root, registry, options, meta["run_id"], effects, trace_path)
@@ -236,7 +244,8 @@ def retry(root: Path, ref: str, registry, options, node: str):
         options = dataclasses.replace(options, budget=_budget(options, meta), run_id=meta["run_id"])
         opened.journal.update_meta(sources=sources, source_hash=digest, budget=dataclasses.asdict(options.budget))
         effects = EffectLog(opened.journal, meta["run_id"], "retry", source_hash=digest, sources=sources,
-                            retry_node=node, attempt=meta.get("attempts", 0) + 1)
+                            retry_node=node, attempt=meta.get("attempts", 0) + 1,
+                            key_suffix=f":scratch{meta['scratch']}" if meta.get("scratch") else "")
         machine, tracer = _machine(program, root, registry, options, meta["run_id"], effects,
                                    options.trace or opened.run_dir / TRACE_FILE)
         tracer.emit("run.retry", None, None, node=node)
@@ -399,7 +408,8 @@ def fork(root: Path, ref: str, registry, options, at_step: int, changes: dict[st
         new_id = options.run_id or new_run_id()
         new_dir = runs_dir(root) / new_id
         new_journal = Journal.create(new_dir, {
-            **{k: v for k, v in meta.items() if k not in ("status", "result", "output", "error", "finished")},
+            **{k: v for k, v in meta.items() if k not in ("status", "result", "output", "error", "finished",
+                                                          "scratch")},
             "run_id": new_id, "inputs": encode(inputs), "created": time.time(), "status": "running", "attempts": 0,
             "parent_run": meta["run_id"], "fork_step": at_step,
         })
