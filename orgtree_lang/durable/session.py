@@ -40,15 +40,30 @@ def _machine(program, root: Path, registry, options, run_id: str, effects: Effec
     return machine, tracer
 
 
+def _begin(machine, entry: str, inputs: dict[str, Any], run_id: str, fork_changes=(), until: int | None = None):
+    """Start a run from its beginning. A forked run's changed variables are set again at the steps where its fork
+    set them (`fork_changes`: [step, {name: value text}] pairs, up to step `until`), or it would not be itself."""
+    machine.start(entry, inputs, run_id)
+    for step, changes in fork_changes:
+        if until is not None and step > until:
+            break
+        if step > machine.state.steps:
+            machine.run(pause_after=step - machine.state.steps)
+        if machine.state.status != "paused":
+            return  # it ended before that step
+        _apply_changes(machine.state, changes)
+
+
 def _attempt(machine, tracer, journal: Journal, start: tuple | None) -> Any:
-    """Run the machine (from `start` = (entry, inputs, run_id), or from its attached state); record the outcome.
+    """Run the machine (from `start` = (entry, inputs, run_id[, fork_changes]), or from its attached state);
+    record the outcome.
 
     A non-determinism error leaves the journal as it was before the attempt: nothing of it ran."""
     before = journal.meta()
     journal.update_meta(status="running", attempts=before.get("attempts", 0) + 1)
     try:
         if start is not None:
-            machine.start(*start)
+            _begin(machine, *start)
         machine.run()
     except NonDeterminismError as err:
         journal.update_meta(**{k: before[k] for k in ("status", "attempts", "source_hash", "sources", "program")
@@ -209,7 +224,7 @@ def resume(root: Path, ref: str, registry, options, *, from_scratch: bool = Fals
             state.status = "paused"
             machine.attach(state)
         else:
-            start_args = (meta["entry"], decode(meta["inputs"]), meta["run_id"])
+            start_args = (meta["entry"], decode(meta["inputs"]), meta["run_id"], meta.get("fork_changes", []))
         try:
             return _attempt(machine, tracer, opened.journal, start_args)
         except NonDeterminismError:
@@ -250,7 +265,8 @@ def retry(root: Path, ref: str, registry, options, node: str):
                                    options.trace or opened.run_dir / TRACE_FILE)
         tracer.emit("run.retry", None, None, node=node)
         try:
-            return _attempt(machine, tracer, opened.journal, (meta["entry"], decode(meta["inputs"]), meta["run_id"]))
+            return _attempt(machine, tracer, opened.journal, (meta["entry"], decode(meta["inputs"]), meta["run_id"],
+                                                              meta.get("fork_changes", [])))
         finally:
             if machine.state is not None:
                 opened.journal.truncate_steps(machine.state.effect_seq)
@@ -330,7 +346,7 @@ def replay(root: Path, ref: str, registry, printer=None) -> ReplayReport:
         machine, tracer = _machine(program, root, sealed, options, meta["run_id"], effects, replay_trace)
         error = None
         try:
-            machine.start(meta["entry"], decode(meta["inputs"]), meta["run_id"])
+            _begin(machine, meta["entry"], decode(meta["inputs"]), meta["run_id"], meta.get("fork_changes", []))
             machine.run()
         except PipeRuntimeError as err:
             error = err.message
@@ -412,6 +428,9 @@ def fork(root: Path, ref: str, registry, options, at_step: int, changes: dict[st
                                                           "scratch")},
             "run_id": new_id, "inputs": encode(inputs), "created": time.time(), "status": "running", "attempts": 0,
             "parent_run": meta["run_id"], "fork_step": at_step,
+            # Every variable change on the way to this run's state, so that replay and resume can make it again.
+            "fork_changes": [pair for pair in meta.get("fork_changes", []) if pair[0] <= at_step] +
+                            ([[at_step, changes]] if changes else []),
         })
         with RunLock(new_dir):
             options = dataclasses.replace(options, budget=_budget(options, meta), run_id=new_id)
@@ -421,9 +440,9 @@ def fork(root: Path, ref: str, registry, options, at_step: int, changes: dict[st
             machine, tracer = _machine(program, root, SealedRegistry(registry), dataclasses.replace(
                 options, printer=None), new_id, replaying, new_dir / TRACE_FILE)
             try:
-                machine.start(meta["entry"], inputs, new_id)
-                if at_step > 0:
-                    machine.run(pause_after=at_step)
+                _begin(machine, meta["entry"], inputs, new_id, meta.get("fork_changes", []), until=at_step)
+                if at_step > machine.state.steps:
+                    machine.run(pause_after=at_step - machine.state.steps)
                 if machine.state.status == "done" and changes:
                     raise JournalError(f"run {meta['run_id']} has finished by step {at_step}, so it has no "
                                        "variables left to change; use an earlier --at")
