@@ -377,7 +377,7 @@ def _compare(report: ReplayReport, meta: dict[str, Any], run_dir: Path, replay_t
     recorded_error = (meta.get("error") or {}).get("message")
     if report.error != recorded_error:
         report.differences.append(f"error: the run ended with {recorded_error!r}, the replay with {report.error!r}")
-    if meta.get("attempts", 1) == 1 and (run_dir / TRACE_FILE).is_file():
+    if meta.get("attempts", 1) == 1 and (run_dir / TRACE_FILE).is_file() and _one_attempt(run_dir / TRACE_FILE):
         report.trace_compared = True
         difference = first_trace_difference(run_dir / TRACE_FILE, replay_trace)
         if difference:
@@ -385,6 +385,15 @@ def _compare(report: ReplayReport, meta: dict[str, Any], run_dir: Path, replay_t
 
 
 _VOLATILE = ("time", "duration_ms")
+
+
+def _one_attempt(trace: Path) -> bool:
+    """True if the trace holds one attempt. (A run killed before its first attempt counted itself has
+    attempts == 1 after its resume, but a trace of two.)"""
+    for line in trace.read_text(encoding="utf-8", errors="replace").splitlines():
+        if '"run.resume"' in line or '"run.retry"' in line:
+            return False
+    return True
 
 
 def first_trace_difference(original: Path, replayed: Path) -> str | None:
