@@ -2,9 +2,10 @@
 that the run ends exactly as an uninterrupted one would, with no side effect applied twice.
 
 Every trial runs the real CLI in its own process group (through tests/durable_testing.py, which is `pipe` plus a
-log of every real skill execution) on a fresh workspace, kills it after a random delay drawn so that kills land
-during start-up (before the journal exists), inside the loop and after it, then runs `pipe resume` until the run
-is done, killing some of the resumes too. Per trial it checks:
+log of every real skill execution) on a fresh workspace and kills it: mostly after a random delay drawn so that
+kills land during start-up (before the journal exists), inside the loop and after it; sometimes right as an
+fs.append starts (seen in the execution log), so that the kill lands while that step is in flight. Then it runs
+`pipe resume` until the run is done, killing some of the resumes too. Per trial it checks:
 
 - the run is `done`; the result printed by the last process, and the journal's result and printed lines, are
   exactly what the program computes from the journaled time/random/id values, and have the shape of an
@@ -12,12 +13,15 @@ is done, killing some of the resumes too. Per trial it checks:
 - `out.txt` (appended once per iteration with fs.append, which gets `<run id>:<seq>` as idempotency key) holds
   every line exactly once, in order, with the journaled values; the fs.append ledger has one done row per line;
 - `PRAGMA integrity_check` is ok for the journal and the workspace's state.db;
-- at most one step re-executed per kill: from the journal (sum of attempts - 1) and from the execution log
-  (real skill executions minus journaled steps), which also shows each re-execution reused its step's key;
-- `pipe replay` afterwards makes zero outside calls and reports the run identical.
+- at most one step re-executed per kill: per process, every real execution ends as a journal row written by
+  that process, except at most one for a killed process (its step in flight); in total, executions minus
+  journaled steps <= kills; every keyed execution carried its step's key `<run id>:<seq>`. (The journal's
+  `attempts` column is summed too, but it only counts repeats of failed steps: a step in flight had no row.)
+- the finished run replays (the code of `pipe replay`) with zero outside calls, identically.
 
-By default 12 trials run (well under a minute); PIPE_CRASH_TRIALS=100 runs the full harness (marked slow).
-PIPE_CRASH_SEED picks the seed (the failure message names it; kill timing is still subject to the machine).
+By default 12 trials run (well under a minute; on a loaded machine no new trial starts after 40 s, at least 6
+run); PIPE_CRASH_TRIALS=100 runs the full harness (marked slow). Each run prints a summary line with the counts.
+PIPE_CRASH_SEED picks the seed (the failure message names it; kill timing still depends on the machine).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import random
 import re
 import shutil
 import signal
+import sqlite3
 import subprocess
 import time
 from collections import Counter
@@ -161,8 +166,6 @@ def _check_consistent(ws: Path, run_dir: Path) -> tuple[list[dict], dict]:
     assert text == "".join(appended), "out.txt is not every journaled line exactly once, in order"
     assert integrity(run_dir / "journal.db") == "ok"
     assert integrity(ws / ".orgtree" / "state.db") == "ok"
-    import sqlite3
-
     ledger = sqlite3.connect(ws / ".orgtree" / "state.db")
     try:
         rows = ledger.execute("SELECT key, done, data FROM fs_appends ORDER BY offset").fetchall()
@@ -183,6 +186,7 @@ class Trial:
         self.totals = totals
         self.log = ws.parent / f"{ws.name}.exec.log"  # outside the workspace: not the program's business
         self.kills = 0
+        self.extra: list[int] = []  # per process: steps it executed whose journal rows it did not write
         self.history: list[str] = []
         self.deadline = time.monotonic() + TRIAL_DEADLINE
 
@@ -224,6 +228,26 @@ class Trial:
             self.totals.kills += 1
             return True, out, err, None
 
+    def rows(self) -> int:
+        journals = list((self.ws / ".orgtree" / "runs").glob("*/journal.db"))
+        if not journals:
+            return 0
+        try:
+            return len(journal_steps(journals[0].parent))
+        except sqlite3.DatabaseError:  # killed while the journal was being created: no steps table yet
+            return 0
+
+    def measured(self, proc: subprocess.Popen, plan: tuple | None) -> tuple[bool, str, str, int | None]:
+        """run_or_kill, checking what the process executed against what it journaled: every real execution ends
+        as a journal row written by the same process, except at most one, the step in flight when it was killed."""
+        executions, rows = len(exec_log(self.log)), self.rows()
+        killed, out, err, code = self.run_or_kill(proc, plan)
+        extra = (len(exec_log(self.log)) - executions) - (self.rows() - rows)
+        assert 0 <= extra <= (1 if killed else 0), (
+            f"a process {'killed' if killed else 'that finished'} executed {extra} step(s) it did not journal")
+        self.extra.append(extra)
+        return killed, out, err, code
+
     def plan(self, first: bool) -> tuple:
         """A kill: at a random time (covering start-up, the loop and its end), or right as an fs.append starts."""
         if self.rng.random() < 0.3:
@@ -244,7 +268,7 @@ class Trial:
         args = ("--workspace", str(self.ws))
         plan = self.plan(first=True)
         proc = self.spawn("run", "prog.pipe", *args, "-i", f"n={ITERATIONS}", "-i", f"spin={SPIN}")
-        killed, out, err, code = self.run_or_kill(proc, plan)
+        killed, out, err, code = self.measured(proc, plan)
         self.history.append(f"run: kill {plan}, {'killed' if killed else f'exit {code}'}")
         run_id, status = self.status()
         if killed and run_id is None:
@@ -268,7 +292,7 @@ class Trial:
             kill_it = resume_kills < MAX_RESUME_KILLS and self.rng.random() < 0.35
             plan = self.plan(first=False) if kill_it else None
             proc = self.spawn("resume", run_id, *args)
-            killed, out, err, code = self.run_or_kill(proc, plan)
+            killed, out, err, code = self.measured(proc, plan)
             self.history.append(f"resume: kill {plan}, {'killed' if killed else f'exit {code}'}")
             if killed:
                 resume_kills += 1
@@ -302,6 +326,7 @@ class Trial:
         by_log = len(executions) - len(steps)
         assert 0 <= by_journal <= self.kills, (by_journal, self.kills)
         assert 0 <= by_log <= self.kills, (by_log, self.kills)
+        assert by_log == sum(self.extra), (by_log, self.extra)  # each re-execution is one killed process's in-flight step
         counts = Counter(executions)
         keyed = [(name, f"{run_id}:{s['seq']}") for s, name in
                  ((s, s["name"]) for s in steps) if name in ("time.now", "fs.append")]
