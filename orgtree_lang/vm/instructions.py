@@ -25,8 +25,9 @@ def _power(a, b):
 
 def _repeat(a, b):
     if isinstance(a, (str, list)) and isinstance(b, int) and len(a) * b > MAX_SEQUENCE:
-        raise PipeRuntimeError(f"repeating a {type(a).__name__} {b} times exceeds the limit of {MAX_SEQUENCE} items",
-                               kind="type")
+        times = f"{b}" if b < 10**18 else "that many"  # a huge count has too many digits to print
+        raise PipeRuntimeError(f"repeating a {type(a).__name__} {times} times exceeds the limit of "
+                               f"{MAX_SEQUENCE} items", kind="type")
     if isinstance(b, (str, list)) and isinstance(a, int) and len(b) * a > MAX_SEQUENCE:
         return _repeat(b, a)
     return a * b
