@@ -469,7 +469,7 @@ def test_fork_at_step_zero_with_a_changed_input(ws) -> None:
     assert forked.returncode == 0, forked.stderr
     assert forked.stdout == "b 10\nb:10\n"
     child = forked.stderr.split("into run ")[1].split()[0]
-    assert f"forking run {parent} at step 0 into run {child}" in forked.stderr
+    assert f"forked run {parent} at step 0 into run {child}" in forked.stderr
     assert w.file("log.txt") == "a first\na second 10\nb first\nb second 10\n"
     assert w.executions()[2:] == [("fs.append", f"{child}:1"), ("fs.append", f"{child}:2")]
     meta = journal_meta(w.run_dir(child))
@@ -733,4 +733,4 @@ def test_the_api_raises_non_determinism_errors_with_the_state(tmp_path: Path) ->
     with pytest.raises(NonDeterminismError) as info:
         session.resume(tmp_path, "r1", registry, RunOptions())
     assert info.value.kind == "nondeterminism" and not info.value.catchable
-    assert "at step 4 (its step differ" in info.value.message
+    assert "at step 4 (it is another step)" in info.value.message

@@ -91,7 +91,9 @@ def command_runs(args) -> int:
     print(f"{'RUN':<13} {'STATUS':<8} {'STARTED':<19} {'SECONDS':>8} {'STEPS':>8}  PROGRAM")
     for s in summaries:
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.started)) if s.started else "?"
-        print(f"{s.run_id:<13} {s.status:<8} {started:<19} {s.duration:>8.2f} {s.steps:>8}  {s.program}")
+        status = s.status if not s.status.startswith("unreadable") else "broken"
+        program = s.program if status != "broken" else s.status
+        print(f"{s.run_id:<13} {status:<8} {started:<19} {s.duration:>8.2f} {s.steps:>8}  {program}")
     return EXIT_OK
 
 
@@ -233,9 +235,11 @@ def command_fork(args) -> int:
             return _fail("fork", f"-i expects NAME=VALUE, got {pair!r}")
         changes[key] = value
     args.new_run_id = new_run_id()
-    print(f"forking run {args.run} at step {args.at} into run {args.new_run_id}", file=sys.stderr)
-    return _attempt(args, "fork", lambda root, registry, options: session.fork(
+    code = _attempt(args, "fork", lambda root, registry, options: session.fork(
         root, args.run, registry, options, args.at, changes), _current_source(args))
+    if code in (EXIT_OK, EXIT_RUNTIME) and (Path(args.workspace) / ".orgtree" / "runs" / args.new_run_id).is_dir():
+        print(f"forked run {args.run} at step {args.at} into run {args.new_run_id}", file=sys.stderr)
+    return code
 
 
 def command_replay(args) -> int:

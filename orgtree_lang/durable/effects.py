@@ -132,9 +132,9 @@ class EffectLog:
     def _divergence(self, step: EffectStep, record: StepRecord) -> NonDeterminismError:
         old_line = _source_line(self.sources.get(record.source_hash), record.line)
         new_line = _source_line(self.sources.get(self.source_hash), step.span.line)
-        what = "inputs" if (record.kind, record.name) == (step.kind, step.name) else "step"
+        what = "its inputs differ" if (record.kind, record.name) == (step.kind, step.name) else "it is another step"
         lines = [
-            f"the program no longer matches the journal of run {self.run_id} at step {step.seq} (its {what} differ)",
+            f"the program no longer matches the journal of run {self.run_id} at step {step.seq} ({what})",
             f"  the journal has: {record.kind} {record.name} at {record.file}:{record.line} in {record.node}",
         ]
         if old_line is not None:

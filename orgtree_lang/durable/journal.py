@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -96,29 +97,48 @@ class Journal:
         durability = meta.get("durability", "power")
         if durability not in DURABILITY:
             raise JournalError(f"unknown durability {durability!r}; choose one of: {', '.join(DURABILITY)}")
-        journal = cls(path, _connect(path, durability))
-        with journal.db:
-            journal.db.executescript(_SCHEMA)
-            journal._set_meta({"format": JOURNAL_FORMAT, **meta})
-        return journal
+        # Build the schema and metadata in a side file and rename it into place, so a kill at any instant
+        # leaves either no journal or a complete one.
+        draft = run_dir / (JOURNAL_FILE + ".draft")
+        draft.unlink(missing_ok=True)
+        db = sqlite3.connect(str(draft), isolation_level=None)
+        try:
+            db.executescript(_SCHEMA)
+            db.executemany("INSERT INTO meta (key, value) VALUES (?, ?)",
+                           [(k, json.dumps(v)) for k, v in {"format": JOURNAL_FORMAT, **meta}.items()])
+        finally:
+            db.close()
+        fd = os.open(draft, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(draft, path)
+        return cls(path, _connect(path, durability))
 
     @classmethod
     def open(cls, run_dir: Path) -> Journal:
         path = run_dir / JOURNAL_FILE
         if not path.is_file():
             raise JournalError(f"no journal in {run_dir}")
+        connection = None
         try:
-            journal = cls(path, _connect(path))
+            connection = _connect(path)
+            journal = cls(path, connection)
             meta = journal.meta()
             fmt = meta.get("format")
             journal.db.execute(f"PRAGMA synchronous={DURABILITY.get(meta.get('durability'), 'FULL')}")
-        except sqlite3.DatabaseError as err:
+            if fmt is None:
+                raise JournalError(f"the journal {path} has no format version; it is corrupt or not a journal")
+            if fmt > JOURNAL_FORMAT:
+                raise JournalError(f"the journal {path} has format {fmt}, newer than this orgtree_lang understands "
+                                   f"({JOURNAL_FORMAT}); upgrade orgtree_lang to use it")
+        except (sqlite3.DatabaseError, JournalError) as err:
+            if connection is not None:
+                connection.close()
+            if isinstance(err, JournalError):
+                raise
             raise JournalError(f"the journal {path} is corrupt ({err}); it was left unchanged") from None
-        if fmt is None:
-            raise JournalError(f"the journal {path} has no format version; it is corrupt or not a journal")
-        if fmt > JOURNAL_FORMAT:
-            raise JournalError(f"the journal {path} has format {fmt}, newer than this orgtree_lang understands "
-                               f"({JOURNAL_FORMAT}); upgrade orgtree_lang to use it")
         return journal
 
     def close(self) -> None:
