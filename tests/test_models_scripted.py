@@ -137,3 +137,21 @@ def test_missing_file_is_a_config_error(tmp_path):
     with pytest.raises(ModelError) as err:
         model_from_spec(f"scripted:{tmp_path / 'nope.yaml'}")
     assert err.value.kind == "config" and "nope.yaml" in str(err.value)
+
+
+def test_the_example_in_docs_models_md_is_a_valid_scripted_file(tmp_path):
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "models.md").read_text(encoding="utf-8")
+    (example,) = re.findall(r"^````yaml\n(.*?)^````", doc, re.M | re.S)
+    path = tmp_path / "example.yaml"
+    path.write_text(example)
+    author = ScriptedModel.from_file(path)
+    assert author.complete(user("Write block `summarize` now")).text.startswith("```pipe")
+    assert [author.complete(user("Repair it")).text for _ in range(2)] == ["first fix", "second fix"]
+    with pytest.raises(ModelError) as err:
+        author.complete(user("Repair it"))
+    assert err.value.kind == "missing_response"
+    reviewer = ScriptedModel.from_file(path, role="reviewer")
+    assert [reviewer.complete(user("review")).text for _ in range(3)][1:] == ['{"concerns": []}'] * 2
