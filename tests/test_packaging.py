@@ -56,3 +56,15 @@ def test_unpacked_wheel_runs_a_program_from_another_folder(wheel, tmp_path):
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout == "PACKAGED\n"
+
+
+def test_every_subpackage_is_listed_in_pyproject():
+    import tomllib
+
+    if not (REPO / "pyproject.toml").is_file():
+        pytest.skip("not running from a source checkout")
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    on_disk = {"orgtree_lang." + ".".join(p.parent.relative_to(REPO / "orgtree_lang").parts)
+               for p in (REPO / "orgtree_lang").rglob("__init__.py") if p.parent != REPO / "orgtree_lang"}
+    missing = on_disk - listed
+    assert not missing, f"add these to [tool.setuptools] packages in pyproject.toml: {sorted(missing)}"

@@ -1,0 +1,82 @@
+"""Generated child modules saved as readable .pipe source with a provenance header, found again by spec hash."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+HEADER = "# orgtree: "
+
+
+class StoreError(Exception):
+    """A module the store refuses to save (it does not compile), or a saved file it cannot read."""
+
+
+@dataclass
+class SavedModule:
+    path: Path
+    provenance: dict[str, str]
+    body: str  # the module without its provenance header
+
+    @property
+    def spec_hash(self) -> str:
+        return self.provenance.get("spec-hash", "")
+
+
+class ModuleStore:
+    """`<workspace>/.orgtree/modules/<parent module>/<block>.pipe`."""
+
+    def __init__(self, workspace: Path) -> None:
+        self.root = Path(workspace) / ".orgtree" / "modules"
+
+    def path_for(self, parent_file: str, block: str) -> Path:
+        return self.root / Path(parent_file).stem / f"{block}.pipe"
+
+    def save(self, parent_file: str, block: str, body: str, provenance: dict[str, str], registry) -> SavedModule:
+        """Write atomically, after checking that the file as saved compiles (nothing half-saved, nothing broken)."""
+        from orgtree_lang.compile.api import compile_source
+        from orgtree_lang.syntax.diagnostics import CompileError
+
+        path = self.path_for(parent_file, block)
+        header = "".join(f"{HEADER}{key} = {_one_line(value)}\n" for key, value in provenance.items())
+        text = header + "\n" + body.strip() + "\n"
+        try:
+            compile_source(text, str(path), registry)
+        except CompileError as err:
+            raise StoreError(f"refusing to save a module that does not compile:\n{err.render()}") from None
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+        return SavedModule(path, dict(provenance), body.strip() + "\n")
+
+    def read(self, path: Path) -> SavedModule:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as err:
+            raise StoreError(f"cannot read {path}: {err.strerror}") from None
+        provenance: dict[str, str] = {}
+        lines = text.splitlines(keepends=True)
+        index = 0
+        while index < len(lines) and lines[index].startswith(HEADER):
+            key, _, value = lines[index][len(HEADER):].partition(" = ")
+            provenance[key.strip()] = value.rstrip("\n")
+            index += 1
+        return SavedModule(Path(path), provenance, "".join(lines[index:]).lstrip("\n"))
+
+    def all(self) -> list[SavedModule]:
+        return [self.read(p) for p in sorted(self.root.rglob("*.pipe"))] if self.root.is_dir() else []
+
+    def find(self, spec_hash: str) -> SavedModule | None:
+        """A saved module made for exactly this spec, if there is one."""
+        for module in self.all():
+            if module.spec_hash == spec_hash:
+                return module
+        return None
+
+
+def _one_line(value: object) -> str:
+    return " ".join(str(value).split())
