@@ -42,6 +42,11 @@ def build_parser() -> argparse.ArgumentParser:
                                                         "(default: the program's folder)")
     run.add_argument("--json", action="store_true", help="print one JSON envelope: output, run id, status, usage")
     run.add_argument("--debug", action="store_true", help="show Python tracebacks for internal errors")
+    run.add_argument("--model", metavar="SPEC", help="the model that writes modules for ambiguous blocks: "
+                                                     "provider/name, scripted:FILE or replay:FILE "
+                                                     "(default: PIPE_MODEL, or [model] name in orgtree.toml)")
+    run.add_argument("--review-model", metavar="SPEC", help="the reviewer's model (default: PIPE_REVIEW_MODEL, "
+                                                            "[model] review, or the author's model)")
     run.add_argument("--durability", choices=("power", "process"), default="power",
                      help="power (default): every journaled step is on disk before the run moves on; process: "
                           "it survives kill -9 and crashes of the process, is much faster, and may lose the last "

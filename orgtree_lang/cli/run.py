@@ -53,14 +53,41 @@ def command_run(args) -> int:
         print(f"pipe run: {err}", file=sys.stderr)
         return EXIT_USAGE
 
+    try:
+        decomposer = make_decomposer(args, program, compiled.source, str(path), root, registry)
+    except UsageError as err:
+        print(f"pipe run: {err}", file=sys.stderr)
+        return EXIT_USAGE
     run_id = new_run_id()
     session = RunSession(args, run_id)
     options = session.options(entry=code.name, inputs=inputs, workspace=root, registry=registry,
                               durable=not args.no_journal, durability=args.durability,
-                              budget=budget_from_args(args))
+                              budget=budget_from_args(args), decomposer=decomposer)
     return session.report(lambda: run_program(program, root, registry, options, source=compiled.source,
                                                program_path=path), compiled.source, resumable=not args.no_journal,
                           workspace=root)
+
+
+def make_decomposer(args, program, source: str, file: str, root: Path, registry):
+    """A decomposer when the program has ambiguous blocks and a model is configured (models load only then)."""
+    if not any(code.ambiguous for code in program.pipelines.values()):
+        return None
+    from orgtree_lang.models.select import model_from_spec, resolve_model_spec, resolve_review_model_spec
+
+    author_spec = resolve_model_spec(args.model)
+    if not author_spec:
+        return None  # the VM says how to configure one if a block is reached
+    review_spec = resolve_review_model_spec(args.review_model, author_spec)
+    from orgtree_lang.decompose.decomposer import Decomposer
+    from orgtree_lang.models.base import ModelError
+
+    try:
+        author = model_from_spec(author_spec, role="author")
+        reviewer = model_from_spec(review_spec, role="reviewer")
+    except ModelError as err:
+        raise UsageError(str(err)) from None
+    return Decomposer(author=author, reviewer=reviewer, registry=registry, workspace=root, parent_file=file,
+                      parent_source=source)
 
 
 def budget_from_args(args):

@@ -7,7 +7,6 @@ import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from orgtree_lang.models.base import Message, Model, ModelError
 from orgtree_lang.review.concerns import VERDICT_SCHEMA, Concern, Verdict

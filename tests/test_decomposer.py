@@ -1,0 +1,147 @@
+"""The decomposer end to end with scripted models: write, repair, review, save, run, and reuse with no model calls."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from orgtree_lang.compile.api import compile_source
+from orgtree_lang.decompose.decomposer import Decomposer
+from orgtree_lang.decompose.store import ModuleStore
+from orgtree_lang.models.scripted import ScriptedModel
+from orgtree_lang.review.ledger import ConcernLedger
+from orgtree_lang.runtime.errors import PipeRuntimeError
+from orgtree_lang.runtime.skills import SkillContext, default_registry
+from orgtree_lang.runtime.workspace import Workspace
+from orgtree_lang.vm.machine import Machine
+
+REGISTRY = default_registry(plugins=False)
+PARENT = '''use text
+
+pipeline main(report: str) -> str:
+    ambiguous classify(report: str) -> label: str:
+        """Label the report: bug if it mentions a crash, else question."""
+    return label
+'''
+GOOD = '''```pipe
+use text
+
+pipeline main(report: str) -> str:
+    if text.contains(text.lower(report), "crash"):
+        return "bug"
+    return "question"
+```'''
+WRONG_TYPE = "```pipe\npipeline main(report: str) -> int:\n    return 1\n```"
+NO_CONCERNS = json.dumps({"concerns": [], "summary": "fits the spec"})
+ONE_CONCERN = json.dumps({"concerns": [{"id": "c1", "severity": "blocking", "spec_basis": "bug if it mentions a crash",
+                                        "evidence": "`Crash` in capitals is missed", "suggested_fix": "lower-case it"}]})
+
+
+class Counting:
+    """Counts the calls a model gets."""
+
+    def __init__(self, model) -> None:
+        self.model = model
+        self.name = model.name
+        self.calls = 0
+
+    def complete(self, *args, **kwargs):
+        self.calls += 1
+        return self.model.complete(*args, **kwargs)
+
+
+def scripted(tmp_path, name: str, rules: list[dict], role: str) -> Counting:
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(rules))
+    return Counting(ScriptedModel.from_file(path, role=role))
+
+
+def run(tmp_path, author, reviewer, report: str):
+    program = compile_source(PARENT, "triage.pipe", REGISTRY).program
+    decomposer = Decomposer(author=author, reviewer=reviewer, registry=REGISTRY, workspace=tmp_path,
+                            parent_file="triage.pipe", parent_source=PARENT)
+    machine = Machine(program, registry=REGISTRY, context=SkillContext(Workspace(tmp_path)), decomposer=decomposer)
+    machine.start(None, {"report": report})
+    return machine.run().result
+
+
+def test_a_module_is_written_reviewed_saved_and_run(tmp_path):
+    author = scripted(tmp_path, "author", [{"match": {"contains": "Write a module"}, "reply": GOOD}], "author")
+    reviewer = scripted(tmp_path, "reviewer", [{"reply": NO_CONCERNS}], "reviewer")
+    assert run(tmp_path, author, reviewer, "It crashed on start") == "bug"
+    assert (author.calls, reviewer.calls) == (1, 1)
+    (saved,) = ModuleStore(tmp_path).all()
+    assert saved.path.name == "classify.pipe" and saved.path.parent.name == "triage"
+    assert saved.provenance["parent"] == "triage.pipe:4"
+    assert saved.provenance["review-rounds"] == "1"
+    assert saved.provenance["author-conversation"] not in saved.provenance["reviewer-conversations"]
+
+
+def test_the_second_run_reuses_the_saved_module_with_no_model_calls(tmp_path):
+    author = scripted(tmp_path, "author", [{"match": {"contains": "Write a module"}, "reply": GOOD}], "author")
+    reviewer = scripted(tmp_path, "reviewer", [{"reply": NO_CONCERNS}], "reviewer")
+    run(tmp_path, author, reviewer, "crash")
+    author.calls = reviewer.calls = 0
+    assert run(tmp_path, author, reviewer, "how do I log in?") == "question"
+    assert (author.calls, reviewer.calls) == (0, 0)
+
+
+def test_an_invalid_module_is_repaired_from_the_diagnostics(tmp_path):
+    author = scripted(tmp_path, "author", [
+        {"match": {"contains": "not accepted yet"}, "reply": GOOD},
+        {"match": {"contains": "Write a module"}, "reply": WRONG_TYPE},
+    ], "author")
+    reviewer = scripted(tmp_path, "reviewer", [{"reply": NO_CONCERNS}], "reviewer")
+    assert run(tmp_path, author, reviewer, "crash!") == "bug"
+    assert author.calls == 2
+
+
+def test_a_blocking_concern_is_revised_and_recorded_in_the_ledger(tmp_path):
+    author = scripted(tmp_path, "author", [
+        {"match": {"contains": "A reviewer raised"}, "reply": GOOD + "\nc1: resolved: the report is lower-cased"},
+        {"match": {"contains": "Write a module"}, "reply": GOOD.replace("text.lower(report)", "report")},
+    ], "author")
+    reviewer = scripted(tmp_path, "reviewer", [{"replies": [ONE_CONCERN, NO_CONCERNS]}], "reviewer")
+    assert run(tmp_path, author, reviewer, "CRASH") == "bug"
+    (saved,) = ModuleStore(tmp_path).all()
+    assert "text.lower(report)" in saved.body
+    assert saved.provenance["review-rounds"] == "2"
+    rows = ConcernLedger.for_workspace(tmp_path).history(f"triage.pipe:classify:{saved.spec_hash}")
+    assert [(r["concern_id"], r["status"]) for r in rows] == [("c1", "resolved")]
+
+
+def test_no_valid_module_after_the_repairs_fails_clearly_and_saves_nothing(tmp_path):
+    author = scripted(tmp_path, "author", [{"reply": "I would label it a bug."}], "author")
+    reviewer = scripted(tmp_path, "reviewer", [{"reply": NO_CONCERNS}], "reviewer")
+    with pytest.raises(PipeRuntimeError, match="no valid module for ambiguous block `classify` after 4 attempts"):
+        run(tmp_path, author, reviewer, "crash")
+    assert ModuleStore(tmp_path).all() == []
+    assert reviewer.calls == 0
+
+
+def test_pipe_run_with_scripted_models_writes_and_then_reuses_the_child(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "triage.pipe").write_text(PARENT)
+    (tmp_path / "author.json").write_text(json.dumps([{"match": {"contains": "Write a module"}, "reply": GOOD}]))
+    (tmp_path / "reviewer.json").write_text(json.dumps([{"reply": NO_CONCERNS}]))
+
+    def pipe(*args):
+        return subprocess.run([sys.executable, "-m", "orgtree_lang.cli.main", *args], cwd=tmp_path, timeout=60,
+                              capture_output=True, text=True, env=dict(os.environ, PIPE_NO_PLUGINS="1"))
+
+    first = pipe("run", "triage.pipe", "-i", "report=it crashed", "--model", "scripted:author.json",
+                 "--review-model", "scripted:reviewer.json")
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == "bug\n"
+    saved = tmp_path / ".orgtree" / "modules" / "triage" / "classify.pipe"
+    assert saved.is_file()
+    assert pipe("check", str(saved)).returncode == 0
+    # A model that answers nothing the second time: any call would fail, and none is made.
+    (tmp_path / "silent.json").write_text(json.dumps([{"match": {"contains": "never asked"}, "reply": "x"}]))
+    second = pipe("run", "triage.pipe", "-i", "report=how do I log in", "--model", "scripted:silent.json")
+    assert second.returncode == 0, second.stderr
+    assert second.stdout == "question\n"
