@@ -145,3 +145,51 @@ def test_pipe_run_with_scripted_models_writes_and_then_reuses_the_child(tmp_path
     second = pipe("run", "triage.pipe", "-i", "report=how do I log in", "--model", "scripted:silent.json")
     assert second.returncode == 0, second.stderr
     assert second.stdout == "question\n"
+
+
+def test_a_reviewer_that_never_accepts_fails_clearly_and_saves_nothing(tmp_path):
+    author = scripted(tmp_path, "author", [
+        {"match": {"contains": "A reviewer raised"}, "reply": GOOD + "\nc1: resolved: lower-cased already"},
+        {"match": {"contains": "Write a module"}, "reply": GOOD},
+    ], "author")
+    stubborn = json.loads(ONE_CONCERN)
+    stubborn["concerns"][0]["still_present"] = True
+    reviewer = scripted(tmp_path, "reviewer", [{"reply": json.dumps(stubborn)}], "reviewer")
+    with pytest.raises(PipeRuntimeError) as info:
+        run(tmp_path, author, reviewer, "crash")
+    assert info.value.kind == "ambiguous" and "classify" in info.value.message
+    assert ModuleStore(tmp_path).all() == []
+
+
+def test_a_model_that_has_no_answer_is_a_clear_error(tmp_path):
+    author = scripted(tmp_path, "author", [{"match": {"contains": "never"}, "reply": GOOD}], "author")
+    reviewer = scripted(tmp_path, "reviewer", [{"reply": NO_CONCERNS}], "reviewer")
+    with pytest.raises(PipeRuntimeError) as info:
+        run(tmp_path, author, reviewer, "crash")
+    assert info.value.kind == "model" and "classify" in info.value.message
+
+
+def test_pipe_modules_lists_and_shows_the_generated_child_with_its_ledger(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    author = scripted(tmp_path, "author", [
+        {"match": {"contains": "A reviewer raised"}, "reply": GOOD + "\nc1: resolved: the report is lower-cased"},
+        {"match": {"contains": "Write a module"}, "reply": GOOD.replace("text.lower(report)", "report")},
+    ], "author")
+    reviewer = scripted(tmp_path, "reviewer", [{"replies": [ONE_CONCERN, NO_CONCERNS]}], "reviewer")
+    run(tmp_path, author, reviewer, "CRASH")
+
+    def pipe(*args):
+        return subprocess.run([sys.executable, "-m", "orgtree_lang.cli.main", "modules", *args], cwd=tmp_path,
+                              timeout=60, capture_output=True, text=True, env=dict(os.environ, PIPE_NO_PLUGINS="1"))
+
+    listing = pipe("list")
+    assert listing.stdout.split() == ["triage/classify.pipe", "block", "classify", "parent", "triage.pipe:4",
+                                      "review", "rounds", "2"]
+    shown = pipe("show", "classify", "--review")
+    assert shown.returncode == 0
+    assert "# orgtree: block = classify" in shown.stdout and "text.lower(report)" in shown.stdout
+    assert "# c1 [blocking, round 1] resolved: `Crash` in capitals is missed" in shown.stdout
+    assert pipe("show", "nosuch").returncode == 2

@@ -54,10 +54,20 @@ class Decomposer:
                                    f"limit is {self.max_depth}", kind="ambiguous", catchable=False,
                                    hint="the blocks keep breaking down into more unknown steps; write this step "
                                         "yourself or raise the limit")
+        from orgtree_lang.decompose.store import StoreError
+        from orgtree_lang.models.base import ModelError
+        from orgtree_lang.review.errors import ReviewError
+
         digest = spec_hash(spec)
         saved = self.store.find(digest)
         if saved is None:
-            saved = self._write_module(spec, inputs, digest)
+            try:
+                saved = self._write_module(spec, inputs, digest)
+            except (ModelError, ReviewError, StoreError) as err:
+                kind = "model" if isinstance(err, ModelError) else "ambiguous"
+                raise PipeRuntimeError(f"ambiguous block `{spec.name}`: {err}", kind=kind, catchable=False,
+                                       hint=getattr(err, "hint", None) or "nothing was saved; fix the cause "
+                                       "and run again") from err
         from orgtree_lang.compile.api import compile_source
 
         program = compile_source(saved.path.read_text(encoding="utf-8"), str(saved.path), self.registry).program

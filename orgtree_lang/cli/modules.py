@@ -1,0 +1,71 @@
+"""`pipe modules list | show`: the generated child modules of a workspace, their provenance and review ledgers."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from orgtree_lang.cli.main import EXIT_OK, EXIT_USAGE
+
+
+def add_module_commands(commands) -> None:
+    modules = commands.add_parser("modules", help="list or show generated child modules",
+                                  description="Generated modules live in WORKSPACE/.orgtree/modules as .pipe source.")
+    actions = modules.add_subparsers(dest="action", metavar="ACTION", required=True)
+    listing = actions.add_parser("list", help="one line per saved module")
+    listing.add_argument("--workspace", metavar="DIR", default=".", help="the workspace (default: this folder)")
+    listing.set_defaults(handler=command_list)
+    show = actions.add_parser("show", help="a module's source with its provenance header")
+    show.add_argument("name", metavar="NAME", help="a block name, PARENT/BLOCK, or the module's path")
+    show.add_argument("--review", action="store_true", help="also print the module's concern ledger")
+    show.add_argument("--workspace", metavar="DIR", default=".", help="the workspace (default: this folder)")
+    show.set_defaults(handler=command_show)
+
+
+def command_list(args) -> int:
+    from orgtree_lang.decompose.store import ModuleStore
+
+    store = ModuleStore(Path(args.workspace))
+    saved = store.all()
+    if not saved:
+        print(f"no generated modules in {store.root}", file=sys.stderr)
+        return EXIT_OK
+    for module in saved:
+        p = module.provenance
+        print(f"{module.path.relative_to(store.root)}  block {p.get('block', '?')}  parent {p.get('parent', '?')}  "
+              f"review rounds {p.get('review-rounds', '?')}")
+    return EXIT_OK
+
+
+def command_show(args) -> int:
+    from orgtree_lang.decompose.store import ModuleStore
+
+    store = ModuleStore(Path(args.workspace))
+    matches = [m for m in store.all() if _matches(m, args.name, store.root)]
+    if not matches:
+        names = ", ".join(str(m.path.relative_to(store.root)) for m in store.all()) or "none"
+        print(f"pipe modules show: no module `{args.name}` (saved modules: {names})", file=sys.stderr)
+        return EXIT_USAGE
+    if len(matches) > 1:
+        names = ", ".join(str(m.path.relative_to(store.root)) for m in matches)
+        print(f"pipe modules show: `{args.name}` names several modules ({names}); write PARENT/BLOCK",
+              file=sys.stderr)
+        return EXIT_USAGE
+    module = matches[0]
+    sys.stdout.write(module.path.read_text(encoding="utf-8"))
+    if args.review:
+        from orgtree_lang.review.ledger import ConcernLedger
+
+        parent = Path(module.provenance.get("parent", "").split(":")[0]).name
+        subject = f"{parent}:{module.provenance.get('block')}:{module.spec_hash}"
+        rows = ConcernLedger.for_workspace(Path(args.workspace)).history(subject)
+        print(f"\n# review ledger ({len(rows)} concern{'s' if len(rows) != 1 else ''})")
+        for row in rows:
+            print(f"# {row['concern_id']} [{row['severity']}, round {row['round']}] {row['status']}: "
+                  f"{row['evidence']}" + (f" ({row['rationale']})" if row.get("rationale") else ""))
+    return EXIT_OK
+
+
+def _matches(module, name: str, root: Path) -> bool:
+    relative = str(module.path.relative_to(root))
+    return name in (module.provenance.get("block"), relative, relative.removesuffix(".pipe"), str(module.path))
