@@ -23,6 +23,7 @@ def pipe(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
     """Run the `pipe` CLI in a fresh interpreter, as a user would."""
     env = dict(os.environ, PIPE_NO_PLUGINS="1", PYTHONIOENCODING="utf-8")
     env.pop("PIPE_MODEL", None)  # the examples must run, or fail clearly, without a model
+    env.pop("PIPE_REVIEW_MODEL", None)
     return subprocess.run(
         [sys.executable, "-m", "orgtree_lang.cli.main", *args],
         cwd=cwd, env=env, capture_output=True, text=True, timeout=60,
@@ -187,3 +188,100 @@ def test_examples_pass_pipe_check() -> None:
     result = pipe("check", *sorted(str(p) for p in EXAMPLES.glob("*.pipe")))
     assert result.returncode == 0, result.stderr
     assert "warning" not in result.stderr
+
+
+# ---- ambiguous_triage.pipe with the scripted models in examples/models/ ----------------------------------
+#
+# The scripted author first writes a module that matches request phrases case-sensitively; the scripted
+# reviewer's first round raises one blocking concern (c1, resting on "asks for a feature"); the author
+# answers "A reviewer raised ..." with a module that lower-cases the report first and `c1: resolved: ...`;
+# the reviewer's second round (a fresh conversation) has no concerns. So the saved module is the revised one,
+# after 2 review rounds with 1 concern resolved. What it answers, read from that module:
+#   "The export button does nothing when the list is empty." -> no request phrase, no "?", not "how " -> bug
+#   "Please add CSV export" -> lower-cased it contains "please add" -> feature
+#   "How do I change my password?" -> no request phrase, ends with "?" -> question
+
+SCRIPTED = ("--model", "scripted:examples/models/triage_author.yaml",
+            "--review-model", "scripted:examples/models/triage_reviewer.yaml")
+DEFAULT_REPORT = "The export button does nothing when the list is empty."
+
+
+def triage_copy(tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of examples/ to run from (the scripted files are resolved from the cwd) and an empty workspace."""
+    shutil.copytree(EXAMPLES, tmp_path / "examples", ignore=shutil.ignore_patterns("__pycache__"))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    return tmp_path, workspace
+
+
+def run_triage(cwd: Path, workspace: Path, *extra: str) -> subprocess.CompletedProcess:
+    return pipe("run", "examples/ambiguous_triage.pipe", "--workspace", str(workspace), *extra, cwd=cwd)
+
+
+def saved_classify(workspace: Path) -> Path:
+    return workspace / ".orgtree" / "modules" / "ambiguous_triage" / "classify.pipe"
+
+
+def test_ambiguous_example_writes_reviews_saves_and_runs_a_child_with_the_scripted_models(tmp_path: Path) -> None:
+    cwd, workspace = triage_copy(tmp_path)
+    result = run_triage(cwd, workspace, *SCRIPTED)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"triaging: {DEFAULT_REPORT}\nbug\n"
+    assert "Traceback" not in result.stderr
+
+    path = saved_classify(workspace)
+    assert path.is_file()
+    assert [p.name for p in path.parent.iterdir()] == ["classify.pipe"]  # nothing half-saved beside it
+    check = pipe("check", str(path))
+    assert check.returncode == 0, check.stderr
+    assert "warning" not in check.stderr
+
+    text = path.read_text(encoding="utf-8")
+    header = dict(line.removeprefix("# orgtree: ").split(" = ", 1)
+                  for line in text.splitlines() if line.startswith("# orgtree: "))
+    assert header["block"] == "classify"
+    assert header["parent"] == "examples/ambiguous_triage.pipe:16"
+    assert header["review-rounds"] == "2"
+    assert header["concerns"] == "open 0, resolved 1, rejected 0, out_of_scope 0"
+    assert header["author-model"] == "scripted:examples/models/triage_author.yaml"
+    assert header["reviewer-model"] == "scripted:examples/models/triage_reviewer.yaml"
+    reviewer_conversations = header["reviewer-conversations"].split(",")
+    assert len(set(reviewer_conversations)) == 2  # a fresh reviewer conversation per round
+    assert header["author-conversation"] not in reviewer_conversations
+    assert len(header["spec-hash"]) == 24
+    # The saved module is the revision: it lower-cases the report, as the concern asked.
+    assert "lowered = text.lower(text.strip(report))" in text
+    assert "text.contains(report, phrase)" not in text
+
+    from orgtree_lang.review.ledger import ConcernLedger
+
+    with ConcernLedger.for_workspace(workspace) as ledger:
+        rows = ledger.history(f"ambiguous_triage.pipe:classify:{header['spec-hash']}")
+    assert [(r["concern_id"], r["severity"], r["status"]) for r in rows] == [("c1", "blocking", "resolved")]
+
+
+def test_ambiguous_example_reuses_the_saved_module_with_no_model_calls(tmp_path: Path) -> None:
+    cwd, workspace = triage_copy(tmp_path)
+    first = run_triage(cwd, workspace, *SCRIPTED)
+    assert first.returncode == 0, first.stderr
+    saved = saved_classify(workspace).read_bytes()
+    # An author (and, by default, reviewer) with no answer for any request the decomposer sends:
+    # if a model were called, the run would fail.
+    (cwd / "never.yaml").write_text('rules:\n  - match: {contains: "never asked"}\n    reply: "x"\n')
+    for report, label in [("Please add CSV export", "feature"), ("How do I change my password?", "question"),
+                          (DEFAULT_REPORT, "bug")]:
+        again = run_triage(cwd, workspace, "-i", f"report={report}", "--model", "scripted:never.yaml")
+        assert again.returncode == 0, again.stderr
+        assert again.stdout == f"triaging: {report}\n{label}\n"
+    assert saved_classify(workspace).read_bytes() == saved  # reused as is, not rewritten
+
+
+def test_the_never_answering_model_does_fail_when_it_is_called(tmp_path: Path) -> None:
+    # The premise of the reuse test: in a workspace with no saved module, scripted:never.yaml is asked and fails.
+    cwd, workspace = triage_copy(tmp_path)
+    (cwd / "never.yaml").write_text('rules:\n  - match: {contains: "never asked"}\n    reply: "x"\n')
+    result = run_triage(cwd, workspace, "--model", "scripted:never.yaml")
+    assert result.returncode == 70
+    assert result.stdout == f"triaging: {DEFAULT_REPORT}\n"
+    assert "has no response for this author request" in result.stderr
+    assert not saved_classify(workspace).exists()
