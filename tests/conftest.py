@@ -6,6 +6,7 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 # Installed third-party skill packages must not change what the tests see.
@@ -24,3 +25,19 @@ settings.register_profile(
 )
 settings.register_profile("ci", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("PIPE_HYPOTHESIS_PROFILE", "default"))
+
+
+@pytest.fixture(scope="module")
+def registry():
+    """The stdlib skills only (no plugins), shared by the tests of one module."""
+    from orgtree_lang.runtime.skills import default_registry
+
+    return default_registry(plugins=False)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """An empty workspace folder."""
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    return folder

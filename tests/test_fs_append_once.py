@@ -19,21 +19,9 @@ from typing import Iterator
 import pytest
 
 from orgtree_lang.runtime.errors import SkillError
-from orgtree_lang.runtime.skills import SkillContext, SkillRegistry, default_registry
+from orgtree_lang.runtime.skills import SkillContext, SkillRegistry
 from orgtree_lang.runtime.workspace import Workspace
 from orgtree_lang.stdlib import fs_ledger
-
-
-@pytest.fixture(scope="module")
-def registry() -> SkillRegistry:
-    return default_registry(plugins=False)
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    folder = tmp_path / "ws"
-    folder.mkdir()
-    return folder
 
 
 @pytest.fixture

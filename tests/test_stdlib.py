@@ -11,21 +11,9 @@ from typing import Any
 import pytest
 
 from orgtree_lang.runtime.errors import SkillArgumentError, SkillError
-from orgtree_lang.runtime.skills import SkillContext, SkillRegistry, default_registry
+from orgtree_lang.runtime.skills import SkillContext, SkillRegistry
 from orgtree_lang.runtime.values import RecordValue
 from orgtree_lang.runtime.workspace import Workspace
-
-
-@pytest.fixture(scope="module")
-def registry() -> SkillRegistry:
-    return default_registry(plugins=False)
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    folder = tmp_path / "ws"
-    folder.mkdir()
-    return folder
 
 
 @pytest.fixture

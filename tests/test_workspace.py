@@ -12,13 +12,6 @@ from orgtree_lang.runtime.workspace import Workspace
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> Path:
-    folder = tmp_path / "ws"
-    folder.mkdir()
-    return folder
-
-
-@pytest.fixture
 def outside(tmp_path: Path) -> Path:
     folder = tmp_path / "outside"
     folder.mkdir()
