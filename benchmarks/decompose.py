@@ -1,0 +1,131 @@
+"""Model calls and tokens per decomposition, the second run's (zero) calls, and the synthesis prompt's size.
+
+    python benchmarks/decompose.py
+
+Uses examples/ambiguous_triage.pipe with the scripted models in examples/models/ (offline, deterministic):
+
+1. First run in an empty workspace: the `classify` block is written, reviewed (one blocking concern, a
+   revision, acceptance), saved and run. Every model call goes through a counting wrapper; tokens are the
+   `Completion.usage` figures (tiktoken counts for scripted models).
+2. Second run in the same workspace with a different report: the saved module is reused. It must make
+   0 model calls (the script exits 1 otherwise).
+3. The synthesis request (`Decomposer._request` plus the system message) for a block input of 1 KB and of
+   10 MB. Input values are summarized to SUMMARY_CHARS characters in the prompt, so both must stay within
+   PROMPT_BUDGET tokens (the script exits 1 otherwise) and be about the same size.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from orgtree_lang.compile.api import compile_source
+from orgtree_lang.decompose.decomposer import LANGUAGE_NOTES, SUMMARY_CHARS, Decomposer
+from orgtree_lang.models.scripted import ScriptedModel
+from orgtree_lang.models.tokens import count_tokens
+from orgtree_lang.runtime.skills import SkillContext, default_registry
+from orgtree_lang.runtime.workspace import Workspace
+from orgtree_lang.vm.machine import Machine
+
+REPO = Path(__file__).resolve().parent.parent
+PARENT = REPO / "examples" / "ambiguous_triage.pipe"
+AUTHOR = REPO / "examples" / "models" / "triage_author.yaml"
+REVIEWER = REPO / "examples" / "models" / "triage_reviewer.yaml"
+PARENT_NAME = "examples/ambiguous_triage.pipe"
+# A quarter of 8,192 tokens, the context window `context_window()` assumes for a model it does not know.
+PROMPT_BUDGET = 2048
+
+
+class Counting:
+    """Passes calls through to a model and keeps each call's usage."""
+
+    def __init__(self, model) -> None:
+        self.model = model
+        self.name = model.name
+        self.calls: list = []
+
+    def complete(self, *args, **kwargs):
+        done = self.model.complete(*args, **kwargs)
+        self.calls.append(done.usage)
+        return done
+
+    def tokens(self) -> tuple[int, int]:
+        return sum(u.prompt_tokens for u in self.calls), sum(u.completion_tokens for u in self.calls)
+
+
+def decompose_once(workspace: Path, registry, report: str) -> tuple[str, Counting, Counting, float]:
+    """Run the example's main with fresh scripted models; return its result, both counters and the seconds."""
+    source = PARENT.read_text(encoding="utf-8")
+    program = compile_source(source, PARENT_NAME, registry).program
+    author = Counting(ScriptedModel.from_file(AUTHOR, role="author"))
+    reviewer = Counting(ScriptedModel.from_file(REVIEWER, role="reviewer"))
+    decomposer = Decomposer(author=author, reviewer=reviewer, registry=registry, workspace=workspace,
+                            parent_file=PARENT_NAME, parent_source=source)
+    machine = Machine(program, registry=registry, context=SkillContext(Workspace(workspace)),
+                      decomposer=decomposer, printer=lambda line: None)
+    started = time.perf_counter()
+    machine.start("main", {"report": report})
+    result = machine.run().result
+    return result, author, reviewer, time.perf_counter() - started
+
+
+def row(label: str, author: Counting, reviewer: Counting, seconds: float) -> str:
+    (ap, ac), (rp, rc) = author.tokens(), reviewer.tokens()
+    return (f"{label:<26} {len(author.calls):>6} {len(reviewer.calls):>8} {len(author.calls) + len(reviewer.calls):>6}"
+            f" {ap + rp:>14,} {ac + rc:>18,} {seconds * 1000:>9.1f}")
+
+
+def synthesis_tokens(registry, size: int) -> tuple[int, int, float]:
+    """Tokens of the synthesis request (system + user message) for a `report` of `size` characters."""
+    source = PARENT.read_text(encoding="utf-8")
+    program = compile_source(source, PARENT_NAME, registry).program
+    spec = program.pipelines["main"].ambiguous[0]
+    decomposer = Decomposer(author=None, reviewer=None, registry=registry, workspace=Path(tempfile.gettempdir()),
+                            parent_file=PARENT_NAME, parent_source=source)
+    sentence = "The export button does nothing when the list is empty. "
+    report = (sentence * (size // len(sentence) + 1))[:size]
+    started = time.perf_counter()
+    request = decomposer._request(spec, {"report": report})
+    seconds = time.perf_counter() - started
+    return count_tokens(LANGUAGE_NOTES) + count_tokens(request), len(request), seconds
+
+
+def main() -> int:
+    registry = default_registry(plugins=False)
+    failed = False
+    print("decomposition of `classify` in examples/ambiguous_triage.pipe, scripted models from examples/models/")
+    print(f"{'run':<26} {'author':>6} {'reviewer':>8} {'calls':>6} {'prompt tokens':>14} "
+          f"{'completion tokens':>18} {'ms':>9}")
+    with tempfile.TemporaryDirectory() as tmp:
+        workspace = Path(tmp)
+        result, author, reviewer, seconds = decompose_once(workspace, registry, "Please add CSV export")
+        print(row("1st run (write+review)", author, reviewer, seconds) + f"   -> {result}")
+        for i, usage in enumerate(author.calls, 1):
+            print(f"    author call {i}: {usage.prompt_tokens:,} prompt + {usage.completion_tokens:,} completion")
+        for i, usage in enumerate(reviewer.calls, 1):
+            print(f"    reviewer call {i}: {usage.prompt_tokens:,} prompt + {usage.completion_tokens:,} completion")
+        result, author, reviewer, seconds = decompose_once(workspace, registry, "How do I change my password?")
+        print(row("2nd run (reuse)", author, reviewer, seconds) + f"   -> {result}")
+        if author.calls or reviewer.calls:
+            print("FAIL: the second run called a model")
+            failed = True
+
+    print()
+    print(f"synthesis request (system + user message), input summarized to {SUMMARY_CHARS} characters")
+    small_tokens, small_chars, small_s = synthesis_tokens(registry, 1024)
+    big_tokens, big_chars, big_s = synthesis_tokens(registry, 10 * 1024 * 1024)
+    print(f"  report of 1 KB:  {small_tokens:>6,} prompt tokens ({small_chars:,} characters of user message, "
+          f"built in {small_s * 1000:.2f} ms)")
+    print(f"  report of 10 MB: {big_tokens:>6,} prompt tokens ({big_chars:,} characters of user message, "
+          f"built in {big_s * 1000:.2f} ms)")
+    print(f"  ratio 10 MB / 1 KB: {big_tokens / small_tokens:.3f}; budget {PROMPT_BUDGET:,} tokens")
+    if max(small_tokens, big_tokens) > PROMPT_BUDGET:
+        print("FAIL: the synthesis prompt is over budget")
+        failed = True
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
