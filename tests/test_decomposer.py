@@ -107,7 +107,7 @@ def test_a_blocking_concern_is_revised_and_recorded_in_the_ledger(tmp_path):
     (saved,) = ModuleStore(tmp_path).all()
     assert "text.lower(report)" in saved.body
     assert saved.provenance["review-rounds"] == "2"
-    rows = ConcernLedger.for_workspace(tmp_path).history(f"triage.pipe:classify:{saved.spec_hash}")
+    rows = ConcernLedger.for_workspace(tmp_path).history(saved.provenance["review-subject"])
     assert [(r["concern_id"], r["status"]) for r in rows] == [("c1", "resolved")]
 
 
@@ -193,3 +193,26 @@ def test_pipe_modules_lists_and_shows_the_generated_child_with_its_ledger(tmp_pa
     assert "# orgtree: block = classify" in shown.stdout and "text.lower(report)" in shown.stdout
     assert "# c1 [blocking, round 1] resolved: `Crash` in capitals is missed" in shown.stdout
     assert pipe("show", "nosuch").returncode == 2
+
+
+def test_a_run_through_an_ambiguous_block_replays_identically_with_no_model(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "triage.pipe").write_text(PARENT)
+    (tmp_path / "author.json").write_text(json.dumps([{"match": {"contains": "Write a module"}, "reply": GOOD}]))
+    (tmp_path / "reviewer.json").write_text(json.dumps([{"reply": NO_CONCERNS}]))
+
+    def pipe(*args):
+        return subprocess.run([sys.executable, "-m", "orgtree_lang.cli.main", *args], cwd=tmp_path, timeout=60,
+                              capture_output=True, text=True, env=dict(os.environ, PIPE_NO_PLUGINS="1"))
+
+    first = pipe("run", "triage.pipe", "-i", "report=crash", "--model", "scripted:author.json",
+                 "--review-model", "scripted:reviewer.json")
+    assert first.returncode == 0, first.stderr
+    assert "model answers come from scripted:author.json" in first.stderr
+    (run_id,) = [p.name for p in (tmp_path / ".orgtree" / "runs").iterdir()]
+    replay = pipe("replay", run_id)
+    assert replay.returncode == 0, replay.stderr
+    assert "0 outside call(s)" in replay.stderr and "identical" in replay.stderr

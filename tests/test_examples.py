@@ -256,7 +256,7 @@ def test_ambiguous_example_writes_reviews_saves_and_runs_a_child_with_the_script
     from orgtree_lang.review.ledger import ConcernLedger
 
     with ConcernLedger.for_workspace(workspace) as ledger:
-        rows = ledger.history(f"ambiguous_triage.pipe:classify:{header['spec-hash']}")
+        rows = ledger.history(header["review-subject"])
     assert [(r["concern_id"], r["severity"], r["status"]) for r in rows] == [("c1", "blocking", "resolved")]
 
 

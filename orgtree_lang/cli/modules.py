@@ -57,7 +57,8 @@ def command_show(args) -> int:
         from orgtree_lang.review.ledger import ConcernLedger
 
         parent = Path(module.provenance.get("parent", "").split(":")[0]).name
-        subject = f"{parent}:{module.provenance.get('block')}:{module.spec_hash}"
+        subject = module.provenance.get("review-subject") or \
+            f"{parent}:{module.provenance.get('block')}:{module.spec_hash}"
         rows = ConcernLedger.for_workspace(Path(args.workspace)).history(subject)
         print(f"\n# review ledger ({len(rows)} concern{'s' if len(rows) != 1 else ''})")
         for row in rows:

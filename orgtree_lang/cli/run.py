@@ -78,6 +78,9 @@ def make_decomposer(args, program, source: str, file: str, root: Path, registry)
     if not author_spec:
         return None  # the VM says how to configure one if a block is reached
     review_spec = resolve_review_model_spec(args.review_model, author_spec)
+    for spec in {author_spec, review_spec}:
+        if spec.startswith(("scripted:", "replay:")):
+            print(f"pipe run: model answers come from {spec}, not from a live model", file=sys.stderr)
     from orgtree_lang.decompose.decomposer import Decomposer
     from orgtree_lang.models.base import ModelError
 

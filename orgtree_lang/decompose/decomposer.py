@@ -95,13 +95,16 @@ class Decomposer:
             return revised, _resolutions(answer_holder[-1] if answer_holder else "", concerns)
 
         ledger = ConcernLedger.for_workspace(self.workspace)
-        outcome = review_loop(f"{Path(self.parent_file).name}:{spec.name}:{digest}", self._spec_text(spec), body,
+        # Each writing of a module is reviewed afresh: concerns settled for an earlier module are not inherited.
+        subject = f"{Path(self.parent_file).name}:{spec.name}:{digest}:{conversation[:8]}"
+        outcome = review_loop(subject, self._spec_text(spec), body,
                               author=self.author, reviewer=self.reviewer, revise=revise, ledger=ledger,
                               max_rounds=self.max_review_rounds, author_conversation=conversation)
         provenance = {
             "block": spec.name,
             "parent": f"{self.parent_file}:{spec.span.line}",
             "spec-hash": digest,
+            "review-subject": subject,
             "author-model": self.author.name,
             "reviewer-model": self.reviewer.name,
             "author-conversation": outcome.author_conversation,
@@ -168,8 +171,17 @@ class Decomposer:
             author=self.author, reviewer=self.reviewer, registry=self.registry, workspace=self.workspace,
             parent_file=str(path), parent_source=path.read_text(encoding="utf-8"), max_repairs=self.max_repairs,
             max_review_rounds=self.max_review_rounds, depth=self.depth + 1, max_depth=self.max_depth)
+        # The child's steps go to a trace of their own: the parent's trace holds only what a replay of the
+        # parent reproduces (a replay takes the block's outputs from the journal and runs no child).
+        tracer = None
+        if machine.tracer is not None:
+            from orgtree_lang.vm.trace import Tracer
+
+            parent_trace = machine.tracer.path
+            tracer = Tracer(parent_trace.with_name(f"{parent_trace.stem}.{spec.name}.jsonl"),
+                            f"{machine.state.run_id}/{spec.name}", steps=machine.tracer.steps)
         child = Machine(program, registry=machine.registry, context=machine.context, budget=machine.budget,
-                        decomposer=child_decomposer, tracer=machine.tracer, printer=machine.printer)
+                        decomposer=child_decomposer, tracer=tracer, printer=machine.printer)
         child.start("main", dict(inputs), run_id=f"{machine.state.run_id}/{spec.name}")
         try:
             child.run()
@@ -178,8 +190,8 @@ class Decomposer:
                                    kind=err.kind, hint=err.hint or f"read or fix it: {path}",
                                    catchable=err.catchable) from err
         finally:
-            machine.state.steps += child.state.steps if child.state else 0
-            machine.state.skill_calls += child.state.skill_calls if child.state else 0
+            if tracer is not None:
+                tracer.close()
         result = child.state.result
         if len(spec.outputs) == 1:
             return {spec.outputs[0][0]: result}
