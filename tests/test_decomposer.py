@@ -216,3 +216,51 @@ def test_a_run_through_an_ambiguous_block_replays_identically_with_no_model(tmp_
     replay = pipe("replay", run_id)
     assert replay.returncode == 0, replay.stderr
     assert "0 outside call(s)" in replay.stderr and "identical" in replay.stderr
+
+
+def test_record_saves_cassettes_that_replay_offline(tmp_path):
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    (tmp_path / "triage.pipe").write_text(PARENT)
+    (tmp_path / "author.json").write_text(json.dumps([{"match": {"contains": "Write a module"}, "reply": GOOD}]))
+    (tmp_path / "reviewer.json").write_text(json.dumps([{"reply": NO_CONCERNS}]))
+
+    def pipe(cwd, *args):
+        return subprocess.run([sys.executable, "-m", "orgtree_lang.cli.main", *args], cwd=cwd, timeout=60,
+                              capture_output=True, text=True, env=dict(os.environ, PIPE_NO_PLUGINS="1"))
+
+    recorded = pipe(tmp_path, "run", "triage.pipe", "-i", "report=crash", "--model", "scripted:author.json",
+                    "--review-model", "scripted:reviewer.json", "--record", "session.json")
+    assert recorded.returncode == 0, recorded.stderr
+    assert (tmp_path / "session.json").is_file() and (tmp_path / "session.reviewer.json").is_file()
+    # A fresh workspace with no saved module: the same answers come from the cassettes, offline.
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    for name in ("triage.pipe", "session.json", "session.reviewer.json"):
+        shutil.copy(tmp_path / name, fresh / name)
+    replayed = pipe(fresh, "run", "triage.pipe", "-i", "report=crash", "--model", "replay:session.json",
+                    "--review-model", "replay:session.reviewer.json")
+    assert replayed.returncode == 0, replayed.stderr
+    assert replayed.stdout == "bug\n"
+    assert (fresh / ".orgtree" / "modules" / "triage" / "classify.pipe").is_file()
+
+
+def test_a_module_written_again_is_reviewed_afresh(tmp_path):
+    author = scripted(tmp_path, "author", [
+        {"match": {"contains": "A reviewer raised"}, "reply": GOOD + "\nc1: resolved: lower-cased"},
+        {"match": {"contains": "Write a module"}, "reply": GOOD.replace("text.lower(report)", "report")},
+    ], "author")
+    reviewer = scripted(tmp_path, "reviewer", [{"replies": [ONE_CONCERN, NO_CONCERNS]}], "reviewer")
+    run(tmp_path, author, reviewer, "CRASH")
+    (first,) = ModuleStore(tmp_path).all()
+    first.path.unlink()
+    # The same concern comes back for the new draft: it must block again, not count as settled.
+    reviewer = scripted(tmp_path, "reviewer2", [{"replies": [ONE_CONCERN, NO_CONCERNS]}], "reviewer")
+    assert run(tmp_path, author, reviewer, "CRASH") == "bug"
+    (second,) = ModuleStore(tmp_path).all()
+    assert first.provenance["review-subject"].endswith(":1")
+    assert second.provenance["review-subject"].endswith(":2")
+    assert second.provenance["review-rounds"] == "2" and "text.lower(report)" in second.body

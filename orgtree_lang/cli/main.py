@@ -47,6 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
                                                      "(default: PIPE_MODEL, or [model] name in orgtree.toml)")
     run.add_argument("--review-model", metavar="SPEC", help="the reviewer's model (default: PIPE_REVIEW_MODEL, "
                                                             "[model] review, or the author's model)")
+    run.add_argument("--api-base", metavar="URL", help="the endpoint of an OpenAI-compatible server for the models")
+    run.add_argument("--record", metavar="FILE", help="save every model request and answer to the cassette FILE "
+                                                      "(the reviewer's to FILE with .reviewer before the suffix); "
+                                                      "replay them offline with --model replay:FILE")
     run.add_argument("--durability", choices=("power", "process"), default="power",
                      help="power (default): every journaled step is on disk before the run moves on; process: "
                           "it survives kill -9 and crashes of the process, is much faster, and may lose the last "

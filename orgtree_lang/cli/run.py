@@ -84,13 +84,25 @@ def make_decomposer(args, program, source: str, file: str, root: Path, registry)
     from orgtree_lang.decompose.decomposer import Decomposer
     from orgtree_lang.models.base import ModelError
 
+    extra = {"api_base": args.api_base} if args.api_base else {}
     try:
-        author = model_from_spec(author_spec, role="author")
-        reviewer = model_from_spec(review_spec, role="reviewer")
+        author = model_from_spec(author_spec, role="author", **_litellm_only(author_spec, extra))
+        reviewer = model_from_spec(review_spec, role="reviewer", **_litellm_only(review_spec, extra))
     except ModelError as err:
         raise UsageError(str(err)) from None
+    if args.record:
+        from orgtree_lang.models.cassette import RecordingModel
+
+        cassette = Path(args.record)
+        author = RecordingModel(author, cassette)
+        reviewer = RecordingModel(reviewer, cassette.with_name(f"{cassette.stem}.reviewer{cassette.suffix}"))
     return Decomposer(author=author, reviewer=reviewer, registry=registry, workspace=root, parent_file=file,
                       parent_source=source)
+
+
+def _litellm_only(spec: str, extra: dict) -> dict:
+    """Endpoint settings apply to provider models, not to scripted or replayed answers."""
+    return {} if spec.startswith(("scripted:", "replay:")) else extra
 
 
 def budget_from_args(args):

@@ -96,7 +96,9 @@ class Decomposer:
 
         ledger = ConcernLedger.for_workspace(self.workspace)
         # Each writing of a module is reviewed afresh: concerns settled for an earlier module are not inherited.
-        subject = f"{Path(self.parent_file).name}:{spec.name}:{digest}:{conversation[:8]}"
+        # The subject is numbered, not random, so the prompts (and recorded cassettes) are the same every time.
+        base = f"{Path(self.parent_file).name}:{spec.name}:{digest}"
+        subject = f"{base}:{len(ledger.subjects(base + ':')) + 1}"
         outcome = review_loop(subject, self._spec_text(spec), body,
                               author=self.author, reviewer=self.reviewer, revise=revise, ledger=ledger,
                               max_rounds=self.max_review_rounds, author_conversation=conversation)

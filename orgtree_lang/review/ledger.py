@@ -241,6 +241,12 @@ class ConcernLedger:
             counts[row["status"]] = row["n"]
         return counts
 
+    def subjects(self, prefix: str) -> list[str]:
+        """Every subject reviewed so far that starts with `prefix`, in the order first reviewed."""
+        rows = self._rows("SELECT subject, MIN(rowid) AS first FROM review_rounds WHERE substr(subject, 1, ?) = ? "
+                          "GROUP BY subject ORDER BY first", (len(prefix), prefix))
+        return [row["subject"] for row in rows]
+
     def last_round(self, subject: str) -> int:
         """The highest round recorded for `subject` (0 when none)."""
         rows = self._rows("SELECT MAX(r) AS r FROM (SELECT MAX(round) AS r FROM review_rounds WHERE subject = ? "
