@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -66,6 +70,18 @@ def run(tmp_path, author, reviewer, report: str):
     return machine.run().result
 
 
+def write_project(folder) -> None:
+    """The parent program and scripted models that write a valid module and accept it."""
+    (folder / "triage.pipe").write_text(PARENT)
+    (folder / "author.json").write_text(json.dumps([{"match": {"contains": "Write a module"}, "reply": GOOD}]))
+    (folder / "reviewer.json").write_text(json.dumps([{"reply": NO_CONCERNS}]))
+
+
+def pipe_in(folder, *args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "orgtree_lang.cli.main", *args], cwd=folder, timeout=60,
+                          capture_output=True, text=True, env=dict(os.environ, PIPE_NO_PLUGINS="1"))
+
+
 def test_a_module_is_written_reviewed_saved_and_run(tmp_path):
     author = scripted(tmp_path, "author", [{"match": {"contains": "Write a module"}, "reply": GOOD}], "author")
     reviewer = scripted(tmp_path, "reviewer", [{"reply": NO_CONCERNS}], "reviewer")
@@ -121,17 +137,10 @@ def test_no_valid_module_after_the_repairs_fails_clearly_and_saves_nothing(tmp_p
 
 
 def test_pipe_run_with_scripted_models_writes_and_then_reuses_the_child(tmp_path):
-    import os
-    import subprocess
-    import sys
-
-    (tmp_path / "triage.pipe").write_text(PARENT)
-    (tmp_path / "author.json").write_text(json.dumps([{"match": {"contains": "Write a module"}, "reply": GOOD}]))
-    (tmp_path / "reviewer.json").write_text(json.dumps([{"reply": NO_CONCERNS}]))
+    write_project(tmp_path)
 
     def pipe(*args):
-        return subprocess.run([sys.executable, "-m", "orgtree_lang.cli.main", *args], cwd=tmp_path, timeout=60,
-                              capture_output=True, text=True, env=dict(os.environ, PIPE_NO_PLUGINS="1"))
+        return pipe_in(tmp_path, *args)
 
     first = pipe("run", "triage.pipe", "-i", "report=it crashed", "--model", "scripted:author.json",
                  "--review-model", "scripted:reviewer.json")
@@ -170,9 +179,6 @@ def test_a_model_that_has_no_answer_is_a_clear_error(tmp_path):
 
 
 def test_pipe_modules_lists_and_shows_the_generated_child_with_its_ledger(tmp_path):
-    import os
-    import subprocess
-    import sys
 
     author = scripted(tmp_path, "author", [
         {"match": {"contains": "A reviewer raised"}, "reply": GOOD + "\nc1: resolved: the report is lower-cased"},
@@ -182,8 +188,7 @@ def test_pipe_modules_lists_and_shows_the_generated_child_with_its_ledger(tmp_pa
     run(tmp_path, author, reviewer, "CRASH")
 
     def pipe(*args):
-        return subprocess.run([sys.executable, "-m", "orgtree_lang.cli.main", "modules", *args], cwd=tmp_path,
-                              timeout=60, capture_output=True, text=True, env=dict(os.environ, PIPE_NO_PLUGINS="1"))
+        return pipe_in(tmp_path, "modules", *args)
 
     listing = pipe("list")
     assert listing.stdout.split() == ["triage/classify.pipe", "block", "classify", "parent", "triage.pipe:4",
@@ -196,17 +201,10 @@ def test_pipe_modules_lists_and_shows_the_generated_child_with_its_ledger(tmp_pa
 
 
 def test_a_run_through_an_ambiguous_block_replays_identically_with_no_model(tmp_path):
-    import os
-    import subprocess
-    import sys
-
-    (tmp_path / "triage.pipe").write_text(PARENT)
-    (tmp_path / "author.json").write_text(json.dumps([{"match": {"contains": "Write a module"}, "reply": GOOD}]))
-    (tmp_path / "reviewer.json").write_text(json.dumps([{"reply": NO_CONCERNS}]))
+    write_project(tmp_path)
 
     def pipe(*args):
-        return subprocess.run([sys.executable, "-m", "orgtree_lang.cli.main", *args], cwd=tmp_path, timeout=60,
-                              capture_output=True, text=True, env=dict(os.environ, PIPE_NO_PLUGINS="1"))
+        return pipe_in(tmp_path, *args)
 
     first = pipe("run", "triage.pipe", "-i", "report=crash", "--model", "scripted:author.json",
                  "--review-model", "scripted:reviewer.json")
@@ -219,18 +217,8 @@ def test_a_run_through_an_ambiguous_block_replays_identically_with_no_model(tmp_
 
 
 def test_record_saves_cassettes_that_replay_offline(tmp_path):
-    import os
-    import shutil
-    import subprocess
-    import sys
-
-    (tmp_path / "triage.pipe").write_text(PARENT)
-    (tmp_path / "author.json").write_text(json.dumps([{"match": {"contains": "Write a module"}, "reply": GOOD}]))
-    (tmp_path / "reviewer.json").write_text(json.dumps([{"reply": NO_CONCERNS}]))
-
-    def pipe(cwd, *args):
-        return subprocess.run([sys.executable, "-m", "orgtree_lang.cli.main", *args], cwd=cwd, timeout=60,
-                              capture_output=True, text=True, env=dict(os.environ, PIPE_NO_PLUGINS="1"))
+    write_project(tmp_path)
+    pipe = pipe_in
 
     recorded = pipe(tmp_path, "run", "triage.pipe", "-i", "report=crash", "--model", "scripted:author.json",
                     "--review-model", "scripted:reviewer.json", "--record", "session.json")
