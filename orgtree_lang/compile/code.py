@@ -75,7 +75,9 @@ class CodeObject:
 
     def span_at(self, pc: int) -> Span:
         """The source span of the instruction at `pc`, from the line table."""
-        starts = [row[0] for row in self.line_table]
+        starts = self.__dict__.get("_line_starts")
+        if starts is None or len(starts) != len(self.line_table):  # built once per finished line table
+            starts = self.__dict__["_line_starts"] = [row[0] for row in self.line_table]
         i = bisect.bisect_right(starts, pc) - 1
         if i < 0:
             return self.span or Span(self.file, 0, 0, 0, 0)

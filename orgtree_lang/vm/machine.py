@@ -298,16 +298,15 @@ class Machine:
     def _at_stop(self, frame: Frame) -> bool:
         """Slow path at a statement boundary: budgets, pausing, clock and tracing. True means leave the loop."""
         state = self.state
-        span = frame.code.span_at(frame.pc)
         budget = self.budget
         if budget.max_steps is not None and state.steps >= budget.max_steps:
             self._checkpoint_before_stop()
-            raise budget_exceeded("steps", budget.max_steps, state.steps, span)
+            raise budget_exceeded("steps", budget.max_steps, state.steps, frame.code.span_at(frame.pc))
         if budget.max_seconds is not None:
             used = state.elapsed + self.clock() - self._started
             if used > budget.max_seconds:
                 self._checkpoint_before_stop()
-                raise budget_exceeded("seconds", budget.max_seconds, used, span)
+                raise budget_exceeded("seconds", budget.max_seconds, used, frame.code.span_at(frame.pc))
         if self._pause_at is not None and state.steps >= self._pause_at:
             state.status = "paused"
             if self.effects is not None:
@@ -319,9 +318,9 @@ class Machine:
             now = self.clock()
             if now - self._last_progress >= 1.0:
                 self._last_progress = now
-                self.progress(state, span)
+                self.progress(state, frame.code.span_at(frame.pc))
         if self.tracer is not None and self.tracer.steps:
-            self.tracer.emit("step", span, frame.pipeline, step=state.steps + 1)
+            self.tracer.emit("step", frame.code.span_at(frame.pc), frame.pipeline, step=state.steps + 1)
         return False
 
     # ---- errors -----------------------------------------------------------
