@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from orgtree_lang.models.base import Model, ModelError
+from orgtree_lang.runtime.config import ConfigError, config_section
 
 
 def model_from_spec(spec: str, *, role: str = "author", **kw: Any) -> Model:
@@ -30,19 +30,10 @@ def model_from_spec(spec: str, *, role: str = "author", **kw: Any) -> Model:
 
 
 def _config_model(config_path: Path) -> dict[str, Any]:
-    if not config_path.is_file():
-        return {}
     try:
-        data = tomllib.loads(config_path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ModelError(f"cannot read {config_path}: {exc}", "config") from None
-    section = data.get("model", {})
-    if not isinstance(section, dict):
-        raise ModelError(f"{config_path}: [model] must be a table", "config")
-    for key in ("name", "review"):
-        if key in section and not isinstance(section[key], str):
-            raise ModelError(f"{config_path}: [model] {key} must be a string", "config")
-    return section
+        return config_section("model", config_path, types={"name": str, "review": str})
+    except ConfigError as exc:
+        raise ModelError(str(exc), "config") from None
 
 
 def resolve_model_spec(cli_value: str | None = None, env: Mapping[str, str] | None = None,
