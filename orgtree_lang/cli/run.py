@@ -97,8 +97,15 @@ def make_decomposer(args, program, source: str, file: str, root: Path, registry)
         cassette = Path(args.record)
         author = RecordingModel(author, cassette)
         reviewer = RecordingModel(reviewer, cassette.with_name(f"{cassette.stem}.reviewer{cassette.suffix}"))
+    from orgtree_lang.decompose.decomposer import DecomposeSettings
+    from orgtree_lang.runtime.config import ConfigError
+
+    try:
+        settings = DecomposeSettings.from_config(root / "orgtree.toml")
+    except (ConfigError, TypeError) as err:
+        raise UsageError(str(err)) from None
     return Decomposer(author=author, reviewer=reviewer, registry=registry, workspace=root, parent_file=file,
-                      parent_source=source)
+                      parent_source=source, settings=settings)
 
 
 def _litellm_only(spec: str, extra: dict) -> dict:
