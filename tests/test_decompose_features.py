@@ -244,3 +244,43 @@ def test_a_value_no_rule_fits_gets_one_model_reshape_then_a_clear_error(tmp_path
         fit_outputs({"total": "lots"}, spec, records, model_reshaper(model, records, "c2"))
     assert "output `total` of ambiguous block count_words must be int" in err.value.message
     assert '"lots"' in err.value.message and len(model.calls) == 2
+
+
+NARROWED = '''use text, lists
+
+pipeline main(report: str) -> str:
+    ambiguous classify(report: str) -> label: str:
+        """Label the report: bug if it mentions a crash, else question."""
+        use text.lower, text.contains
+    return label
+'''
+
+
+def test_a_block_narrows_the_skills_its_module_may_use(tmp_path):
+    program = compile_source(NARROWED, "n.pipe", REGISTRY).program
+    spec = program.pipelines["main"].ambiguous[0]
+    assert spec.uses == ("text.lower", "text.contains")
+    assert [s.name for s in allowed_skills(spec, REGISTRY)] == ["text.contains", "text.lower"]
+    wide = scripted(tmp_path, "a", [{"match": {"contains": "not accepted yet"}, "reply": GOOD.replace(
+        "use text", "use text.lower, text.contains")}, {"match": {"contains": "Write a module"}, "reply": GOOD}],
+        "author")
+    reviewer = scripted(tmp_path, "r", [{"reply": NO_CONCERNS}], "reviewer")
+    assert run(tmp_path, NARROWED, wide, reviewer, "crash", file="n.pipe") == "bug"
+    # The first answer's `use text` is wider than the block allows: sent back, then accepted narrowed.
+    assert len(wide.calls) == 2 and "`use text` is not allowed" in wide.calls[1]
+    assert "text.split" not in wide.calls[0] and "text.contains(" in wide.calls[0]
+
+
+def test_block_use_lines_are_checked_and_formatted():
+    from orgtree_lang.syntax.diagnostics import CompileError
+    from orgtree_lang.syntax.formatter import format_source
+
+    assert format_source(NARROWED) == NARROWED
+    bad = NARROWED.replace("use text.lower, text.contains", "use fs, text.nope").replace(
+        "pipeline main(report: str) -> str:\n", "pipeline main(report: str) -> str:\n    use text\n")
+    with pytest.raises(CompileError) as err:
+        compile_source(bad, "bad.pipe", REGISTRY)
+    messages = [d.message for d in err.value.diagnostics]
+    assert any("`use` inside a pipeline is allowed only in an ambiguous block" in m for m in messages)
+    assert any("cannot use `fs`: a block may only narrow the module's skills" in m for m in messages)
+    assert any("`use text.nope` in ambiguous block `classify` names no installed skill" in m for m in messages)
