@@ -389,6 +389,54 @@ def test_a_block_reached_twice_gets_two_children_and_the_second_run_reuses_the_m
     assert out.count("[reused") == 2 and " tokens" not in out
 
 
+NESTING = '''use text
+
+pipeline main(s: str = "Hello") -> str:
+    ambiguous outer(s: str) -> out: str:
+        """Shout s twice."""
+    return out
+'''
+OUTER_MODULE = '''```pipe
+use text
+
+pipeline main(s: str) -> str:
+    ambiguous inner(s: str) -> loud: str:
+        """Upper-case s."""
+    return loud + loud
+```'''
+INNER_MODULE = "```pipe\nuse text\n\npipeline main(s: str) -> str:\n    return text.upper(s)\n```"
+
+
+def test_a_generated_child_with_its_own_block_nests_a_grandchild_under_it(tmp_path, capsys):
+    write(tmp_path, "nesting.pipe", NESTING)
+    (tmp_path / "author.json").write_text(json.dumps([{"match": {"contains": "step `inner`"}, "reply": INNER_MODULE},
+                                                      {"reply": OUTER_MODULE}]))
+    (tmp_path / "reviewer.json").write_text(json.dumps([{"reply": NO_CONCERNS}]))
+    models = ["--model", f"scripted:{tmp_path / 'author.json'}",
+              "--review-model", f"scripted:{tmp_path / 'reviewer.json'}"]
+    code, envelope, err = run_json(capsys, str(tmp_path / "nesting.pipe"), *models)
+    assert code == 0, err
+    assert envelope["output"] == "HELLOHELLO"
+    nodes = tree_nodes(capsys, tmp_path)
+    (outer,) = [n for n in nodes.values() if n.name == "outer"]
+    (inner,) = [n for n in nodes.values() if n.name == "inner"]
+    # run -> main -> outer block -> its child's main -> inner block -> the grandchild's main -> text.upper
+    child = nodes[inner.parent_id]
+    assert (child.kind, child.name, child.parent_id, child.run_id) == ("pipeline", "main", outer.id, outer.id)
+    (grandchild,) = [n for n in nodes.values() if n.parent_id == inner.id]
+    assert grandchild.run_id == inner.id and grandchild.id.startswith(outer.id + "/")
+    (upper,) = [n for n in nodes.values() if n.kind == "skill"]
+    assert upper.parent_id == grandchild.id and "HELLO" in upper.output
+    assert all(n.status == "ok" for n in nodes.values())
+    # Each block is charged its own writing; the run's tokens are both.
+    assert outer.tokens > 0 and inner.tokens > 0
+    assert envelope["usage"]["tokens"] == outer.tokens + inner.tokens
+    progress = [line for line in err.splitlines() if line.lstrip().startswith(("▸", "✓"))]
+    assert [line.split(" main/")[0] for line in progress] == ["▸", "  ▸", "  ✓", "✓"]  # the inner one indented
+    code, out, _ = pipe(capsys, "tree", "--workspace", str(tmp_path))
+    assert f"{outer.tokens + inner.tokens:,} tokens" in out.splitlines()[2]  # outer's line: its whole subtree
+
+
 def test_the_json_envelope_of_a_run_without_models_has_zero_tokens_and_no_scripted_models(tmp_path, capsys):
     write(tmp_path, "fold.pipe", FOLDING)
     code, envelope, _ = run_json(capsys, str(tmp_path / "fold.pipe"))
