@@ -130,10 +130,15 @@ class Decomposer:
         if meter is None or budget is None:
             return self.author, self.reviewer
         recorder = getattr(machine, "recorder", None)
+        journal = None
+        if node is not None and getattr(machine, "effects", None) is not None:
+            from orgtree_lang.durable.model_steps import journaled_calls
+
+            journal = journaled_calls(machine, machine.effect_node(node[len(machine.state.run_id) + 1:]), spec.span)
         return (MeteredModel(self.author, meter=meter, budget=budget, recorder=recorder, node=node,
-                             what=f"writing block `{spec.name}`"),
+                             what=f"writing block `{spec.name}`", journal=journal),
                 MeteredModel(self.reviewer, meter=meter, budget=budget, recorder=recorder, node=node,
-                             what=f"reviewing block `{spec.name}`"))
+                             what=f"reviewing block `{spec.name}`", journal=journal))
 
     # ---- reusing a module made for another block ----------------------------------
 
@@ -289,7 +294,8 @@ class Decomposer:
                         budget=_remaining(machine), decomposer=child_decomposer, tracer=tracer,
                         printer=machine.printer, recorder=machine.recorder, meter=machine.meter, parent_node=node,
                         ancestors=(machine.ancestors[0] + machine.state.steps,
-                                   machine.ancestors[1] + machine.state.skill_calls))
+                                   machine.ancestors[1] + machine.state.skill_calls),
+                        effects=machine.effects, parent=machine)
         child.start("main", dict(inputs), run_id=node)
         try:
             child.run()
