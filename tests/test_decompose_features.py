@@ -315,3 +315,17 @@ def test_model_answers_are_journaled_so_resume_asks_only_what_was_not_answered(t
     replayed = pipe_in(tmp_path, "replay", run_id)
     assert replayed.returncode == 0, replayed.stderr
     assert "identical" in replayed.stdout + replayed.stderr
+
+
+def test_a_saved_module_is_reused_by_pipe_run_with_no_model_configured(tmp_path):
+    (tmp_path / "triage.pipe").write_text(FIRST)
+    (tmp_path / "author.json").write_text(json.dumps([{"match": {"contains": "Write a module"}, "reply": GOOD}]))
+    (tmp_path / "reviewer.json").write_text(json.dumps([{"reply": NO_CONCERNS}]))
+    without = pipe_in(tmp_path, "run", "triage.pipe", "-i", "report=crash")
+    assert without.returncode == 70 and "no module is saved for it and no model is configured" in without.stderr
+    written = pipe_in(tmp_path, "run", "triage.pipe", "-i", "report=crash", "--model", "scripted:author.json",
+                      "--review-model", "scripted:reviewer.json")
+    assert written.returncode == 0 and written.stdout == "bug\n", written.stderr
+    reused = pipe_in(tmp_path, "run", "triage.pipe", "-i", "report=all fine")
+    assert reused.returncode == 0 and reused.stdout == "question\n", reused.stderr
+    assert "reused" in reused.stderr and "model answers come from" not in reused.stderr

@@ -74,15 +74,23 @@ def make_decomposer(args, program, source: str, file: str, root: Path, registry)
         return None
     from orgtree_lang.models.select import model_from_spec, resolve_model_spec, resolve_review_model_spec
 
+    from orgtree_lang.decompose.decomposer import DecomposeSettings, Decomposer
+    from orgtree_lang.runtime.config import ConfigError
+
+    try:
+        settings = DecomposeSettings.from_config(root / "orgtree.toml")
+    except (ConfigError, TypeError) as err:
+        raise UsageError(str(err)) from None
     author_spec = resolve_model_spec(args.model)
     if not author_spec:
-        return None  # the VM says how to configure one if a block is reached
+        # Saved modules are still reused (no model is needed for that); a block with none says how to add one.
+        return Decomposer(author=None, reviewer=None, registry=registry, workspace=root, parent_file=file,
+                          parent_source=source, settings=settings)
     review_spec = resolve_review_model_spec(args.review_model, author_spec)
     for spec in sorted({author_spec, review_spec}):
         if spec.startswith(("scripted:", "replay:")):
             print(f"pipe run: model answers come from {spec}, not from a live model", file=sys.stderr)
             args.scripted_models = True
-    from orgtree_lang.decompose.decomposer import Decomposer
     from orgtree_lang.models.base import ModelError
 
     extra = {"api_base": args.api_base} if args.api_base else {}
@@ -97,13 +105,6 @@ def make_decomposer(args, program, source: str, file: str, root: Path, registry)
         cassette = Path(args.record)
         author = RecordingModel(author, cassette)
         reviewer = RecordingModel(reviewer, cassette.with_name(f"{cassette.stem}.reviewer{cassette.suffix}"))
-    from orgtree_lang.decompose.decomposer import DecomposeSettings
-    from orgtree_lang.runtime.config import ConfigError
-
-    try:
-        settings = DecomposeSettings.from_config(root / "orgtree.toml")
-    except (ConfigError, TypeError) as err:
-        raise UsageError(str(err)) from None
     return Decomposer(author=author, reviewer=reviewer, registry=registry, workspace=root, parent_file=file,
                       parent_source=source, settings=settings)
 

@@ -98,6 +98,12 @@ class Decomposer:
         author, reviewer = self._metered(machine, spec, node)
         if saved is not None:
             self._note(machine, f"reused {saved.path}")
+        elif self.author is None:
+            raise PipeRuntimeError(
+                f"ambiguous block `{spec.name}` cannot run: no module is saved for it and no model is configured "
+                "to write one", kind="ambiguous", catchable=False,
+                hint="configure a model for the decomposer with `--model NAME` or the PIPE_MODEL environment variable "
+                     "(or replace the block with skill calls)")
         else:
             try:
                 saved = self._reuse_similar(spec, digest, reviewer, machine)
@@ -127,7 +133,7 @@ class Decomposer:
         from orgtree_lang.models.metered import MeteredModel
 
         meter, budget = getattr(machine, "meter", None), getattr(machine, "budget", None)
-        if meter is None or budget is None:
+        if meter is None or budget is None or self.author is None:
             return self.author, self.reviewer
         recorder = getattr(machine, "recorder", None)
         journal = None
@@ -316,7 +322,8 @@ class Decomposer:
         else:
             raise PipeRuntimeError(f"the generated module for `{spec.name}` returned {display(result, True)}, not "
                                    f"an {OUTPUTS_RECORD} record", kind="ambiguous")
-        return fit_outputs(outputs, spec, machine.records, model_reshaper(author, machine.records, uuid.uuid4().hex))
+        reshaper = model_reshaper(author, machine.records, uuid.uuid4().hex) if author is not None else None
+        return fit_outputs(outputs, spec, machine.records, reshaper)
 
 
 def _remaining(machine):
