@@ -37,6 +37,8 @@ def extract(html: str) -> str:
     """
     import trafilatura
 
+    if "<html" not in html.lower():  # a fragment: the parser only finds text inside a document's body
+        html = f"<html><body>{html}</body></html>"
     text = trafilatura.extract(html, include_comments=False, include_tables=True)
     if text is None:  # too little for the article heuristics: fall back to all visible text
         text = trafilatura.html2txt(html) if html.strip() else ""

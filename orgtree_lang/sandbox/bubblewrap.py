@@ -18,6 +18,9 @@ NAME = "bubblewrap"
 # Read-only system folders that python and sh need; /lib, /bin and friends are symlinks into /usr on
 # merged-/usr systems and bound as folders elsewhere.
 _SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin")
+# bwrap's own process is pid 1 inside the sandbox, where /proc/1/environ shows its environment to the code:
+# it must not inherit ours (API keys, tokens). --clearenv only cleans the environment of the command.
+_BWRAP_ENV = {"PATH": "/usr/bin:/bin"}
 _ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/localtime", "/etc/alternatives")
 
 
@@ -35,7 +38,7 @@ class BubblewrapBackend:
         if exe is None:
             return f"bubblewrap is not installed (no executable `{self.settings.bwrap}`)"
         try:
-            probe = subprocess.run(self._argv(exe, [], ["/bin/true"], network=False), capture_output=True,
+            probe = subprocess.run(self._argv(exe, [], ["/bin/true"], network=False), capture_output=True, env=_BWRAP_ENV,
                                    timeout=10, preexec_fn=self._limits(processes=16, cpu=5, memory_mb=256))
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"bubblewrap at {exe} could not start: {exc}"
@@ -64,7 +67,7 @@ class BubblewrapBackend:
         started = time.monotonic()
         proc = subprocess.Popen(
             self._argv(exe, binds, command, network=network, env=env), stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, close_fds=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, close_fds=True, env=_BWRAP_ENV,
             preexec_fn=self._limits(self.settings.max_processes, cpu=math.ceil(timeout) + 1, memory_mb=memory_mb),
         )
         out, err = CappedReader(proc.stdout, cap), CappedReader(proc.stderr, cap)
@@ -115,7 +118,8 @@ class BubblewrapBackend:
         if python_home:
             argv += ["--ro-bind", python_home, python_home]
         argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(64 << 20), "--tmpfs", "/tmp", *binds,
-                 "--chdir", "/scratch" if "/scratch" in binds else "/", "--clearenv"]
+                 # the root folder bwrap builds is a tmpfs the code could write to: make it read-only
+                 "--remount-ro", "/", "--chdir", "/scratch" if "/scratch" in binds else "/", "--clearenv"]
         base = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/scratch", "TMPDIR": "/tmp", "LANG": "C.UTF-8",
                 "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": "/scratch", "ORGTREE_SANDBOX": "1"}
         for key, value in {**base, **(env or {})}.items():
