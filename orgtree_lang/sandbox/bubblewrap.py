@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 import resource
+import select
 import signal
 import subprocess
 import time
@@ -21,6 +22,9 @@ _SYSTEM_DIRS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin")
 # bwrap's own process is pid 1 inside the sandbox, where /proc/1/environ shows its environment to the code:
 # it must not inherit ours (API keys, tokens). --clearenv only cleans the environment of the command.
 _BWRAP_ENV = {"PATH": "/usr/bin:/bin"}
+# (bwrap, sandbox user, interpreter) combinations that started a sandbox in this process: a fact about the
+# machine, so later runs skip the probe. Only successes are kept; a failing setup is probed every time.
+_WORKS: set[tuple[str, int | None, str]] = set()
 _ETC_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/localtime", "/etc/alternatives")
 
 
@@ -37,6 +41,9 @@ class BubblewrapBackend:
         exe = self.settings.bwrap_path()
         if exe is None:
             return f"bubblewrap is not installed (no executable `{self.settings.bwrap}`)"
+        probe_key = (exe, self._sandbox_uid(), self.settings.interpreter())
+        if probe_key in _WORKS:
+            return None
         try:
             probe = subprocess.run(self._argv(exe, [], ["/bin/true"], network=False), capture_output=True, env=_BWRAP_ENV,
                                    timeout=10, preexec_fn=self._limits(processes=16, cpu=5, memory_mb=256))
@@ -44,6 +51,7 @@ class BubblewrapBackend:
             return f"bubblewrap at {exe} could not start: {exc}"
         if probe.returncode != 0:
             return f"bubblewrap at {exe} cannot create a sandbox here: {probe.stderr.decode(errors='replace').strip()}"
+        _WORKS.add(probe_key)
         return None
 
     def run(self, request: CodeRequest, env_dir: Path | None = None) -> CodeResult:
@@ -71,11 +79,8 @@ class BubblewrapBackend:
             preexec_fn=self._limits(self.settings.max_processes, cpu=math.ceil(timeout) + 1, memory_mb=memory_mb),
         )
         out, err = CappedReader(proc.stdout, cap), CappedReader(proc.stderr, cap)
-        timed_out = False
         try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+            timed_out = not _wait_for_exit(proc, timeout)
         finally:
             # bwrap's process group holds only bwrap itself; killing it takes the sandbox's pid 1 down
             # (--die-with-parent), and the kernel then kills every process left in the pid namespace.
@@ -159,16 +164,34 @@ def _task_count(uid: int) -> int:
     """How many threads the user `uid` runs right now (what RLIMIT_NPROC counts)."""
     count = 0
     for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
         try:
+            # The owner of /proc/PID is the process's user: a stat is far cheaper than reading every status file.
+            if not entry.name.isdigit() or entry.stat().st_uid != uid:
+                continue
             with open(f"/proc/{entry.name}/status", encoding="ascii", errors="replace") as handle:
-                fields = dict(line.split(":", 1) for line in handle if ":" in line)
-        except OSError:
+                count += next((int(line.split()[1]) for line in handle if line.startswith("Threads:")), 1)
+        except (OSError, ValueError):
             continue
-        if int(fields.get("Uid", "-1 0").split()[0]) == uid:
-            count += int(fields.get("Threads", "1"))
     return count
+
+
+def _wait_for_exit(proc: subprocess.Popen, timeout: float) -> bool:
+    """Wait until the process exits (True) or `timeout` passes (False), waking at once when it exits.
+
+    Popen.wait(timeout) polls with sleeps of up to 50 ms, a large part of a short run; a pidfd does not.
+    """
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        try:
+            proc.wait(timeout=timeout)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+    try:
+        return bool(select.select([pidfd], [], [], timeout)[0])
+    finally:
+        os.close(pidfd)
 
 
 def _kill_group(pgid: int) -> None:
