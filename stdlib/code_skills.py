@@ -5,8 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from orgtree_lang.runtime.skills import skill
-from orgtree_lang.sandbox.runner import run_code
-from orgtree_lang.sandbox.settings import CodeRequest, SandboxSettings
 
 
 @skill("code.run")
@@ -34,6 +32,10 @@ def run(language: str, source: str, files: dict[str, str] | None = None,
         (new or changed text files in scratch), `timed_out`, `truncated` (output or files were cut
         with a marker), `backend` and `duration` in seconds.
     """
+    # Imported here: subprocess, tempfile and the backends are not needed by `pipe check` or `pipe --help`.
+    from orgtree_lang.sandbox.runner import run_code
+    from orgtree_lang.sandbox.settings import CodeRequest, SandboxSettings
+
     settings = SandboxSettings.from_config()
     request = CodeRequest(
         language=language, source=source, files=dict(files or {}), requirements=tuple(requirements or ()),

@@ -5,8 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from orgtree_lang.runtime.skills import skill
-from orgtree_lang.sandbox.allowlist import HttpPolicy
-from orgtree_lang.sandbox.fetch import fetch as fetch_url
 
 
 @skill("http.fetch")
@@ -22,6 +20,9 @@ def fetch(url: str) -> dict[str, Any]:
     Returns:
         A dict with `url` (after redirects), `status`, `content_type`, `text` and `truncated`.
     """
+    from orgtree_lang.sandbox.allowlist import HttpPolicy
+    from orgtree_lang.sandbox.fetch import fetch as fetch_url
+
     return fetch_url(url, HttpPolicy.from_config()).as_value()
 
 
