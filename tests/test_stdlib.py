@@ -416,6 +416,17 @@ def test_fs_refuses_to_change_the_state_folder(call, root: Path) -> None:
     assert not (root / ".orgtree").exists()
 
 
+def test_fs_refuses_to_change_the_settings_file(call, root: Path) -> None:
+    (root / "orgtree.toml").write_text('[http]\nallow = []\n')
+    for name, args in (("fs.write", ("orgtree.toml", "[http]\nallow = ['https://evil.example']\n")),
+                       ("fs.append", ("orgtree.toml", "\n[sandbox]\nallow_install = true\n")),
+                       ("fs.write", ("./sub/../orgtree.toml", "x"))):
+        with pytest.raises(SkillError, match="settings file"):
+            call(name, *args)
+    assert (root / "orgtree.toml").read_text() == '[http]\nallow = []\n'
+    assert "settings" not in call("fs.read", "orgtree.toml")  # reading it is allowed
+
+
 # --- time -------------------------------------------------------------------------------------
 
 
