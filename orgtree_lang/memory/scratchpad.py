@@ -66,7 +66,7 @@ class Note:
 
     def render(self) -> str:
         """The note as agents read it: `[#12 planner] plan: ...`."""
-        return f"[#{self.seq} {self.agent}] {self.text}"
+        return f"[#{self.seq} {self.agent}] {'plan: ' if self.kind == 'plan' else ''}{self.text}"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
