@@ -41,7 +41,8 @@ CREATE TABLE IF NOT EXISTS insight_proposals (
     reviewer_model TEXT NOT NULL DEFAULT '',
     reviewer_conversations TEXT NOT NULL DEFAULT '[]',
     created REAL NOT NULL,
-    decided REAL
+    decided REAL,
+    key TEXT UNIQUE                           -- the idempotency key of the skill call that proposed it, if any
 );
 CREATE TABLE IF NOT EXISTS insight_events (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -116,6 +117,7 @@ class Proposal:
     reviewer_conversations: list[str]
     created: float
     decided: float | None
+    key: str | None = None
 
     @property
     def subject(self) -> str:
@@ -177,8 +179,12 @@ class InsightPool:
     # -- proposing ----------------------------------------------------------------------------------------
 
     def propose_add(self, text: str, evidence: str, *, author: str, tags: list[str] | tuple[str, ...] = (),
-                    author_conversation: str | None = None) -> Proposal:
-        """Record a new insight as `proposed` and a pending proposal to add it; nothing is in the pool yet."""
+                    author_conversation: str | None = None, key: str | None = None) -> Proposal:
+        """Record a new insight as `proposed` and a pending proposal to add it; nothing is in the pool yet.
+
+        A `key` already used returns that proposal again and records nothing."""
+        if key and (done := self.proposal_by_key(key)) is not None:
+            return done
         if not text.strip() or not evidence.strip():
             raise InsightError(f"an insight needs its text and the evidence for it; got text={text!r}, "
                                f"evidence={evidence!r}", hint="the reviewer checks the text against the evidence")
@@ -188,13 +194,17 @@ class InsightPool:
                 "INSERT INTO insights (text, evidence, author, tags, status, created, updated) "
                 "VALUES (?, ?, ?, ?, 'proposed', ?, ?)",
                 (text.strip(), evidence.strip(), author, json.dumps(_clean_tags(tags)), now, now)).lastrowid
-            proposal_id = self._insert_proposal(db, insight_id, "add", author, author_conversation, "", now)
+            proposal_id = self._insert_proposal(db, insight_id, "add", author, author_conversation, "", now, key)
             self._event(db, insight_id, proposal_id, "proposed", f"by {author}")
         return self.proposal(proposal_id)
 
     def propose_remove(self, insight_id: int, reason: str, *, author: str,
-                       author_conversation: str | None = None) -> Proposal:
-        """Record a pending proposal to remove an active insight; it stays in the pool until a reviewer agrees."""
+                       author_conversation: str | None = None, key: str | None = None) -> Proposal:
+        """Record a pending proposal to remove an active insight; it stays in the pool until a reviewer agrees.
+
+        A `key` already used returns that proposal again and records nothing."""
+        if key and (done := self.proposal_by_key(key)) is not None:
+            return done
         if not reason.strip():
             raise InsightError(f"removing insight #{insight_id} needs a reason",
                                hint="say why it is wrong, obsolete or irrelevant; the reviewer judges that")
@@ -209,22 +219,23 @@ class InsightPool:
                 raise InsightError(f"insight #{insight_id} already has pending proposal #{pending['id']}",
                                    hint="review that proposal first")
             proposal_id = self._insert_proposal(db, insight_id, "remove", author, author_conversation,
-                                                reason.strip(), time.time())
+                                                reason.strip(), time.time(), key)
             self._event(db, insight_id, proposal_id, "removal_proposed", f"by {author}: {reason.strip()}")
         return self.proposal(proposal_id)
 
     def add(self, text: str, evidence: str, *, author: str, reviewer: Any, tags: list[str] | tuple[str, ...] = (),
-            author_conversation: str | None = None, **review: Any) -> Proposal:
+            author_conversation: str | None = None, key: str | None = None, **review: Any) -> Proposal:
         """Propose a new insight and have it reviewed at once; returns the decided proposal."""
         proposal = self.propose_add(text, evidence, author=author, tags=tags,
-                                    author_conversation=author_conversation)
-        return self.review(proposal.id, reviewer, **review)
+                                    author_conversation=author_conversation, key=key)
+        return self.review(proposal.id, reviewer, **review) if proposal.status == "pending" else proposal
 
     def remove(self, insight_id: int, reason: str, *, author: str, reviewer: Any,
-               author_conversation: str | None = None, **review: Any) -> Proposal:
+               author_conversation: str | None = None, key: str | None = None, **review: Any) -> Proposal:
         """Propose removing an insight and have that reviewed at once; returns the decided proposal."""
-        proposal = self.propose_remove(insight_id, reason, author=author, author_conversation=author_conversation)
-        return self.review(proposal.id, reviewer, **review)
+        proposal = self.propose_remove(insight_id, reason, author=author, author_conversation=author_conversation,
+                                       key=key)
+        return self.review(proposal.id, reviewer, **review) if proposal.status == "pending" else proposal
 
     # -- reviewing ----------------------------------------------------------------------------------------
 
@@ -317,6 +328,12 @@ class InsightPool:
             raise InsightError(f"there is no insight proposal #{proposal_id}")
         return _proposal(row)
 
+    def proposal_by_key(self, key: str) -> Proposal | None:
+        """The proposal a skill call with idempotency key `key` made, if any."""
+        with self._lock:
+            row = self.db.execute("SELECT * FROM insight_proposals WHERE key = ?", (key,)).fetchone()
+        return None if row is None else _proposal(row)
+
     def proposals(self, status: str | None = None) -> list[Proposal]:
         """Proposals in `status` (None: all), oldest first."""
         sql, args = "SELECT * FROM insight_proposals", ()
@@ -357,11 +374,11 @@ class InsightPool:
 
     @staticmethod
     def _insert_proposal(db: sqlite3.Connection, insight_id: int, action: str, author: str,
-                         author_conversation: str | None, reason: str, now: float) -> int:
+                         author_conversation: str | None, reason: str, now: float, key: str | None) -> int:
         return db.execute(
-            "INSERT INTO insight_proposals (insight_id, action, author, author_conversation, reason, status, created) "
-            "VALUES (?, ?, ?, ?, ?, 'pending', ?)",
-            (insight_id, action, author, author_conversation or str(uuid.uuid4()), reason, now)).lastrowid
+            "INSERT INTO insight_proposals (insight_id, action, author, author_conversation, reason, status, created, "
+            "key) VALUES (?, ?, ?, ?, ?, 'pending', ?, ?)",
+            (insight_id, action, author, author_conversation or str(uuid.uuid4()), reason, now, key)).lastrowid
 
     @staticmethod
     def _event(db: sqlite3.Connection, insight_id: int, proposal_id: int | None, event: str, detail: str) -> None:

@@ -31,7 +31,8 @@ CREATE TABLE IF NOT EXISTS pad_notes (
     why TEXT NOT NULL DEFAULT '',           -- plan_changed: what it read that changed that
     now TEXT NOT NULL DEFAULT '',           -- plan_changed: how it goes on instead ('' if it does not know yet)
     pid INTEGER NOT NULL,
-    at REAL NOT NULL
+    at REAL NOT NULL,
+    key TEXT UNIQUE                         -- the idempotency key of the skill call that wrote it, if any
 );
 CREATE INDEX IF NOT EXISTS pad_notes_agent ON pad_notes (agent, seq);
 """
@@ -63,6 +64,7 @@ class Note:
     now: str
     pid: int
     at: float
+    key: str | None = None
 
     def render(self) -> str:
         """The note as agents read it: `[#12 planner] plan: ...`."""
@@ -146,20 +148,36 @@ class Scratchpad:
         finally:
             lock.release()
 
-    def note(self, agent: str, plan: str, *, before: str = "", why: str = "",
+    def note(self, agent: str, plan: str, *, before: str = "", why: str = "", key: str | None = None,
              timeout: float | None = 60.0) -> tuple[Note, list[Note]]:
         """One whole turn: lock, read what others wrote since `agent`'s last note, write, release.
 
         With `before` and `why` the note is "plan changed: before / why / now" (`plan` is the now part),
-        otherwise it is the plan. Returns the note and the notes by others it had not seen yet."""
+        otherwise it is the plan. Returns the note and the notes by others written between `agent`'s previous
+        note and this one. A `key` already used returns that call's note again and writes nothing."""
         if bool(before.strip()) != bool(why.strip()):
             raise PadProtocolError("a plan-changed note needs both `before` (what you meant to do) and `why` "
                                    f"(what changed it); got before={before!r}, why={why!r}",
                                    hint="give both, or neither for a plain plan")
         with self.turn(agent, timeout=timeout) as turn:
-            unseen = turn.recent()
-            written = turn.plan_changed(before, why, plan) if before.strip() else turn.plan(plan)
-        return written, unseen
+            done = self._notes("SELECT * FROM pad_notes WHERE key = ?", (key,)) if key else []
+            if done:
+                turn.written = done[0]
+            elif before.strip():
+                turn.key = key
+                turn.plan_changed(before, why, plan)
+            else:
+                turn.key = key
+                turn.plan(plan)
+        assert turn.written is not None
+        return turn.written, self.unseen_before(turn.written)
+
+    def unseen_before(self, note: Note) -> list[Note]:
+        """The notes by others written after `note.agent`'s previous note and before `note`."""
+        with self._db_lock:
+            previous = self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM pad_notes WHERE agent = ? AND seq < ?",
+                                       (note.agent, note.seq)).fetchone()[0]
+        return [n for n in self.notes_between(previous + 1, note.seq - 1) if n.agent != note.agent]
 
     # -- reading ------------------------------------------------------------------------------------------
 
@@ -203,15 +221,16 @@ class Scratchpad:
     # -- writing (only inside a turn) ---------------------------------------------------------------------
 
     def _append(self, turn: int, agent: str, kind: str, text: str, before: str = "", why: str = "",
-                now: str = "") -> Note:
+                now: str = "", key: str | None = None) -> Note:
         at = time.time()
         with self._db_lock:
             cursor = self.db.execute(
-                "INSERT INTO pad_notes (turn, agent, kind, text, before, why, now, pid, at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", (turn, agent, kind, text, before, why, now, os.getpid(), at))
+                "INSERT INTO pad_notes (turn, agent, kind, text, before, why, now, pid, at, key) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (turn, agent, kind, text, before, why, now, os.getpid(), at, key))
             seq = cursor.lastrowid
         assert seq is not None
-        return Note(seq, turn, agent, kind, text, before, why, now, os.getpid(), at)
+        return Note(seq, turn, agent, kind, text, before, why, now, os.getpid(), at, key)
 
 
 class Turn:
@@ -222,6 +241,7 @@ class Turn:
         self.agent = agent
         self.number = number
         self.written: Note | None = None
+        self.key: str | None = None  # the idempotency key the note is written under
 
     def recent(self, limit: int = 50) -> list[Note]:
         """What the other agents wrote since this agent's last note (the newest `limit` of them), oldest first."""
@@ -248,5 +268,5 @@ class Turn:
             raise PadProtocolError(
                 f"agent {self.agent!r} already wrote note #{self.written.seq} in turn {self.number}; "
                 "one turn writes one plan or one plan-changed note", hint="start a new turn for the next step")
-        self.written = self.pad._append(self.number, self.agent, kind, text, before, why, now)
+        self.written = self.pad._append(self.number, self.agent, kind, text, before, why, now, self.key)
         return self.written
