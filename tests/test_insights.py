@@ -136,3 +136,11 @@ def test_bad_proposals_are_refused_with_the_fix(pool, tmp_path):
         pool.propose_remove(added.insight_id, "gone twice", author="tester")
     with pytest.raises(InsightError, match="needs a reason"):
         pool.propose_remove(added.insight_id, "", author="coder")
+
+
+def test_a_proposal_under_a_used_idempotency_key_is_neither_recorded_nor_reviewed_again(pool, tmp_path):
+    first = pool.add(TEXT, EVIDENCE, author="planner", reviewer=reviewer(tmp_path, ACCEPT), key="run1:4")
+    again = pool.add(TEXT, EVIDENCE, author="planner", reviewer=reviewer(tmp_path, WRONG, name="w.yaml"),
+                     key="run1:4")
+    assert again == first and again.status == "accepted"
+    assert len(pool.proposals()) == 1 and len(pool.ledger.rounds(first.subject)) == 1

@@ -198,3 +198,11 @@ def test_the_lock_times_out_naming_its_holder(root):
         assert time.monotonic() - started < 5
     finally:
         first.release()
+
+
+def test_a_note_under_a_used_idempotency_key_is_not_written_again(pad):
+    first, _ = pad.note("coder", "write the lexer", key="run1:3")
+    pad.note("tester", "test the lexer")
+    again, unseen = pad.note("coder", "write the lexer", key="run1:3")
+    assert again == first and unseen == []
+    assert [n.agent for n in pad.notes()] == ["coder", "tester"]
