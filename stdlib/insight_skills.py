@@ -86,3 +86,32 @@ def remove(ctx: SkillContext, insight: int, reason: str, author: str = "") -> di
     return _decide(ctx, "insight.remove", lambda pool, reviewer: pool.remove(
         insight, reason, author=name, reviewer=reviewer, author_conversation=conversation,
         key=ctx.idempotency_key))
+
+
+@skill("insight.relevant")
+def relevant(ctx: SkillContext, task: str, model: str, limit: int = 10) -> str:
+    """The insights in the pool most relevant to `task`, to read before starting it, sized for `model`.
+
+    At most 10% of the model's context window: the insights whole when they fit, else summarized through the
+    context recursion (`[#id]` labels lead back to each insight). Found by keyword and by meaning.
+
+    Args:
+        task: What the agent is about to do.
+        model: The reading model's name (`gpt-4o`), or NAME:TOKENS to give its window (`local:32000`).
+        limit: At most this many insights.
+
+    Returns:
+        The text to put in the agent's prompt (empty when no insight is active).
+    """
+    from orgtree_lang.memory import BudgetError, Memory, MemoryInputError
+    from orgtree_lang.memory.insight_view import relevant_insights
+    from orgtree_lang.memory.insights import InsightPool
+
+    if limit < 1:
+        raise SkillError(f"insight.relevant: limit must be at least 1, got {limit}")
+    try:
+        with InsightPool.for_workspace(ctx.workspace.root) as pool, Memory(ctx.workspace.root) as memory:
+            return relevant_insights(pool, memory, task, model, limit=limit).text
+    except (BudgetError, MemoryInputError) as err:
+        raise SkillError(f"insight.relevant: {err}",
+                         hint="give the model's window as NAME:TOKENS, e.g. gpt-4o:128000") from None
