@@ -41,6 +41,7 @@ def test_only_fs_time_random_and_ids_skills_are_impure(registry: SkillRegistry) 
     assert impure == {
         "fs.read", "fs.write", "fs.append", "fs.list", "fs.exists", "time.now",
         "random.number", "random.int", "random.choice", "random.shuffle", "ids.new",
+        "ctx.add", "ctx.fit", "ctx.expand", "ctx.search",
     }
 
 

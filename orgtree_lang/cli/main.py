@@ -78,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     from orgtree_lang.cli.modules import add_module_commands
 
     add_module_commands(commands)
+    from orgtree_lang.cli.ctx import add_ctx_commands
+
+    add_ctx_commands(commands)
 
     skills = commands.add_parser("skills", help="list skills, or show one",
                                  description="List the installed skills, or show NAME's signature and docs.")
