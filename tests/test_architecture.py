@@ -65,8 +65,7 @@ def test_vm_never_imports_the_parser_or_checker():
 def test_stdlib_uses_only_the_public_skill_api():
     allowed = ("orgtree_lang.runtime.skills", "orgtree_lang.runtime.errors", "orgtree_lang.runtime.workspace",
                "orgtree_lang.runtime.values", "orgtree_lang.types", "orgtree_lang.stdlib",
-               # the scratchpad and insight skills are thin wrappers over the memory layer's public API
-               "orgtree_lang.memory", "orgtree_lang.models.base", "orgtree_lang.models.roles", "orgtree_lang.review")
+               "orgtree_lang.memory.skills", "orgtree_lang.memory.pad_skills", "orgtree_lang.memory.insight_skills")
     offenders = [f"{p.name}: {m}" for p in _sources() if _layer(p) == "stdlib"
                  for m, _ in _imports(p) if m.startswith("orgtree_lang") and not m.startswith(allowed)]
     assert offenders == []

@@ -37,11 +37,12 @@ def test_every_stdlib_skill_documents_every_parameter(registry: SkillRegistry) -
 
 
 def test_only_fs_time_random_and_ids_skills_are_impure(registry: SkillRegistry) -> None:
-    memory = ("pad", "insight")  # shared state by design; tests/test_pad_skills.py covers them
-    impure = {s.name for s in registry if not s.pure and s.namespace not in memory}
+    impure = {s.name for s in registry if not s.pure}
     assert impure == {
         "fs.read", "fs.write", "fs.append", "fs.list", "fs.exists", "time.now",
         "random.number", "random.int", "random.choice", "random.shuffle", "ids.new",
+        "ctx.add", "ctx.fit", "ctx.expand", "ctx.search",
+        "pad.note", "pad.context", "pad.focus", "insight.propose", "insight.remove", "insight.relevant",
     }
 
 

@@ -78,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     from orgtree_lang.cli.modules import add_module_commands
 
     add_module_commands(commands)
+    from orgtree_lang.cli.ctx import add_ctx_commands
+
+    add_ctx_commands(commands)
     from orgtree_lang.cli.pad import add_pad_commands
 
     add_pad_commands(commands)

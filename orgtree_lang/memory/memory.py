@@ -31,10 +31,11 @@ class Memory:
     """Texts, pieces and summaries of one workspace (`.orgtree/state.db`, `.orgtree/blobs/`, `.orgtree/index/`).
 
     `Memory(None)` keeps everything in a temporary folder removed by `close()`. With `index=True` every new
-    piece and summary also goes into the search indexes (`search()`); `index=False` skips them.
+    piece and summary also goes into the search indexes (`search()`); `index=False` skips them, and
+    `vectors=False` leaves out the vector index (no embedding model is loaded; search is by keyword only).
     """
 
-    def __init__(self, root: Path | str | None = None, *, index: bool = True,
+    def __init__(self, root: Path | str | None = None, *, index: bool = True, vectors: bool = True,
                  notice: Callable[[str], None] | None = None) -> None:
         self._temp = tempfile.TemporaryDirectory(prefix="pipe-memory-") if root is None else None
         self.root = Path(self._temp.name if self._temp else root)
@@ -43,6 +44,7 @@ class Memory:
         self.blobs = BlobStore(state / "blobs")
         self.index_dir = state / "index"
         self.indexing = index
+        self.vectors = vectors
         self.notice = notice or (lambda message: print(message, file=sys.stderr))
         self._search = None
 
@@ -101,6 +103,7 @@ class Memory:
         existing = self.store.by_key(key)
         if existing is not None:
             return existing
+        self._ready()
         tokenizer = Tokenizer(PIECE_MODEL)
         ranges = split_document(text, PIECE_TOKENS, tokenizer)
         self.blobs.put(data)
@@ -181,6 +184,7 @@ class Memory:
         if not docs:
             raise MemoryInputError("fit needs at least one document")
         budget = Budget.for_model(model, share, context_window)
+        self._ready()
         builder = TreeBuilder(self, budget, summarizer or ExtractiveSummarizer(), self._indexed)
         return builder.fit(docs)
 
@@ -192,11 +196,12 @@ class Memory:
         if doc.kind != "document":
             raise MemoryInputError(f"#{doc.id} is a {doc.kind}; only documents can be deleted")
         blobs = {doc.blob}
+        self._ready()
         with self.store.write() as db:
             removed = self.store.delete_document(db, doc.id)
             self.store.bump(db)
-        if self._search is not None or (self.indexing and self.index_dir.exists()):
-            self.search_index().remove(removed)
+        if self._search is not None:
+            self._search.remove(removed)
         for blob in blobs:
             if not self.store.blob_in_use(blob):
                 self.blobs.delete(blob)
@@ -217,13 +222,18 @@ class Memory:
         if self._search is None:
             from orgtree_lang.memory.search import SearchIndex
 
-            self._search = SearchIndex(self.index_dir, self, notice=self.notice)
+            self._search = SearchIndex(self.index_dir, self, notice=self.notice, vectors=self.vectors)
         return self._search
 
     def search(self, query: str, k: int = 10, *, documents: list[int] | None = None, levels: list[int] | None = None,
                tags: list[str] | None = None, mode: str = "hybrid") -> list:
         """The `k` nodes best matching `query` (mode: hybrid, keyword or vector), filtered; see docs/memory.md."""
         return self.search_index().search(query, k, documents=documents, levels=levels, tags=tags, mode=mode)
+
+    def _ready(self) -> None:
+        """Open the indexes before the store changes, so they are in step with it and only get the change."""
+        if self.indexing:
+            self.search_index()
 
     def _indexed(self, nodes: list[Node], progress: Progress | None = None) -> None:
         if self.indexing and nodes:
