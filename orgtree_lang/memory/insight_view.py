@@ -44,7 +44,8 @@ def sync_insights(pool: InsightPool, memory: Memory) -> dict[int, Insight]:
 
 
 def relevant_insights(pool: InsightPool, memory: Memory, task: str, model: object, *, limit: int = 10,
-                      context_window: int | None = None, summarizer: Summarizer | None = None) -> InsightView:
+                      context_window: int | None = None, summarizer: Summarizer | None = None,
+                      mode: str = "hybrid") -> InsightView:
     """The (at most `limit`) active insights most relevant to `task`, most relevant first, within 10% of `model`'s
     window: whole when they fit, else summarized through the context recursion (nothing is dropped)."""
     budget = Budget.for_model(model, RELEVANT_SHARE, context_window)
@@ -53,7 +54,7 @@ def relevant_insights(pool: InsightPool, memory: Memory, task: str, model: objec
     if not by_document:
         return InsightView("", [], 0, budget.tokens)
     ranked: list[Node] = []
-    for hit in memory.search(task, k=4 * limit, tags=[INSIGHT_TAG]):
+    for hit in memory.search(task, k=4 * limit, tags=[INSIGHT_TAG], mode=mode):
         for span in hit.spans:
             if span.document in by_document and all(d.id != span.document for d in ranked):
                 ranked.append(memory.get(span.document))

@@ -137,9 +137,10 @@ def _note_spans(memory: Memory, notes: list[Note]) -> dict[int, list[tuple[int, 
 
 
 def pad_focus(pad: Scratchpad, memory: Memory, agent: str, query: str, model: object, *,
-              context_window: int | None = None, hits: int = 40) -> PadView:
+              context_window: int | None = None, hits: int = 40, mode: str = "hybrid") -> PadView:
     """Instead of the newest notes and a summary, the notes most relevant to `query`, whole, within 15% of the
-    window, shown in the order they were written. Relevance is the memory's hybrid search over every note."""
+    window, shown in the order they were written. Relevance is the memory's search (`mode`: hybrid, keyword or
+    vector) over every note; the best hits are taken first, until the budget is full."""
     name, window = _window(model, context_window)
     budget = int(window * FOCUS_SHARE)
     tokenizer = Tokenizer(name)
@@ -150,7 +151,7 @@ def pad_focus(pad: Scratchpad, memory: Memory, agent: str, query: str, model: ob
     spans = _note_spans(memory, notes)
     chosen: dict[int, Note] = {}
     used = tokenizer.count(heading)
-    for hit in memory.search(query, k=hits, tags=[PAD_TAG], levels=[0]):  # pieces: original text, small spans
+    for hit in memory.search(query, k=hits, tags=[PAD_TAG], levels=[0], mode=mode):  # pieces: original text, small spans
         for span in hit.spans:
             for start, end, note in spans.get(span.document, []):
                 if start < span.end and span.start < end and note.seq not in chosen:
