@@ -8,12 +8,13 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from orgtree_lang.memory.statedb import StateError, connect, transaction
 from orgtree_lang.review import ConcernLedger, ReviewError, SelfReviewError, review_loop
-from orgtree_lang.runtime.errors import PipeError
 
 INSIGHT_STATUSES = ("proposed", "active", "rejected", "removed")
 PROPOSAL_STATUSES = ("pending", "accepted", "rejected")
@@ -67,16 +68,8 @@ or irrelevant to the team's work. If the insight still holds and the reason does
 blocking concern saying why it should stay."""
 
 
-class InsightError(PipeError):
+class InsightError(StateError):
     """An insight or proposal does not exist, or is not in a state that allows what was asked."""
-
-    def __init__(self, message: str, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
-
-    def __str__(self) -> str:
-        return self.message
 
 
 @dataclass
@@ -149,15 +142,8 @@ class InsightPool:
 
     def __init__(self, db_path: Path | str) -> None:
         self.path = Path(db_path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
-        self.db = sqlite3.connect(str(self.path), isolation_level=None, timeout=10, check_same_thread=False)
-        self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=FULL")
-        self.db.execute("PRAGMA busy_timeout=10000")
-        with self._lock:
-            self.db.executescript(_SCHEMA)
+        self.db = connect(self.path, _SCHEMA)
         self.ledger = ConcernLedger(self.path)
 
     @classmethod
@@ -354,23 +340,8 @@ class InsightPool:
 
     # -- writing ------------------------------------------------------------------------------------------
 
-    class _Tx:
-        def __init__(self, pool: InsightPool) -> None:
-            self.pool = pool
-
-        def __enter__(self) -> sqlite3.Connection:
-            self.pool._lock.acquire()
-            self.pool.db.execute("BEGIN IMMEDIATE")
-            return self.pool.db
-
-        def __exit__(self, exc_type: object, *rest: object) -> None:
-            try:
-                self.pool.db.execute("COMMIT" if exc_type is None else "ROLLBACK")
-            finally:
-                self.pool._lock.release()
-
-    def _write(self) -> InsightPool._Tx:
-        return InsightPool._Tx(self)
+    def _write(self) -> AbstractContextManager[sqlite3.Connection]:
+        return transaction(self.db, self._lock)
 
     @staticmethod
     def _insert_proposal(db: sqlite3.Connection, insight_id: int, action: str, author: str,

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from orgtree_lang.runtime.errors import PipeError
+from orgtree_lang.memory.statedb import StateError
 
 # Threads of one process share one threading.Lock per lock file: flock alone would let two threads of the same
 # process in at once when they share a file descriptor, and waiting on a threading.Lock costs no polling.
@@ -35,7 +35,7 @@ def _thread_lock(path: Path) -> threading.Lock:
         return _THREAD_LOCKS.setdefault(str(path), threading.Lock())
 
 
-class PadLockTimeout(PipeError):
+class PadLockTimeout(StateError):
     """The lock was not free within the time allowed; the message names its holder."""
 
 

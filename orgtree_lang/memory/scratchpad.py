@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sqlite3
 import sys
 import threading
 import time
@@ -14,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from orgtree_lang.memory.lock import PadLock, Recovery
-from orgtree_lang.runtime.errors import PipeError
+from orgtree_lang.memory.statedb import StateError, connect
 
 LOCK_FILE = "pad.lock"
 RECOVERY_AGENT = "pad"
@@ -38,16 +37,8 @@ CREATE INDEX IF NOT EXISTS pad_notes_agent ON pad_notes (agent, seq);
 """
 
 
-class PadProtocolError(PipeError):
+class PadProtocolError(StateError):
     """A turn broke the scratchpad protocol (for example it released the lock without writing its plan)."""
-
-    def __init__(self, message: str, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
-
-    def __str__(self) -> str:
-        return self.message
 
 
 @dataclass(frozen=True)
@@ -94,17 +85,10 @@ class Scratchpad:
     def __init__(self, db_path: Path | str, lock_path: Path | str | None = None, *,
                  on_recover: Callable[[Recovery], None] = _say) -> None:
         self.path = Path(db_path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self.lock_path = Path(lock_path) if lock_path is not None else self.path.parent / LOCK_FILE
         self.on_recover = on_recover
         self._db_lock = threading.RLock()
-        self.db = sqlite3.connect(str(self.path), isolation_level=None, timeout=10, check_same_thread=False)
-        self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=FULL")
-        self.db.execute("PRAGMA busy_timeout=10000")
-        with self._db_lock:
-            self.db.executescript(_SCHEMA)
+        self.db = connect(self.path, _SCHEMA)
 
     @classmethod
     def for_workspace(cls, workspace_root: Path | str, **kw: Any) -> Scratchpad:
