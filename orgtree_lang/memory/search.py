@@ -4,7 +4,6 @@ of BM25 (tantivy) and embedding similarity (faiss) out, each with the original b
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -31,9 +30,13 @@ class Hit:
     tags: list[str] = field(default_factory=list)
 
 
-@lru_cache(maxsize=None)
+_SAID: set[str] = set()  # process-wide on purpose: a missing library is news once, not once per memory
+
+
 def _say_once(message: str, notice: Callable[[str], None]) -> None:
-    notice(message)
+    if message not in _SAID:
+        _SAID.add(message)
+        notice(message)
 
 
 class SearchIndex:
@@ -46,13 +49,14 @@ class SearchIndex:
         self.memory = memory
         self.notice = notice
         generation = memory.store.generation()
+        existed = (self.folder / "keyword").exists()
         try:
             self.keyword = KeywordIndex(self.folder / "keyword")
             reason = None if self.keyword.stamp() == generation else "is out of date with the store"
         except Exception as exc:  # tantivy refuses a damaged index folder
             self.keyword, reason = None, f"is corrupt ({exc})"
         if reason:
-            if self.keyword is not None or (self.folder / "keyword").exists():
+            if existed:
                 notice(f"memory: the keyword index {self.folder / 'keyword'} {reason}; rebuilding it from the store")
             self.keyword = KeywordIndex.fresh(self.folder / "keyword")
             self._rebuild_keyword()

@@ -39,7 +39,21 @@ def split_text(text: str, limit: int, tokenizer: Tokenizer) -> list[Cut]:
             return [Cut(0, len(text), tokens)]
     out: list[Cut] = []
     _split(text, 0, len(text), limit, tokenizer, 0, out)
-    return out
+    return _absorb_blank(text, out, limit, tokenizer)
+
+
+def _absorb_blank(text: str, cuts: list[Cut], limit: int, tokenizer: Tokenizer) -> list[Cut]:
+    """Join a piece of nothing but whitespace to the piece before it when they fit together (a blank piece
+    cannot be searched for and only lengthens views)."""
+    merged: list[Cut] = []
+    for cut in cuts:
+        if merged and not text[cut.start:cut.end].strip():
+            tokens = tokenizer.count(text[merged[-1].start:cut.end])
+            if tokens <= limit:
+                merged[-1] = Cut(merged[-1].start, cut.end, tokens)
+                continue
+        merged.append(cut)
+    return merged
 
 
 def _split(text: str, start: int, end: int, limit: int, tokenizer: Tokenizer, depth: int, out: list[Cut]) -> None:
