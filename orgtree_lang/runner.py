@@ -24,6 +24,7 @@ class RunOptions:
     progress: Callable[..., None] | None = None  # (state, span), about once a second on long runs
     decomposer: Any = None
     decomposer_factory: Callable[..., Any] | None = None  # (program, source, file) -> decomposer, for resume etc.
+    models: Any = None  # RunModels for skills that need a model (insight reviews); None: read the configuration
     registry: Any = None
     run_id: str | None = None
     use_cache: bool = True
@@ -94,7 +95,7 @@ def run_program(program, root: Path, registry, options: RunOptions, source: str 
     machine = Machine(
         program,
         registry=registry,
-        context=SkillContext(workspace, run_id=run_id),
+        context=SkillContext(workspace, run_id=run_id, models=options.models),
         budget=options.budget,
         decomposer=options.decomposer,
         tracer=tracer,

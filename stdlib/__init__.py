@@ -1,17 +1,21 @@
-"""The seed skill pool: register(registry) adds the text, json, math, lists, dicts, fs, time, random, ids, code, http and web skills."""
+"""The seed skill pool: register(registry) adds the text, json, math, lists, dicts, fs, time, random, ids, code,
+http, web, ctx, pad and insight skills."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import orgtree_lang.memory.insight_skills as insight_skills
+import orgtree_lang.memory.pad_skills as pad_skills
+import orgtree_lang.memory.skills as memory_skills
 from orgtree_lang.stdlib import clock, dicts, fs, ids, json_skills, lists, math_skills, random_skills, text
 from orgtree_lang.stdlib import code_skills, web_skills
 
 if TYPE_CHECKING:
     from orgtree_lang.runtime.skills import SkillRegistry
 
-MODULES = (text, json_skills, math_skills, lists, dicts, fs, clock, random_skills, ids)
-MODULES += (code_skills, web_skills)
+MODULES = (text, json_skills, math_skills, lists, dicts, fs, clock, random_skills, ids, code_skills, web_skills,
+           memory_skills, pad_skills, insight_skills)
 
 
 def register(registry: SkillRegistry) -> None:

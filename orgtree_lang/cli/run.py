@@ -55,6 +55,7 @@ def command_run(args) -> int:
 
     try:
         decomposer = make_decomposer(args, program, compiled.source, str(path), root, registry)
+        models = run_models(args)
     except UsageError as err:
         print(f"pipe run: {err}", file=sys.stderr)
         return EXIT_USAGE
@@ -62,7 +63,7 @@ def command_run(args) -> int:
     session = RunSession(args, run_id)
     options = session.options(entry=code.name, inputs=inputs, workspace=root, registry=registry,
                               durable=not args.no_journal, durability=args.durability,
-                              budget=budget_from_args(args), decomposer=decomposer)
+                              budget=budget_from_args(args), decomposer=decomposer, models=models)
     return session.report(lambda: run_program(program, root, registry, options, source=compiled.source,
                                                program_path=path), compiled.source, resumable=not args.no_journal,
                           workspace=root)
@@ -107,6 +108,17 @@ def make_decomposer(args, program, source: str, file: str, root: Path, registry)
         reviewer = RecordingModel(reviewer, cassette.with_name(f"{cassette.stem}.reviewer{cassette.suffix}"))
     return Decomposer(author=author, reviewer=reviewer, registry=registry, workspace=root, parent_file=file,
                       parent_source=source, settings=settings)
+
+
+def run_models(args):
+    """The run's models for skills that need one (insight reviews); nothing is built or imported until then."""
+    from orgtree_lang.models.base import ModelError
+    from orgtree_lang.models.roles import RunModels
+
+    try:
+        return RunModels.from_config(args.model, args.review_model, api_base=args.api_base)
+    except ModelError as err:
+        raise UsageError(str(err)) from None
 
 
 def _litellm_only(spec: str, extra: dict) -> dict:
