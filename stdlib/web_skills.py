@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from orgtree_lang.runtime.skills import skill
+from orgtree_lang.runtime.errors import SkillError
+from orgtree_lang.runtime.skills import SkillContext, skill
 
 
 @skill("http.fetch")
@@ -24,6 +25,27 @@ def fetch(url: str) -> dict[str, Any]:
     from orgtree_lang.sandbox.fetch import fetch as fetch_url
 
     return fetch_url(url, HttpPolicy.from_config()).as_value()
+
+
+@skill("web.search")
+def search(ctx: SkillContext, query: str, k: int = 5) -> list[dict[str, Any]]:
+    """Search for pages about a query with the provider set by [web] search in orgtree.toml.
+
+    The default provider, "workspace", searches the documents in the workspace memory (offline);
+    "searxng" asks the SearXNG instance at [web] url, which must be on the [http] allowlist.
+
+    Args:
+        query: What to look for, in words.
+        k: How many results at most.
+
+    Returns:
+        Best first, a dict per result with `title`, `url` and `snippet`.
+    """
+    from orgtree_lang.sandbox.websearch import provider_from_config
+
+    if k < 1:
+        raise SkillError(f"web.search: k must be at least 1, got {k}")
+    return [r.as_value() for r in provider_from_config(ctx.workspace.root).search(query, k)]
 
 
 @skill("web.extract", pure=True)

@@ -13,7 +13,8 @@ PAGE = b"<html><head><title>t</title><script>var hidden = 1;</script></head><bod
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
-    """Routes: /page, /redirect?to=URL (302), /loop (redirects to itself), /big (1 MB), /slow (2 s)."""
+    """Routes: /page, /redirect?to=URL (302), /loop (redirects to itself), /big (1 MB), /slow (2 s),
+    /search?q=Q&format=json (SearXNG-shaped results that repeat the query)."""
 
     def do_GET(self) -> None:
         self.server.hits.append(self.path)
@@ -24,6 +25,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._reply(302, b"", location="/loop")
         elif path == "/big":
             self._reply(200, b"x" * 1_000_000, "text/plain")
+        elif path == "/search":
+            import json
+            from urllib.parse import parse_qs
+
+            q = parse_qs(query).get("q", [""])[0]
+            results = [{"title": f"{q} result {i}", "url": f"https://results.example/{i}", "content": f"about {q}"}
+                       for i in range(1, 4)]
+            self._reply(200, json.dumps({"query": q, "results": results}).encode(), "application/json")
         elif path == "/slow":
             time.sleep(2)
             self._reply(200, b"late", "text/plain")
