@@ -41,7 +41,7 @@ def test_only_fs_time_random_ids_code_and_http_skills_are_impure(registry: Skill
     assert impure == {
         "fs.read", "fs.write", "fs.append", "fs.list", "fs.exists", "time.now",
         "random.number", "random.int", "random.choice", "random.shuffle", "ids.new",
-        "code.run", "http.fetch",
+        "code.run", "http.fetch", "web.search",
         "ctx.add", "ctx.fit", "ctx.expand", "ctx.search",
         "pad.note", "pad.context", "pad.focus", "insight.propose", "insight.remove", "insight.relevant",
     }
