@@ -329,3 +329,31 @@ def test_a_saved_module_is_reused_by_pipe_run_with_no_model_configured(tmp_path)
     reused = pipe_in(tmp_path, "run", "triage.pipe", "-i", "report=all fine")
     assert reused.returncode == 0 and reused.stdout == "question\n", reused.stderr
     assert "reused" in reused.stderr and "model answers come from" not in reused.stderr
+
+
+def nested_module(inner: str) -> str:
+    return f'''```pipe
+use text
+
+pipeline main(report: str) -> str:
+    ambiguous {inner}(report: str) -> label: str:
+        """Label the report, one level further down."""
+    return label
+```'''
+
+
+def test_decomposition_recurses_until_the_depth_limit_then_fails_clearly(tmp_path):
+    author = scripted(tmp_path, "a", [
+        {"match": {"contains": "step `classify`"}, "reply": nested_module("level_one")},
+        {"match": {"contains": "step `level_one`"}, "reply": nested_module("level_two")},
+        {"match": {"contains": "step `level_two`"}, "reply": GOOD},
+    ], "author")
+    reviewer = scripted(tmp_path, "r", [{"reply": NO_CONCERNS}], "reviewer")
+    with pytest.raises(PipeRuntimeError) as err:
+        run(tmp_path, FIRST, author, reviewer, "crash", max_depth=2)
+    assert "ambiguous block `level_two` is 2 generated modules deep, the limit is 2" in err.value.message
+    assert not err.value.catchable
+    assert [call.split("`")[1] for call in author.calls] == ["classify", "level_one"]
+    # With one more level allowed, the same answers resolve all three blocks.
+    assert run(tmp_path, FIRST, author, reviewer, "crash", max_depth=3) == "bug"
+    assert {m.provenance["block"] for m in ModuleStore(tmp_path).all()} == {"classify", "level_one", "level_two"}
