@@ -698,3 +698,13 @@ def test_render_tree_never_loses_a_node(nodes, every_call):
     assert others == Counter((n.id.rsplit("/", 1)[-1] if n.parent_id else n.name, n.kind)
                              for n in nodes if n.kind != "skill")
     assert skills == Counter(n.name for n in nodes if n.kind == "skill")
+
+
+def test_no_tree_runs_record_no_nodes(tmp_path, capsys):
+    program = write(tmp_path, "p.pipe", "use text\n\npipeline main() -> str:\n    return text.upper(\"a\")\n")
+    code, recorded, _ = run_json(capsys, str(program))
+    code2, unrecorded, _ = run_json(capsys, str(program), "--no-tree")
+    assert (code, code2) == (0, 0) and recorded["output"] == unrecorded["output"] == "A"
+    with TreeStore.for_workspace(tmp_path) as store:
+        assert store.run_ids() == [recorded["run_id"]]
+        assert store.run_nodes(unrecorded["run_id"]) == []

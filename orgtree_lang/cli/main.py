@@ -51,6 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="power (default): every journaled step is on disk before the run moves on; process: "
                           "it survives kill -9 and crashes of the process, is much faster, and may lose the last "
                           "steps on a power loss (they then run again, with the same idempotency keys)")
+    run.add_argument("--no-tree", action="store_true",
+                     help="do not record the org tree (each call costs about 15-20 µs more with it; see "
+                          "benchmarks/orgtree_overhead.py); `pipe tree` and call history then miss this run")
     run.add_argument("--no-journal", action="store_true",
                      help="do not journal the run (it then cannot be resumed, replayed or forked)")
 

@@ -63,7 +63,8 @@ def command_run(args) -> int:
     session = RunSession(args, run_id)
     options = session.options(entry=code.name, inputs=inputs, workspace=root, registry=registry,
                               durable=not args.no_journal, durability=args.durability,
-                              budget=budget_from_args(args), decomposer=decomposer, models=models)
+                              budget=budget_from_args(args), decomposer=decomposer, models=models,
+                              tree=not args.no_tree)
     return session.report(lambda: run_program(program, root, registry, options, source=compiled.source,
                                                program_path=path), compiled.source, resumable=not args.no_journal,
                           workspace=root)

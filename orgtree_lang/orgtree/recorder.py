@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
 
 from orgtree_lang.orgtree.store import TreeNode, TreeStore
 
-FLUSH_EVERY = 500  # changed nodes held before they are written
+FLUSH_EVERY = 2000  # changed nodes held before they are written
 FLUSH_SECONDS = 1.0  # ... or this long since the last write, so `pipe tree` can follow a running run
 MAX_SKILL_NODES = 100_000  # skill calls recorded one by one per run; later ones are counted per caller and name
 
@@ -30,6 +29,7 @@ class TreeRecorder:
         self._seq = 0
         self._skill_nodes: dict[str, int] = {}  # per run id
         self._last_flush = clock()
+        self._touches = 0
 
     # ---- recording ---------------------------------------------------------------------
 
@@ -57,7 +57,10 @@ class TreeRecorder:
             return node
         node.status, node.output, node.error = status, output, error
         node.duration_ms = round((self.clock() - node.started_at) * 1000, 3)
-        self._touch(node)
+        # A finished pipeline call is only written; ambiguous nodes stay (annotate and listeners use them).
+        self._touch(node, keep=node.kind == "ambiguous")
+        if node.kind != "ambiguous":
+            del self.nodes[node_id]
         if self.listener is not None and node.kind != "skill":
             self.listener("close", node)
         return node
@@ -108,7 +111,9 @@ class TreeRecorder:
         if keep:
             self.nodes[node.id] = node
         self._dirty[node.id] = node
-        if len(self._dirty) >= FLUSH_EVERY or self.clock() - self._last_flush >= FLUSH_SECONDS:
+        self._touches += 1
+        if len(self._dirty) >= FLUSH_EVERY or (self._touches % 64 == 0
+                                               and self.clock() - self._last_flush >= FLUSH_SECONDS):
             self.flush()
 
     # ---- writing -------------------------------------------------------------------------
@@ -137,14 +142,6 @@ class TreeRecorder:
             self.store.close()
             self.store = None
 
-    def totals(self, node_id: str) -> dict[str, Any]:
-        """Tokens and cost of a node and everything under it, among the nodes this process saw."""
-        tokens, cost = 0, 0.0
-        for node in self.nodes.values():
-            if node.id == node_id or node.id.startswith(node_id + "/"):
-                tokens += node.tokens
-                cost += node.cost
-        return {"tokens": tokens, "cost": cost}
 
 
 def recorder_for(workspace_root, listener: Callable[[str, TreeNode], None] | None = None) -> TreeRecorder:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +32,11 @@ CREATE TABLE IF NOT EXISTS tree_nodes (
     detail TEXT NOT NULL DEFAULT ''      -- e.g. `reused`, `written in 2 rounds`, the module's path
 );
 CREATE INDEX IF NOT EXISTS tree_nodes_by_name ON tree_nodes (name, started_at);
-CREATE INDEX IF NOT EXISTS tree_nodes_by_run ON tree_nodes (run_id, seq);
-CREATE INDEX IF NOT EXISTS tree_nodes_by_parent ON tree_nodes (parent_id, seq)
+CREATE INDEX IF NOT EXISTS tree_nodes_by_run ON tree_nodes (run_id, seq)
 """
 
 
-@dataclass
+@dataclass(slots=True)
 class TreeNode:
     """One node: a run's entry, a pipeline call, a skill call, or an ambiguous block with its generated child."""
 
@@ -69,6 +69,7 @@ def _in_run_args(run_id: str) -> list[str]:
     return [run_id, run_id + "/", run_id + "/"]
 
 _COLUMNS = tuple(f.name for f in fields(TreeNode))
+_ROW = attrgetter(*_COLUMNS)
 _INSERT = (f"INSERT OR REPLACE INTO tree_nodes ({', '.join(_COLUMNS)}) "
            f"VALUES ({', '.join('?' for _ in _COLUMNS)})")
 
@@ -98,7 +99,7 @@ class TreeStore:
         if not nodes:
             return
         with Transaction(self.db) as db:
-            db.executemany(_INSERT, [tuple(getattr(n, c) for c in _COLUMNS) for n in nodes])
+            db.executemany(_INSERT, map(_ROW, nodes))
 
     def _select(self, where: str, args: tuple[Any, ...], order: str, limit: int | None = None) -> list[TreeNode]:
         sql = f"SELECT {', '.join(_COLUMNS)} FROM tree_nodes WHERE {where} ORDER BY {order}"

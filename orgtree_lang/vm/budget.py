@@ -56,10 +56,21 @@ class TreeMeter:
         for name in self.FIELDS:
             self.data.setdefault(name, 0.0 if name == "cost" else 0)
 
-    def __getattr__(self, name: str) -> Any:
-        if name in TreeMeter.FIELDS:
-            return self.data[name]
-        raise AttributeError(name)
+    @property
+    def tokens(self) -> int:
+        return self.data["tokens"]
+
+    @property
+    def cost(self) -> float:
+        return self.data["cost"]
+
+    @property
+    def steps(self) -> int:
+        return self.data["steps"]
+
+    @property
+    def skill_calls(self) -> int:
+        return self.data["skill_calls"]
 
     def snapshot(self) -> dict[str, Any]:
         return dict(self.data)
