@@ -23,6 +23,7 @@ class RunOptions:
     printer: Callable[[str], None] | None = None
     progress: Callable[..., None] | None = None  # (state, span), about once a second on long runs
     decomposer: Any = None
+    models: Any = None  # models.run_models.RunModels for the llm.* skills (None: no model configured)
     registry: Any = None
     run_id: str | None = None
     use_cache: bool = True
@@ -81,7 +82,7 @@ def run_program(program, root: Path, registry, options: RunOptions, source: str 
     machine = Machine(
         program,
         registry=registry,
-        context=SkillContext(workspace, run_id=run_id),
+        context=SkillContext(workspace, run_id=run_id, models=options.models),
         budget=options.budget,
         decomposer=options.decomposer,
         tracer=tracer,

@@ -54,7 +54,8 @@ def command_run(args) -> int:
         return EXIT_USAGE
 
     try:
-        decomposer = make_decomposer(args, program, compiled.source, str(path), root, registry)
+        models = make_models(args, program)
+        decomposer = make_decomposer(args, program, compiled.source, str(path), root, registry, models)
     except UsageError as err:
         print(f"pipe run: {err}", file=sys.stderr)
         return EXIT_USAGE
@@ -62,47 +63,46 @@ def command_run(args) -> int:
     session = RunSession(args, run_id)
     options = session.options(entry=code.name, inputs=inputs, workspace=root, registry=registry,
                               durable=not args.no_journal, durability=args.durability,
-                              budget=budget_from_args(args), decomposer=decomposer)
+                              budget=budget_from_args(args), decomposer=decomposer, models=models)
     return session.report(lambda: run_program(program, root, registry, options, source=compiled.source,
                                                program_path=path), compiled.source, resumable=not args.no_journal,
                           workspace=root)
 
 
-def make_decomposer(args, program, source: str, file: str, root: Path, registry):
+def make_decomposer(args, program, source: str, file: str, root: Path, registry, models=None):
     """A decomposer when the program has ambiguous blocks and a model is configured (models load only then)."""
     if not any(code.ambiguous for code in program.pipelines.values()):
         return None
-    from orgtree_lang.models.select import model_from_spec, resolve_model_spec, resolve_review_model_spec
-
-    author_spec = resolve_model_spec(args.model)
-    if not author_spec:
+    models = models if models is not None else make_models(args)
+    if not models.configured:
         return None  # the VM says how to configure one if a block is reached
-    review_spec = resolve_review_model_spec(args.review_model, author_spec)
-    for spec in {author_spec, review_spec}:
-        if spec.startswith(("scripted:", "replay:")):
-            print(f"pipe run: model answers come from {spec}, not from a live model", file=sys.stderr)
     from orgtree_lang.decompose.decomposer import Decomposer
     from orgtree_lang.models.base import ModelError
 
-    extra = {"api_base": args.api_base} if args.api_base else {}
     try:
-        author = model_from_spec(author_spec, role="author", **_litellm_only(author_spec, extra))
-        reviewer = model_from_spec(review_spec, role="reviewer", **_litellm_only(review_spec, extra))
+        author, reviewer = models.author(), models.reviewer()
     except ModelError as err:
         raise UsageError(str(err)) from None
-    if args.record:
-        from orgtree_lang.models.cassette import RecordingModel
-
-        cassette = Path(args.record)
-        author = RecordingModel(author, cassette)
-        reviewer = RecordingModel(reviewer, cassette.with_name(f"{cassette.stem}.reviewer{cassette.suffix}"))
     return Decomposer(author=author, reviewer=reviewer, registry=registry, workspace=root, parent_file=file,
                       parent_source=source)
 
 
-def _litellm_only(spec: str, extra: dict) -> dict:
-    """Endpoint settings apply to provider models, not to scripted or replayed answers."""
-    return {} if spec.startswith(("scripted:", "replay:")) else extra
+def make_models(args, program=None):
+    """The run's models from --model/--review-model/--api-base/--record (or PIPE_MODEL, orgtree.toml); made lazily."""
+    from orgtree_lang.models.base import ModelError
+    from orgtree_lang.models.run_models import RunModels
+
+    try:
+        models = RunModels.from_choice(args.model, args.review_model, api_base=args.api_base, record=args.record)
+    except ModelError as err:
+        raise UsageError(str(err)) from None
+    uses_models = program is None or any(u.split(".")[0] == "llm" for u in program.uses) or \
+        any(code.ambiguous for code in program.pipelines.values())
+    if uses_models:
+        for spec in dict.fromkeys(s for s in (models.author_spec, models.review_spec) if s):
+            if spec.startswith(("scripted:", "replay:")):
+                print(f"pipe run: model answers come from {spec}, not from a live model", file=sys.stderr)
+    return models
 
 
 def budget_from_args(args):

@@ -34,7 +34,8 @@ def _machine(program, root: Path, registry, options, run_id: str, effects: Effec
     from orgtree_lang.vm.trace import Tracer
 
     tracer = Tracer(trace, run_id, steps=options.trace_steps)
-    machine = Machine(program, registry=registry, context=SkillContext(Workspace(root), run_id=run_id),
+    machine = Machine(program, registry=registry, context=SkillContext(Workspace(root), run_id=run_id,
+                                                                          models=getattr(options, "models", None)),
                       budget=options.budget, decomposer=options.decomposer, tracer=tracer,
                       printer=options.printer, progress=options.progress, effects=effects)
     return machine, tracer

@@ -64,6 +64,9 @@ class SkillContext:
     # Names one side-effecting call (`<run id>:<step sequence>`), the same when resume repeats the call
     # that was in flight, so a skill can apply its effect at most once; None outside durable runs.
     idempotency_key: str | None = None
+    # The run's models (orgtree_lang.models.run_models.RunModels: `.ask(...)`, `.author()`, `.reviewer()`),
+    # used by the llm.* skills; None when the caller configured none.
+    models: Any = None
 
 
 @dataclass(frozen=True, eq=False)
