@@ -18,15 +18,15 @@ from orgtree_lang.runtime.inputs import parse_input
 def command_run(args) -> int:
     from orgtree_lang.compile.api import compile_file
     from orgtree_lang.runner import new_run_id, run_program, workspace_for
-    from orgtree_lang.runtime.skills import default_registry
+    from orgtree_lang.pool.registry import workspace_registry
     from orgtree_lang.syntax.diagnostics import CompileError
 
     path = Path(args.file)
     if not path.is_file():
         print(f"pipe run: no such file: {path}", file=sys.stderr)
         return EXIT_USAGE
-    registry = default_registry()
     root = workspace_for(path, Path(args.workspace) if args.workspace else None)
+    registry = workspace_registry(root)
     try:
         compiled = compile_file(path, registry, root / ".orgtree" / "cache")
     except CompileError as err:

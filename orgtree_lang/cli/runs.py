@@ -154,13 +154,15 @@ def _attempt(args, command: str, action, source_for_errors) -> int:
     """Run a resume/retry/fork attempt through the same reporting as `pipe run`."""
     from orgtree_lang.cli.run import RunSession, budget_from_args
     from orgtree_lang.durable.journal import JournalError
-    from orgtree_lang.runtime.skills import default_registry
+    from orgtree_lang.models.run_models import RunModels
+    from orgtree_lang.pool.registry import workspace_registry
     from orgtree_lang.syntax.diagnostics import CompileError
 
-    registry = default_registry()
+    registry = workspace_registry(Path(args.workspace))
     run_id = getattr(args, "new_run_id", None) or args.run
     session = RunSession(args, run_id)
-    options = session.options(registry=registry, budget=budget_from_args(args), durable=True)
+    options = session.options(registry=registry, budget=budget_from_args(args), durable=True,
+                              models=RunModels.from_choice())
     failure: list[int] = []
 
     def attempt():
@@ -245,12 +247,13 @@ def command_fork(args) -> int:
 def command_replay(args) -> int:
     from orgtree_lang.durable import session
     from orgtree_lang.durable.journal import JournalError
-    from orgtree_lang.runtime.skills import default_registry
+    from orgtree_lang.pool.registry import workspace_registry
     from orgtree_lang.syntax.diagnostics import CompileError
 
     printer = None if args.quiet else print
     try:
-        report = session.replay(Path(args.workspace), args.run, default_registry(), printer=printer)
+        report = session.replay(Path(args.workspace), args.run, workspace_registry(Path(args.workspace)),
+                                printer=printer)
     except JournalError as err:
         return _fail("replay", str(err))
     except CompileError as err:
