@@ -61,8 +61,9 @@ def _pipe_annotation(ptype: T.PipeType, where: str) -> Any:
         return list[_pipe_annotation(ptype.arg, where)]
     if kind == "dict":
         return dict[str, _pipe_annotation(ptype.arg, where)]
-    raise SkillError(f"llm.extract: field `{where}` has type {ptype}; a record type cannot be named in a schema",
-                     hint="spell its fields out as a nested JSON schema object")
+    raise SkillError(f"llm.extract: field `{where}` has type {ptype}, which is not a .pipe type a schema can use "
+                     "(str, int, float, bool, none, any, list[T], dict[str, T], T?; no record names)",
+                     hint="spell a record's fields out as a nested JSON schema object")
 
 
 def _object_model(schema: dict[str, Any], name: str, where: str) -> type:

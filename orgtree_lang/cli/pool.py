@@ -104,10 +104,10 @@ def _reviewer(args):
 
 
 def history(args) -> int:
-    from orgtree_lang.pool.history import tree_history
+    from orgtree_lang.pool.history import workspace_history
 
     try:
-        calls = tree_history(Path(args.workspace))(args.name, args.limit)
+        calls = workspace_history(Path(args.workspace))(args.name, args.limit)
     except RuntimeError as err:
         print(f"pipe skills history: {err}", file=sys.stderr)
         return EXIT_USAGE
@@ -164,7 +164,7 @@ def review(args) -> int:
 
 def _review_open(args, ids: list[int], registry) -> int:
     from orgtree_lang.pool.bugs import review_bug
-    from orgtree_lang.pool.history import tree_history
+    from orgtree_lang.pool.history import workspace_history
     from orgtree_lang.runtime.config import config_section
 
     reviewer = _reviewer(args)
@@ -176,7 +176,7 @@ def _review_open(args, ids: list[int], registry) -> int:
     for number, bug_id in enumerate(ids, 1):
         print(f"reviewing bug report #{bug_id} ({number} of {len(ids)}) with {reviewer.name}", file=sys.stderr)
         row = review_bug(Path(args.workspace), bug_id, reviewer=reviewer, registry=registry,
-                         history=tree_history(Path(args.workspace)),
+                         history=workspace_history(Path(args.workspace)),
                          min_failures=limits.get("removal_evidence", 1))
         print(_decision_line(row))
     return EXIT_OK

@@ -1,4 +1,5 @@
-"""A skill's call history, read from the org tree's node table in state.db: the evidence bug reviewers work from."""
+"""A skill's call history: the evidence bug reviewers work from. Read from the org tree's node table in state.db
+when this build has one, else from the runs' traces (every skill call is a `skill` event there)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,65 @@ class Call:
 
 
 History = Callable[[str, int], list[Call]]
+
+
+def workspace_history(root: Path | str) -> History:
+    """The org tree's history when this build records one, else the history kept in the runs' traces."""
+    try:
+        import orgtree_lang.orgtree.store  # noqa: F401
+    except ImportError:
+        return trace_history(root)
+    return tree_history(root)
+
+
+def trace_history(root: Path | str) -> History:
+    """Calls read from `.orgtree/runs/*/trace*.jsonl`, newest run first; a failed call's error is the `error`
+    event that follows it. Call ids are `<run id>:<line>`."""
+    import json
+
+    from orgtree_lang.runtime.workspace import STATE_DIR_NAME
+
+    runs = Path(root) / STATE_DIR_NAME / "runs"
+
+    def calls(name: str, limit: int = 100) -> list[Call]:
+        found: list[Call] = []
+        traces = sorted(runs.glob("*/trace*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True) \
+            if runs.is_dir() else []
+        for trace in traces:
+            in_file: list[Call] = []
+            pending: dict | None = None
+            with trace.open(encoding="utf-8") as handle:
+                for number, line in enumerate(handle, 1):
+                    try:
+                        event = json.loads(line)
+                    except json.JSONDecodeError:
+                        continue  # a line cut short by a crash
+                    if pending is not None and event.get("event") == "error":
+                        in_file[-1] = _with_error(in_file[-1], str(event.get("error", "")))
+                        pending = None
+                        continue
+                    if event.get("event") != "skill" or event.get("skill") != name:
+                        continue
+                    failed = event.get("outcome") != "ok"
+                    arguments = list(event.get("args", [])) + [f"{k}={v}" for k, v in event.get("kwargs", {}).items()]
+                    in_file.append(Call(f"{event.get('run', '?')}:{number}", name, str(event.get("run", "")),
+                                        f"{event.get('frame', '')} at {event.get('at', '?')}",
+                                        "error" if failed else "ok", f"({', '.join(arguments)})",
+                                        str(event.get("result") or ""), "failed" if failed else None,
+                                        float(event.get("time", 0.0)), event.get("duration_ms")))
+                    pending = event if failed else None
+            found.extend(reversed(in_file))
+            if len(found) >= limit:
+                break
+        return sorted(found, key=lambda c: c.started_at, reverse=True)[:limit]
+
+    return calls
+
+
+def _with_error(call: Call, error: str) -> Call:
+    import dataclasses
+
+    return dataclasses.replace(call, error=error or call.error)
 
 
 def tree_history(root: Path | str) -> History:
