@@ -314,3 +314,22 @@ def test_report_and_review_from_the_cli(root, tmp_path, capsys):
     assert main(["skills", "report", "json.prase", "--use-case", "u", "--expected", "e", "--observed", "o",
                  "--workspace", str(root)]) == 2
     assert "did you mean `json.parse`?" in capsys.readouterr().err
+
+
+def test_a_module_used_successfully_n_times_is_promoted_after_the_run(root, tmp_path, capsys):
+    (root / "parent.pipe").write_text(PARENT)
+    (root / "orgtree.toml").write_text("[skills]\npromote_after = 2\n")
+    scripted(tmp_path, "author", [{"match": {"contains": "Write a module"}, "reply": f"```pipe\n{FIXED}```"}], "author")
+    scripted(tmp_path, "reviewer", [{"match": {"contains": "The module ran on your cases"},
+                                     "reply": judge(True, [True, True])},
+                                    {"match": {"contains": "Its signature:"}, "reply": PLAN},
+                                    {"reply": NO_CONCERNS}])
+    models = ["--model", f"scripted:{tmp_path / 'author.json'}", "--review-model", f"scripted:{tmp_path / 'reviewer.json'}"]
+    assert main(["run", str(root / "parent.pipe"), "-i", "word=a", *models]) == 0
+    assert "learned.shout" not in workspace_registry(root, plugins=False)  # one use is not enough
+    assert main(["run", str(root / "parent.pipe"), "-i", "word=b", *models]) == 0
+    err = capsys.readouterr().err
+    assert "shout.pipe promoted to learned.shout: checked against the spec" in err
+    assert "learned.shout" in workspace_registry(root, plugins=False)
+    assert main(["run", str(root / "parent.pipe"), "-i", "word=c", *models]) == 0
+    assert len(PoolStore.for_workspace(root).promotions()) == 1  # put up once, not again on every run

@@ -255,3 +255,33 @@ def export(args) -> int:
         print(path)
     print(f"exported {len(written)} learned skill(s) to {args.dir}", file=sys.stderr)
     return EXIT_OK
+
+
+def promote_after_run(root: Path, models, registry) -> None:
+    """With `[skills] promote_after = N` in the workspace's orgtree.toml, put every saved module used successfully
+    N times up for promotion (once; a rejection is recorded and not retried automatically)."""
+    from orgtree_lang.runtime.config import ConfigError, config_section
+
+    try:
+        threshold = config_section("skills", root / "orgtree.toml", types={"promote_after": int}).get("promote_after")
+    except ConfigError as err:
+        print(f"pipe run: automatic promotion skipped: {err}", file=sys.stderr)
+        return
+    if not threshold or threshold < 1 or not models.review_spec:
+        return
+    from orgtree_lang.models.base import ModelError
+    from orgtree_lang.pool.promote import due_for_promotion, promote as promote_module
+    from orgtree_lang.pool.store import PoolError
+    from orgtree_lang.review.errors import ReviewError
+
+    for saved in due_for_promotion(root, threshold):
+        print(f"pipe run: {saved.path.name} was used successfully {threshold}+ times; testing it for the pool",
+              file=sys.stderr)
+        try:
+            result = promote_module(root, saved, reviewer=models.reviewer(), registry=registry,
+                                    progress=lambda text: print(f"  {text}", file=sys.stderr))
+        except (PoolError, ModelError, ReviewError) as err:
+            print(f"pipe run: promotion of {saved.path.name} failed: {err.message}", file=sys.stderr)
+            continue
+        verdict = f"promoted to learned.{result['name']}" if result["accepted"] else "rejected"
+        print(f"pipe run: {saved.path.name} {verdict}: {result['reasons']}", file=sys.stderr)

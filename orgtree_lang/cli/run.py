@@ -64,9 +64,14 @@ def command_run(args) -> int:
     options = session.options(entry=code.name, inputs=inputs, workspace=root, registry=registry,
                               durable=not args.no_journal, durability=args.durability,
                               budget=budget_from_args(args), decomposer=decomposer, models=models)
-    return session.report(lambda: run_program(program, root, registry, options, source=compiled.source,
+    code = session.report(lambda: run_program(program, root, registry, options, source=compiled.source,
                                                program_path=path), compiled.source, resumable=not args.no_journal,
                           workspace=root)
+    if code == EXIT_OK and decomposer is not None:
+        from orgtree_lang.cli.pool import promote_after_run
+
+        promote_after_run(root, models, registry)
+    return code
 
 
 def make_decomposer(args, program, source: str, file: str, root: Path, registry, models=None):

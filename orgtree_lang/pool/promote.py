@@ -187,3 +187,38 @@ def _run_case(program, registry, scratch: Path, inputs: dict[str, Any]) -> dict[
     except PipeRuntimeError as err:
         return {"error": err.message}
     return {"output": to_plain(machine.state.result)}
+
+
+def successful_uses(root: Path | str, block: str) -> int:
+    """How many runs of the workspace ran the generated module for `block` to the end (its child trace says ok)."""
+    from orgtree_lang.runtime.workspace import STATE_DIR_NAME
+
+    count = 0
+    for trace in (Path(root) / STATE_DIR_NAME / "runs").glob(f"*/trace.{block}.jsonl"):
+        lines = trace.read_text(encoding="utf-8").splitlines()
+        try:
+            last = json.loads(lines[-1]) if lines else {}
+        except json.JSONDecodeError:
+            continue
+        count += last.get("event") == "run.end" and last.get("outcome") == "ok"
+    return count
+
+
+def due_for_promotion(root: Path | str, threshold: int) -> list:
+    """Saved modules used successfully at least `threshold` times that were never put up for promotion.
+
+    A block name shared by modules of several parents is skipped: its uses cannot be told apart."""
+    from collections import Counter
+
+    from orgtree_lang.decompose.store import ModuleStore
+
+    saved = ModuleStore(Path(root)).all()
+    names = Counter(m.provenance.get("block") for m in saved)
+    store = PoolStore.for_workspace(root)
+    try:
+        tried = {row["module"] for row in store.promotions()}
+    finally:
+        store.close()
+    learned = {m.provenance.get("source") for m in LearnedStore(root).all()}
+    return [m for m in saved if names[m.provenance.get("block")] == 1 and str(m.path) not in tried | learned
+            and successful_uses(root, m.provenance.get("block", "")) >= threshold]
