@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from orgtree_lang.decompose.store import write_atomic
 from orgtree_lang.runtime.errors import PipeRuntimeError, SkillError
 
 NAMESPACE = "learned"
@@ -66,16 +66,10 @@ class LearnedStore:
         return self.read(path) if path.is_file() else None
 
     def read(self, path: Path) -> LearnedModule:
-        text = Path(path).read_text(encoding="utf-8")
-        provenance: dict[str, str] = {}
-        lines = text.splitlines(keepends=True)
-        index = 0
-        while index < len(lines) and lines[index].startswith(HEADER):
-            key, _, value = lines[index][len(HEADER):].partition(" = ")
-            provenance[key.strip()] = value.rstrip("\n")
-            index += 1
-        doc = json.loads(provenance.get("doc", '""'))
-        return LearnedModule(Path(path), Path(path).stem, doc, provenance, "".join(lines[index:]).lstrip("\n"))
+        from orgtree_lang.decompose.store import split_header
+
+        provenance, body = split_header(Path(path).read_text(encoding="utf-8"), HEADER)
+        return LearnedModule(Path(path), Path(path).stem, json.loads(provenance.get("doc", '""')), provenance, body)
 
     def save(self, name: str, body: str, doc: str, provenance: dict[str, str], registry) -> LearnedModule:
         """Write `<name>.pipe` (after checking that it compiles as saved); an older version goes to history/."""
@@ -95,10 +89,7 @@ class LearnedStore:
             history = self.folder / "history"
             history.mkdir(exist_ok=True)
             os.replace(path, history / f"{name}.{time.strftime('%Y%m%d-%H%M%S')}.{os.getpid()}.pipe")
-        fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=f".{name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
+        write_atomic(path, text)
         return self.read(path)
 
     def export(self, target: Path | str) -> list[Path]:
@@ -108,10 +99,7 @@ class LearnedStore:
         written = []
         for module in self.all():
             out = target / module.path.name
-            fd, tmp = tempfile.mkstemp(dir=target, prefix=f".{out.name}.", suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(module.path.read_text(encoding="utf-8"))
-            os.replace(tmp, out)
+            write_atomic(out, module.path.read_text(encoding="utf-8"))
             written.append(out)
         return written
 

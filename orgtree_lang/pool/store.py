@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from orgtree_lang.runtime.state_db import connect, state_db_path
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS skill_bugs (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -94,9 +96,7 @@ class PoolError(Exception):
 
 def state_db(root: Path | str) -> Path:
     """`<workspace>/.orgtree/state.db`."""
-    from orgtree_lang.runtime.workspace import STATE_DIR_NAME
-
-    return Path(root) / STATE_DIR_NAME / "state.db"
+    return state_db_path(root)
 
 
 class PoolStore:
@@ -104,13 +104,10 @@ class PoolStore:
 
     def __init__(self, db_path: Path | str) -> None:
         self.path = Path(db_path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
-        self.db = sqlite3.connect(str(self.path), isolation_level=None, timeout=10, check_same_thread=False)
-        self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=FULL")
-        self.db.executescript(_SCHEMA)
+        self.db = connect(self.path)
+        with self._lock:
+            self.db.executescript(_SCHEMA)
 
     @classmethod
     def for_workspace(cls, root: Path | str) -> PoolStore:
