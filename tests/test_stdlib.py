@@ -36,11 +36,12 @@ def test_every_stdlib_skill_documents_every_parameter(registry: SkillRegistry) -
             assert p.doc, f"{s.name}: {p.name}"
 
 
-def test_only_fs_time_random_and_ids_skills_are_impure(registry: SkillRegistry) -> None:
+def test_only_fs_time_random_ids_and_llm_skills_are_impure(registry: SkillRegistry) -> None:
     impure = {s.name for s in registry if not s.pure}
     assert impure == {
         "fs.read", "fs.write", "fs.append", "fs.list", "fs.exists", "time.now",
         "random.number", "random.int", "random.choice", "random.shuffle", "ids.new",
+        "llm.ask", "llm.extract", "llm.summarize", "llm.classify",
     }
 
 
