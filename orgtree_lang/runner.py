@@ -24,11 +24,23 @@ class RunOptions:
     progress: Callable[..., None] | None = None  # (state, span), about once a second on long runs
     decomposer: Any = None
     models: Any = None  # models.run_models.RunModels for the llm.* skills (None: no model configured)
+    decomposer_factory: Callable[..., Any] | None = None  # (program, source, file) -> decomposer, for resume etc.
     registry: Any = None
     run_id: str | None = None
     use_cache: bool = True
     durable: bool = False  # journal every side-effecting step and checkpoint the state (what `pipe run` does)
     durability: str = "power"  # power: each step fsynced (SQLite synchronous=FULL); process: survives kill -9
+    tree: bool = True  # record the org tree (pipeline, skill and ambiguous nodes) in the workspace's state.db
+    tree_listener: Callable[..., None] | None = None  # (event, node) as pipeline and ambiguous nodes open and close
+
+
+def make_recorder(root: Path, options: RunOptions):
+    """The org tree recorder for a run in `root`, or None when options.tree is off."""
+    if not options.tree:
+        return None
+    from orgtree_lang.orgtree.recorder import recorder_for
+
+    return recorder_for(root, options.tree_listener)
 
 
 def new_run_id() -> str:
@@ -79,6 +91,7 @@ def run_program(program, root: Path, registry, options: RunOptions, source: str 
     workspace = Workspace(root)
     trace_path = options.trace or root / ".orgtree" / "runs" / run_id / "trace.jsonl"
     tracer = Tracer(trace_path, run_id, steps=options.trace_steps)
+    recorder = make_recorder(root, options)
     machine = Machine(
         program,
         registry=registry,
@@ -88,6 +101,7 @@ def run_program(program, root: Path, registry, options: RunOptions, source: str 
         tracer=tracer,
         printer=options.printer,
         progress=options.progress,
+        recorder=recorder,
     )
     from orgtree_lang.runtime.errors import PipeRuntimeError
 
@@ -99,4 +113,6 @@ def run_program(program, root: Path, registry, options: RunOptions, source: str 
         raise
     finally:
         tracer.close()
+        if recorder is not None:
+            recorder.finish()
     return machine

@@ -173,7 +173,7 @@ def failing_calls(root, count: int) -> list:
 def test_history_lists_every_call_newest_first_with_its_outcome(root, capsys):
     calls = failing_calls(root, 2)
     assert [c.status for c in calls] == ["ok", "error", "error"]
-    assert calls[0].inputs == '("[1]")' and calls[0].output == "[1]"
+    assert calls[0].inputs == '"[1]"' and calls[0].output == "[1]" and calls[0].caller == "main"
     assert "Expecting property name" in calls[1].error
     assert main(["skills", "history", "json.parse", "--workspace", str(root)]) == 0
     lines = capsys.readouterr().out.splitlines()

@@ -36,21 +36,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-steps", type=_positive_int, metavar="N", help="stop after N statements")
     run.add_argument("--max-seconds", type=_positive_float, metavar="S", help="stop after S wall-clock seconds")
     run.add_argument("--max-skill-calls", type=_positive_int, metavar="N", help="stop after N skill calls")
+    run.add_argument("--max-tokens", type=_positive_int, metavar="N",
+                     help="stop once the models of the whole run tree have used N tokens (prompt + completion)")
+    run.add_argument("--max-cost", type=_positive(float, "an amount in USD"), metavar="USD",
+                     help="stop once the models of the whole run tree have cost USD dollars")
     run.add_argument("--trace", metavar="FILE", help="write the JSONL trace here "
                                                      "(default: WORKSPACE/.orgtree/runs/<id>/trace.jsonl)")
     run.add_argument("--workspace", metavar="DIR", help="workspace root for fs skills and .orgtree/ "
                                                         "(default: the program's folder)")
     run.add_argument("--json", action="store_true", help="print one JSON envelope: output, run id, status, usage")
     run.add_argument("--debug", action="store_true", help="show Python tracebacks for internal errors")
-    run.add_argument("--model", metavar="SPEC", help="the model that writes modules for ambiguous blocks: "
-                                                     "provider/name, scripted:FILE or replay:FILE "
-                                                     "(default: PIPE_MODEL, or [model] name in orgtree.toml)")
-    run.add_argument("--review-model", metavar="SPEC", help="the reviewer's model (default: PIPE_REVIEW_MODEL, "
-                                                            "[model] review, or the author's model)")
-    run.add_argument("--api-base", metavar="URL", help="the endpoint of an OpenAI-compatible server for the models")
-    run.add_argument("--record", metavar="FILE", help="save every model request and answer to the cassette FILE "
-                                                      "(the reviewer's to FILE with .reviewer before the suffix); "
-                                                      "replay them offline with --model replay:FILE")
+    add_model_options(run)
     run.add_argument("--durability", choices=("power", "process"), default="power",
                      help="power (default): every journaled step is on disk before the run moves on; process: "
                           "it survives kill -9 and crashes of the process, is much faster, and may lose the last "
@@ -78,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     from orgtree_lang.cli.modules import add_module_commands
 
     add_module_commands(commands)
+    from orgtree_lang.cli.tree import add_tree_command
+
+    add_tree_command(commands)
 
     from orgtree_lang.cli.pool import EPILOG as SKILL_ACTIONS
 
@@ -89,6 +88,19 @@ def build_parser() -> argparse.ArgumentParser:
     skills.add_argument("name", nargs="?", metavar="NAME", help="a skill (text.split) or a namespace (text)")
     skills.add_argument("--json", action="store_true", help="print JSON (name, signature, schema, docs)")
     return parser
+
+
+def add_model_options(parser: argparse.ArgumentParser) -> None:
+    """--model, --review-model, --api-base and --record: the models that write modules for ambiguous blocks."""
+    parser.add_argument("--model", metavar="SPEC", help="the model that writes modules for ambiguous blocks: "
+                                                     "provider/name, scripted:FILE or replay:FILE "
+                                                     "(default: PIPE_MODEL, or [model] name in orgtree.toml)")
+    parser.add_argument("--review-model", metavar="SPEC", help="the reviewer's model (default: PIPE_REVIEW_MODEL, "
+                                                            "[model] review, or the author's model)")
+    parser.add_argument("--api-base", metavar="URL", help="the endpoint of an OpenAI-compatible server for the models")
+    parser.add_argument("--record", metavar="FILE", help="save every model request and answer to the cassette FILE "
+                                                      "(the reviewer's to FILE with .reviewer before the suffix); "
+                                                      "replay them offline with --model replay:FILE")
 
 
 def _positive(convert, what: str):

@@ -107,6 +107,7 @@ def make_models(args, program=None):
         for spec in dict.fromkeys(s for s in (models.author_spec, models.review_spec) if s):
             if spec.startswith(("scripted:", "replay:")):
                 print(f"pipe run: model answers come from {spec}, not from a live model", file=sys.stderr)
+                args.scripted_models = True
     return models
 
 
@@ -114,7 +115,8 @@ def budget_from_args(args):
     from orgtree_lang.vm.budget import Budget
 
     return Budget(max_steps=args.max_steps or Budget().max_steps, max_seconds=args.max_seconds,
-                  max_skill_calls=args.max_skill_calls)
+                  max_skill_calls=args.max_skill_calls, max_tokens=getattr(args, "max_tokens", None),
+                  max_cost=getattr(args, "max_cost", None))
 
 
 class RunSession:
@@ -132,7 +134,24 @@ class RunSession:
         printer = self.printed.append if self.args.json else _echo
         trace = getattr(self.args, "trace", None)
         return RunOptions(printer=printer, progress=self.progress, run_id=self.run_id,
-                          trace=Path(trace) if trace else None, **fields)
+                          trace=Path(trace) if trace else None, tree_listener=self._tree_progress, **fields)
+
+    def _tree_progress(self, event: str, node) -> None:
+        """Live progress of the org tree on stderr: one line as each ambiguous block opens, moves on, and ends."""
+        if node.kind != "ambiguous":
+            return
+        self._clear()
+        indent = "  " * (node.id.count("@") - 1)
+        where = node.id.split("/", 1)[-1]
+        if event == "open":
+            text = f"{indent}▸ {where}: resolving ambiguous block `{node.name}`"
+        elif event == "note":
+            text = f"{indent}  {where}: {node.detail}"
+        else:
+            spent = f", {node.tokens:,} tokens" if node.tokens else ""
+            text = f"{indent}{'✓' if node.status == 'ok' else '✗'} {where}: {node.status} in " \
+                   f"{(node.duration_ms or 0) / 1000:.2f} s{spent}"
+        print(text, file=sys.stderr, flush=True)
 
     def report(self, attempt, source: str | None, resumable: bool = False, workspace: Path | None = None) -> int:
         from orgtree_lang.runtime.errors import PipeRuntimeError
@@ -144,7 +163,8 @@ class RunSession:
             self._clear()
             state = getattr(err, "state", None)
             if args.json:
-                print(json.dumps(_envelope(self.run_id, "error", None, self.printed, state, err)))
+                print(json.dumps(_envelope(self.run_id, "error", None, self.printed, state, err,
+                                           getattr(args, "scripted_models", False))))
             print(render_runtime_error(err, source, debug=args.debug), file=sys.stderr)
             if resumable and err.kind not in ("input", "nondeterminism", "replay"):
                 where = f" --workspace {workspace}" if workspace and Path(workspace).resolve() != Path.cwd() else ""
@@ -162,7 +182,8 @@ class RunSession:
         state = machine.state
         try:
             if args.json:
-                print(json.dumps(_envelope(self.run_id, "ok", state.result, self.printed, state, None)))
+                print(json.dumps(_envelope(self.run_id, "ok", state.result, self.printed, state, None,
+                                           getattr(args, "scripted_models", False))))
             else:
                 _print_result(state.result)
         except (RecursionError, ValueError) as exc:
@@ -210,13 +231,20 @@ def _print_result(result: Any) -> None:
         print(json.dumps(to_plain(result), ensure_ascii=False))
 
 
-def _envelope(run_id: str, status: str, result: Any, printed: list[str], state, err) -> dict[str, Any]:
+def _envelope(run_id: str, status: str, result: Any, printed: list[str], state, err,
+              scripted: bool = False) -> dict[str, Any]:
+    """The --json output. `scripted` is true when model answers came from a file, not from a live model."""
     from orgtree_lang.runtime.values import to_plain
 
-    envelope: dict[str, Any] = {"status": status, "run_id": run_id, "output": to_plain(result), "printed": printed}
+    envelope: dict[str, Any] = {"status": status, "run_id": run_id, "output": to_plain(result), "printed": printed,
+                                "scripted_models": scripted}
     if state is not None:
-        envelope["usage"] = {"steps": state.steps, "skill_calls": state.skill_calls,
-                             "seconds": round(state.elapsed, 6)}
+        spent = state.usage
+        # Steps and skill calls of the whole tree: this run's own and those of its generated children.
+        envelope["usage"] = {"steps": state.steps + spent.get("steps", 0),
+                             "skill_calls": state.skill_calls + spent.get("skill_calls", 0),
+                             "seconds": round(state.elapsed, 6), "tokens": spent.get("tokens", 0),
+                             "cost": round(spent.get("cost", 0.0), 6)}
     if err is not None:
         envelope["error"] = {"message": err.message, "kind": err.kind,
                              "at": str(err.span) if err.span else None, "hint": err.hint,

@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from orgtree_lang.cli.main import EXIT_COMPILE, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE
+from orgtree_lang.cli.main import EXIT_COMPILE, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, add_model_options
 
 
 def add_run_commands(commands) -> None:
@@ -20,8 +20,11 @@ def add_run_commands(commands) -> None:
         parser.add_argument("--max-steps", type=int, metavar="N", help="new step limit (steps already done count)")
         parser.add_argument("--max-seconds", type=float, metavar="S", help="new limit on wall seconds (so far count)")
         parser.add_argument("--max-skill-calls", type=int, metavar="N", help="new limit on skill calls")
+        parser.add_argument("--max-tokens", type=int, metavar="N", help="new limit on model tokens (so far count)")
+        parser.add_argument("--max-cost", type=float, metavar="USD", help="new limit on model cost (so far counts)")
         parser.add_argument("--json", action="store_true", help="print one JSON envelope")
         parser.add_argument("--debug", action="store_true", help="show Python tracebacks for internal errors")
+        add_model_options(parser)
         return parser
 
     runs = with_workspace(commands.add_parser("runs", help="list the saved runs of a workspace",
@@ -152,23 +155,31 @@ def command_show(args) -> int:
 
 def _attempt(args, command: str, action, source_for_errors) -> int:
     """Run a resume/retry/fork attempt through the same reporting as `pipe run`."""
-    from orgtree_lang.cli.run import RunSession, budget_from_args
+    from orgtree_lang.cli.run import RunSession, budget_from_args, make_decomposer
     from orgtree_lang.durable.journal import JournalError
     from orgtree_lang.models.run_models import RunModels
     from orgtree_lang.pool.registry import workspace_registry
+    from orgtree_lang.runtime.inputs import InputError
     from orgtree_lang.syntax.diagnostics import CompileError
 
     registry = workspace_registry(Path(args.workspace))
     run_id = getattr(args, "new_run_id", None) or args.run
     session = RunSession(args, run_id)
+    root = Path(args.workspace).resolve()
+
+    def decomposer_for(program, source: str, file: str):
+        return make_decomposer(args, program, source, file, root, registry)
+
     options = session.options(registry=registry, budget=budget_from_args(args), durable=True,
-                              models=RunModels.from_choice())
+                              decomposer_factory=decomposer_for,
+                              models=RunModels.from_choice(args.model, args.review_model,
+                                                           api_base=getattr(args, "api_base", None)))
     failure: list[int] = []
 
     def attempt():
         try:
             return action(Path(args.workspace), registry, options)
-        except JournalError as err:
+        except (JournalError, InputError) as err:
             failure.append(_fail(command, str(err)))
         except CompileError as err:
             print(err.render(), file=sys.stderr)

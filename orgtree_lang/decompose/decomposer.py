@@ -60,14 +60,21 @@ class Decomposer:
 
         digest = spec_hash(spec)
         saved = self.store.find(digest)
+        node = getattr(machine, "block_node", None)
+        recorder = getattr(machine, "recorder", None)
         if saved is None:
+            if recorder is not None and node is not None:
+                recorder.annotate(node, detail="writing a module")
+            author, reviewer = self._metered(machine, spec, node)
             try:
-                saved = self._write_module(spec, inputs, digest)
+                saved = self._write_module(spec, inputs, digest, author, reviewer)
             except (ModelError, ReviewError, StoreError) as err:
                 kind = "model" if isinstance(err, ModelError) else "ambiguous"
                 raise PipeRuntimeError(f"ambiguous block `{spec.name}`: {err}", kind=kind, catchable=False,
                                        hint=getattr(err, "hint", None) or "nothing was saved; fix the cause "
                                        "and run again") from err
+        elif recorder is not None and node is not None:
+            recorder.annotate(node, detail=f"reused {saved.path}")
         from orgtree_lang.compile.api import compile_source
 
         program = compile_source(saved.path.read_text(encoding="utf-8"), str(saved.path), self.registry).program
@@ -75,14 +82,27 @@ class Decomposer:
 
     # ---- writing a module ------------------------------------------------------
 
-    def _write_module(self, spec: AmbiguousSpec, inputs: dict[str, Any], digest: str):
+    def _metered(self, machine, spec: AmbiguousSpec, node: str | None):
+        """The author and reviewer, their calls counted against the run tree's budget and charged to `node`."""
+        from orgtree_lang.models.metered import MeteredModel
+
+        meter, budget = getattr(machine, "meter", None), getattr(machine, "budget", None)
+        if meter is None or budget is None:
+            return self.author, self.reviewer
+        recorder = getattr(machine, "recorder", None)
+        return (MeteredModel(self.author, meter=meter, budget=budget, recorder=recorder, node=node,
+                             what=f"writing block `{spec.name}`"),
+                MeteredModel(self.reviewer, meter=meter, budget=budget, recorder=recorder, node=node,
+                             what=f"reviewing block `{spec.name}`"))
+
+    def _write_module(self, spec: AmbiguousSpec, inputs: dict[str, Any], digest: str, author, reviewer):
         from orgtree_lang.models.base import Message
         from orgtree_lang.review.ledger import ConcernLedger
         from orgtree_lang.review.reviewer import review_loop
 
         conversation = uuid.uuid4().hex
         messages = [Message("system", LANGUAGE_NOTES), Message("user", self._request(spec, inputs))]
-        body = self._valid_module(spec, messages, conversation)
+        body = self._valid_module(spec, messages, conversation, author)
 
         def revise(artifact: str, concerns) -> tuple[str, dict[str, str]]:
             listing = "\n".join(f"- {c.id} ({c.severity}): {c.evidence} Suggested: {c.suggested_fix}"
@@ -91,7 +111,7 @@ class Decomposer:
                                             "Reply with the revised module in one ```pipe block, then one line per "
                                             "concern: `ID: resolved: why` or `ID: rejected: why`."))
             answer_holder: list[str] = []
-            revised = self._valid_module(spec, messages, conversation, answers=answer_holder)
+            revised = self._valid_module(spec, messages, conversation, author, answers=answer_holder)
             return revised, _resolutions(answer_holder[-1] if answer_holder else "", concerns)
 
         ledger = ConcernLedger.for_workspace(self.workspace)
@@ -100,7 +120,7 @@ class Decomposer:
         base = f"{Path(self.parent_file).name}:{spec.name}:{digest}"
         subject = f"{base}:{len(ledger.subjects(base + ':')) + 1}"
         outcome = review_loop(subject, self._spec_text(spec), body,
-                              author=self.author, reviewer=self.reviewer, revise=revise, ledger=ledger,
+                              author=author, reviewer=reviewer, revise=revise, ledger=ledger,
                               max_rounds=self.max_review_rounds, author_conversation=conversation)
         provenance = {
             "block": spec.name,
@@ -117,14 +137,14 @@ class Decomposer:
         }
         return self.store.save(self.parent_file, spec.name, outcome.artifact, provenance, self.registry)
 
-    def _valid_module(self, spec: AmbiguousSpec, messages: list, conversation: str,
+    def _valid_module(self, spec: AmbiguousSpec, messages: list, conversation: str, author,
                       answers: list[str] | None = None) -> str:
         """Ask the author until a module validates, sending the problems back (at most max_repairs repairs)."""
         from orgtree_lang.models.base import Message
 
         problems: list[str] = []
         for _attempt in range(self.max_repairs + 1):
-            answer = self.author.complete(messages, conversation_id=conversation).text
+            answer = author.complete(messages, conversation_id=conversation).text
             messages.append(Message("assistant", answer))
             if answers is not None:
                 answers.append(answer)
@@ -175,16 +195,22 @@ class Decomposer:
             max_review_rounds=self.max_review_rounds, depth=self.depth + 1, max_depth=self.max_depth)
         # The child's steps go to a trace of their own: the parent's trace holds only what a replay of the
         # parent reproduces (a replay takes the block's outputs from the journal and runs no child).
+        # The child run is named after its org tree node, so a block reached twice makes two children.
+        node = getattr(machine, "block_node", None) or f"{machine.state.run_id}/{spec.name}"
         tracer = None
         if machine.tracer is not None:
             from orgtree_lang.vm.trace import Tracer
 
             parent_trace = machine.tracer.path
-            tracer = Tracer(parent_trace.with_name(f"{parent_trace.stem}.{spec.name}.jsonl"),
-                            f"{machine.state.run_id}/{spec.name}", steps=machine.tracer.steps)
-        child = Machine(program, registry=machine.registry, context=machine.context, budget=machine.budget,
-                        decomposer=child_decomposer, tracer=tracer, printer=machine.printer)
-        child.start("main", dict(inputs), run_id=f"{machine.state.run_id}/{spec.name}")
+            suffix = node[len(machine.state.run_id) + 1:].replace("/", ".")
+            tracer = Tracer(parent_trace.with_name(f"{parent_trace.stem}.{suffix}.jsonl"), node,
+                            steps=machine.tracer.steps)
+        child = Machine(program, registry=machine.registry, context=machine.context,
+                        budget=_remaining(machine), decomposer=child_decomposer, tracer=tracer,
+                        printer=machine.printer, recorder=machine.recorder, meter=machine.meter, parent_node=node,
+                        ancestors=(machine.ancestors[0] + machine.state.steps,
+                                   machine.ancestors[1] + machine.state.skill_calls))
+        child.start("main", dict(inputs), run_id=node)
         try:
             child.run()
         except PipeRuntimeError as err:
@@ -194,6 +220,8 @@ class Decomposer:
         finally:
             if tracer is not None:
                 tracer.close()
+            # The child's own counters join the tree's (its children's are in the meter already).
+            machine.meter.add({"steps": child.state.steps, "skill_calls": child.state.skill_calls})
         result = child.state.result
         if len(spec.outputs) == 1:
             return {spec.outputs[0][0]: result}
@@ -201,6 +229,17 @@ class Decomposer:
             return dict(result.fields)
         raise PipeRuntimeError(f"the generated module for `{spec.name}` returned {display(result, True)}, not an "
                                f"{OUTPUTS_RECORD} record", kind="ambiguous")
+
+
+def _remaining(machine):
+    """The parent's budget with its wall-clock limit reduced by the time it has run so far."""
+    import dataclasses
+
+    budget = machine.budget
+    if budget.max_seconds is None:
+        return budget
+    used = machine.seconds_used()
+    return dataclasses.replace(budget, max_seconds=max(budget.max_seconds - used, 0.001))
 
 
 def _summary(value: Any) -> str:

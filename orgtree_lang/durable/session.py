@@ -27,17 +27,28 @@ def _source_hash(source: str) -> str:
     return source_hash(source)
 
 
+def _with_decomposer(options, program, source: str, path):
+    """Options whose decomposer is made for this program by `options.decomposer_factory` (resume, retry, fork)."""
+    if options.decomposer is not None or options.decomposer_factory is None:
+        return options
+    return dataclasses.replace(options, decomposer=options.decomposer_factory(program, source, str(path)))
+
+
 def _machine(program, root: Path, registry, options, run_id: str, effects: EffectLog, trace: Path):
     from orgtree_lang.runtime.skills import SkillContext
     from orgtree_lang.runtime.workspace import Workspace
     from orgtree_lang.vm.machine import Machine
     from orgtree_lang.vm.trace import Tracer
 
+    from orgtree_lang.runner import make_recorder
+
     tracer = Tracer(trace, run_id, steps=options.trace_steps)
+    # A replay re-executes a recorded run to check it: the run's org tree is already recorded.
+    recorder = make_recorder(root, options) if effects.mode != "replay" else None
     machine = Machine(program, registry=registry, context=SkillContext(Workspace(root), run_id=run_id,
                                                                           models=getattr(options, "models", None)),
                       budget=options.budget, decomposer=options.decomposer, tracer=tracer,
-                      printer=options.printer, progress=options.progress, effects=effects)
+                      printer=options.printer, progress=options.progress, effects=effects, recorder=recorder)
     return machine, tracer
 
 
@@ -80,6 +91,8 @@ def _attempt(machine, tracer, journal: Journal, start: tuple | None) -> Any:
         raise
     finally:
         tracer.close()
+        if machine.recorder is not None:
+            machine.recorder.finish()
     _finish(journal, machine, "done", None)
     return machine
 
@@ -217,6 +230,7 @@ def resume(root: Path, ref: str, registry, options, *, from_scratch: bool = Fals
                             key_suffix=f":scratch{scratch}" if scratch else "")
         trace_path = options.trace or opened.run_dir / TRACE_FILE
         trace_size = trace_path.stat().st_size if trace_path.is_file() else None
+        options = _with_decomposer(options, program, source, path)
         machine, tracer = _machine(program, root, registry, options, meta["run_id"], effects, trace_path)
         tracer.emit("run.resume", None, None, mode="checkpoint" if state else "from start", attempt=
                     meta.get("attempts", 0) + 1)
@@ -262,6 +276,7 @@ def retry(root: Path, ref: str, registry, options, node: str):
         effects = EffectLog(opened.journal, meta["run_id"], "retry", source_hash=digest, sources=sources,
                             retry_node=node, attempt=meta.get("attempts", 0) + 1,
                             key_suffix=f":scratch{meta['scratch']}" if meta.get("scratch") else "")
+        options = _with_decomposer(options, program, source, path)
         machine, tracer = _machine(program, root, registry, options, meta["run_id"], effects,
                                    options.trace or opened.run_dir / TRACE_FILE)
         tracer.emit("run.retry", None, None, node=node)
@@ -444,6 +459,7 @@ def fork(root: Path, ref: str, registry, options, at_step: int, changes: dict[st
         })
         with RunLock(new_dir):
             options = dataclasses.replace(options, budget=_budget(options, meta), run_id=new_id)
+            options = _with_decomposer(options, program, source, meta.get("file", meta["program"]))
             # Replay the parent up to the fork point (nothing outside is called), then go live on the new journal.
             replaying = EffectLog(opened.journal, meta["run_id"], "replay", source_hash=meta["source_hash"],
                                   sources=meta["sources"])
@@ -470,6 +486,10 @@ def fork(root: Path, ref: str, registry, options, at_step: int, changes: dict[st
                 raise
             machine.registry = registry
             machine.printer = options.printer
+            from orgtree_lang.runner import make_recorder
+
+            machine.recorder = make_recorder(root, options)
+            machine.attach(machine.state)  # the calls open at the fork point are the fork's first nodes
             machine.effects = EffectLog(new_journal, new_id, "live", source_hash=meta["source_hash"],
                                         sources=meta["sources"])
             machine.effects.checkpoint(machine.state)

@@ -190,18 +190,15 @@ def _run_case(program, registry, scratch: Path, inputs: dict[str, Any]) -> dict[
 
 
 def successful_uses(root: Path | str, block: str) -> int:
-    """How many runs of the workspace ran the generated module for `block` to the end (its child trace says ok)."""
-    from orgtree_lang.runtime.workspace import STATE_DIR_NAME
+    """How many times the workspace's runs resolved the ambiguous block `block` and its module ran to the end
+    (the org tree's `ambiguous` nodes of that name with status ok)."""
+    from orgtree_lang.orgtree.store import TreeStore
+    from orgtree_lang.pool.store import state_db
 
-    count = 0
-    for trace in (Path(root) / STATE_DIR_NAME / "runs").glob(f"*/trace.{block}.jsonl"):
-        lines = trace.read_text(encoding="utf-8").splitlines()
-        try:
-            last = json.loads(lines[-1]) if lines else {}
-        except json.JSONDecodeError:
-            continue
-        count += last.get("event") == "run.end" and last.get("outcome") == "ok"
-    return count
+    if not state_db(root).is_file():
+        return 0
+    with TreeStore(state_db(root)) as store:
+        return sum(node.kind == "ambiguous" and node.status == "ok" for node in store.calls(name=block, limit=None))
 
 
 def due_for_promotion(root: Path | str, threshold: int) -> list:

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orgtree_lang.runtime.state_db import connect, state_db_path
+from orgtree_lang.runtime.state_db import Transaction, open_state_db, state_db_path
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS skill_bugs (
@@ -104,10 +103,7 @@ class PoolStore:
 
     def __init__(self, db_path: Path | str) -> None:
         self.path = Path(db_path)
-        self._lock = threading.RLock()
-        self.db = connect(self.path)
-        with self._lock:
-            self.db.executescript(_SCHEMA)
+        self.db = open_state_db(self.path, _SCHEMA)
 
     @classmethod
     def for_workspace(cls, root: Path | str) -> PoolStore:
@@ -117,9 +113,8 @@ class PoolStore:
         self.db.close()
 
     def _write(self, sql: str, params: tuple) -> int:
-        with self._lock:
-            cursor = self.db.execute(sql, params)
-            return int(cursor.lastrowid or 0)
+        with Transaction(self.db) as db:
+            return int(db.execute(sql, params).lastrowid or 0)
 
     # ---- bug reports -------------------------------------------------------------
 
@@ -134,18 +129,17 @@ class PoolStore:
                                 hint="describe the use case, the expected and the observed outcome")
         if not reporter_conversation:
             raise PoolError("a bug report needs the reporter's conversation id, so its reviewer can be another one")
-        with self._lock:
+        with Transaction(self.db) as db:
             if idempotency_key is not None:
-                row = self.db.execute("SELECT id FROM skill_bugs WHERE idempotency_key = ?",
-                                      (idempotency_key,)).fetchone()
+                row = db.execute("SELECT id FROM skill_bugs WHERE idempotency_key = ?", (idempotency_key,)).fetchone()
                 if row is not None:
                     return int(row["id"])
             now = time.time()
-            return self._write(
+            return int(db.execute(
                 "INSERT INTO skill_bugs (skill, use_case, expected, observed, notes, reporter, reporter_conversation,"
                 " reporter_model, idempotency_key, status, created, updated) VALUES (?,?,?,?,?,?,?,?,?,'open',?,?)",
                 (skill, use_case, expected, observed, notes, reporter, reporter_conversation, reporter_model,
-                 idempotency_key, now, now))
+                 idempotency_key, now, now)).lastrowid)
 
     def bug(self, bug_id: int) -> BugReport:
         row = self.db.execute("SELECT * FROM skill_bugs WHERE id = ?", (bug_id,)).fetchone()
@@ -168,27 +162,20 @@ class PoolStore:
                         new_status: str | None = None, note: str | None = None, remove: bool = False) -> int:
         """One decision (applied or refused) and, in the same transaction, what applying it changes."""
         now = time.time()
-        with self._lock:
-            self.db.execute("BEGIN IMMEDIATE")
-            try:
-                seq = self.db.execute(
-                    "INSERT INTO skill_bug_decisions (bug, skill, decision, outcome, reasoning, evidence, detail, "
-                    "reviewer_model, reviewer_conversation, at) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                    (bug.id, bug.skill, decision, outcome, reasoning, json.dumps(evidence), detail, reviewer_model,
-                     reviewer_conversation, now)).lastrowid
-                if new_status:
-                    self.db.execute("UPDATE skill_bugs SET status = ?, updated = ? WHERE id = ?",
-                                    (new_status, now, bug.id))
-                if note:
-                    self.db.execute("INSERT INTO skill_notes (skill, bug, note, at) VALUES (?,?,?,?)",
-                                    (bug.skill, bug.id, note, now))
-                if remove:
-                    self.db.execute("INSERT OR REPLACE INTO skill_removals (skill, bug, reasoning, at) "
-                                    "VALUES (?,?,?,?)", (bug.skill, bug.id, reasoning, now))
-                self.db.execute("COMMIT")
-            except BaseException:
-                self.db.execute("ROLLBACK")
-                raise
+        with Transaction(self.db) as db:
+            seq = db.execute(
+                "INSERT INTO skill_bug_decisions (bug, skill, decision, outcome, reasoning, evidence, detail, "
+                "reviewer_model, reviewer_conversation, at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (bug.id, bug.skill, decision, outcome, reasoning, json.dumps(evidence), detail, reviewer_model,
+                 reviewer_conversation, now)).lastrowid
+            if new_status:
+                db.execute("UPDATE skill_bugs SET status = ?, updated = ? WHERE id = ?", (new_status, now, bug.id))
+            if note:
+                db.execute("INSERT INTO skill_notes (skill, bug, note, at) VALUES (?,?,?,?)",
+                           (bug.skill, bug.id, note, now))
+            if remove:
+                db.execute("INSERT OR REPLACE INTO skill_removals (skill, bug, reasoning, at) VALUES (?,?,?,?)",
+                           (bug.skill, bug.id, reasoning, now))
         return int(seq)
 
     def decisions(self, bug_id: int | None = None) -> list[dict[str, Any]]:

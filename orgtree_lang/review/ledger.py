@@ -10,7 +10,6 @@ from typing import Any
 
 from orgtree_lang.review.concerns import Concern
 from orgtree_lang.review.errors import ReviewError, SelfReviewError
-from orgtree_lang.runtime.state_db import connect, state_db_path
 
 STATUSES = ("open", "resolved", "rejected", "out_of_scope")
 OUT_OF_SCOPE_RATIONALE = "the spec does not require this"
@@ -60,6 +59,13 @@ _COLUMNS = ("subject", "concern_id", "round", "severity", "spec_basis", "evidenc
             "rationale", "author_conversation", "reviewer_conversation", "created", "updated")
 
 
+def state_db_path(workspace_root: Path | str) -> Path:
+    """`<workspace>/.orgtree/state.db`, the file the ledger shares with the other state tables."""
+    from orgtree_lang.runtime.workspace import STATE_DIR_NAME
+
+    return Path(workspace_root) / STATE_DIR_NAME / "state.db"
+
+
 class ConcernLedger:
     """One row per (subject, concern id) in the `concerns` table; every change also goes to `concern_events`.
 
@@ -68,8 +74,13 @@ class ConcernLedger:
 
     def __init__(self, db_path: Path | str) -> None:
         self.path = Path(db_path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
-        self.db = connect(self.path)
+        self.db = sqlite3.connect(str(self.path), isolation_level=None, timeout=10, check_same_thread=False)
+        self.db.row_factory = sqlite3.Row
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.execute("PRAGMA busy_timeout=10000")
         with self._write():
             for statement in _SCHEMA.split(";"):
                 if statement.strip():

@@ -1,35 +1,89 @@
-"""Run budgets (steps, wall seconds, skill calls) and the error that names the one exceeded."""
+"""Run budgets (steps, wall seconds, skill calls, model tokens and cost), the tree-wide meter, and the error."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.syntax.spans import Span
 
 # Flags that raise each budget, for the hint in the error.
-_FLAGS = {"steps": "--max-steps", "seconds": "--max-seconds", "skill_calls": "--max-skill-calls"}
-_UNITS = {"steps": "steps", "seconds": "seconds", "skill_calls": "skill calls"}
+_FLAGS = {"steps": "--max-steps", "seconds": "--max-seconds", "skill_calls": "--max-skill-calls",
+          "tokens": "--max-tokens", "cost": "--max-cost"}
+_UNITS = {"steps": "steps", "seconds": "seconds", "skill_calls": "skill calls", "tokens": "model tokens",
+          "cost": "USD of model cost"}
 
 
 @dataclass(frozen=True)
 class Budget:
-    """Limits for one run; None means unlimited."""
+    """Limits for one run tree (a run and every generated child under it); None means unlimited."""
 
     max_steps: int | None = 1_000_000_000
     max_seconds: float | None = None
     max_skill_calls: int | None = None
+    max_tokens: int | None = None
+    max_cost: float | None = None
 
 
-def budget_exceeded(name: str, limit: float, used: float, span: Span | None) -> PipeRuntimeError:
+def budget_exceeded(name: str, limit: float, used: float, span: Span | None,
+                    where: str | None = None) -> PipeRuntimeError:
     """The error for an exceeded budget: which one, the limit, the count, and where."""
     unit = _UNITS[name]
     used_text = f"{used:.2f}" if isinstance(used, float) else str(used)
-    where = f" at {span}" if span else ""
+    where = where or (f"at {span}" if span else "")
     return PipeRuntimeError(
-        f"{unit} budget exceeded: limit {limit:g} {unit}, used {used_text}; stopped{where}",
+        f"{unit} budget exceeded: limit {limit:g} {unit}, used {used_text}; stopped{' ' + where if where else ''}",
         kind="budget",
         span=span,
-        hint=f"raise the limit with {_FLAGS[name]}, or check the loop around this line",
+        hint=f"raise the limit with {_FLAGS[name]}, or check the loop around this line"
+        if name not in ("tokens", "cost") else f"raise the limit with {_FLAGS[name]}",
         catchable=False,
     )
+
+
+class TreeMeter:
+    """What a run tree spent outside the counters of the machines running now.
+
+    `data` holds model tokens and cost of the whole tree, and the steps and skill calls of generated
+    children that have finished. The root machine's meter is its RunState.usage, so checkpoints keep it;
+    every machine of the tree shares that one meter, so one budget holds for the whole tree."""
+
+    FIELDS = ("tokens", "cost", "steps", "skill_calls")
+
+    def __init__(self, data: dict[str, Any] | None = None) -> None:
+        self.data = data if data is not None else {}
+        for name in self.FIELDS:
+            self.data.setdefault(name, 0.0 if name == "cost" else 0)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in TreeMeter.FIELDS:
+            return self.data[name]
+        raise AttributeError(name)
+
+    def snapshot(self) -> dict[str, Any]:
+        return dict(self.data)
+
+    def since(self, before: dict[str, Any]) -> dict[str, Any]:
+        """What was spent since `snapshot()` returned `before`."""
+        return {name: self.data[name] - before.get(name, 0) for name in self.FIELDS}
+
+    def add(self, spent: dict[str, Any]) -> None:
+        for name in self.FIELDS:
+            self.data[name] += spent.get(name, 0)
+
+    def check_model(self, budget: Budget, what: str) -> None:
+        """Before a model call: fail if the tree has already spent its tokens or cost."""
+        if budget.max_tokens is not None and self.data["tokens"] >= budget.max_tokens:
+            raise budget_exceeded("tokens", budget.max_tokens, self.data["tokens"], None, f"before {what}")
+        if budget.max_cost is not None and self.data["cost"] >= budget.max_cost:
+            raise budget_exceeded("cost", budget.max_cost, float(self.data["cost"]), None, f"before {what}")
+
+    def charge_model(self, budget: Budget, tokens: int, cost: float, what: str) -> None:
+        """After a model call: count it, and fail if that took the tree over a limit."""
+        self.data["tokens"] += tokens
+        self.data["cost"] += cost
+        if budget.max_tokens is not None and self.data["tokens"] > budget.max_tokens:
+            raise budget_exceeded("tokens", budget.max_tokens, self.data["tokens"], None, f"after {what}")
+        if budget.max_cost is not None and self.data["cost"] > budget.max_cost:
+            raise budget_exceeded("cost", budget.max_cost, float(self.data["cost"]), None, f"after {what}")

@@ -211,7 +211,7 @@ def _op_make_record(m, frame, stack, arg):
 
 
 def _op_ambiguous(m, frame, stack, arg):
-    m._ambiguous(frame, stack, arg)
+    return m._ambiguous(frame, stack, arg)
 
 
 def _op_setup_try(m, frame, stack, arg):

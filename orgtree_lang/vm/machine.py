@@ -16,12 +16,13 @@ from orgtree_lang.runtime.records import RecordTypes
 from orgtree_lang.runtime.values import UNBOUND, conforms
 from orgtree_lang.syntax.spans import Span
 from orgtree_lang.durable.effects import EffectLog, EffectStep
-from orgtree_lang.vm.budget import Budget, budget_exceeded
+from orgtree_lang.vm.budget import Budget, TreeMeter, budget_exceeded
 from orgtree_lang.vm.instructions import BINARY_FUNCS, COMPARE_FUNCS, SLOW_HANDLERS, UNARY_FUNCS
 from orgtree_lang.vm.state import Frame, RunState
 from orgtree_lang.vm.trace import SUMMARY_CHARS, Tracer, summarize
 
 MAX_FRAMES = 200
+RELOAD = -1  # returned by an instruction handler: leave the inner loop and reload the frame and budget stops
 _TIME_CHECK_EVERY = 4096  # steps between wall-clock checks
 
 
@@ -54,6 +55,10 @@ class Machine:
         progress: Callable[[RunState, Span], None] | None = None,
         effects: EffectLog | None = None,
         clock: Callable[[], float] = time.monotonic,
+        recorder=None,
+        meter: TreeMeter | None = None,
+        parent_node: str | None = None,
+        ancestors: tuple[int, int] = (0, 0),
     ) -> None:
         self.program = program
         self.registry = registry
@@ -65,6 +70,13 @@ class Machine:
         self.clock = clock
         self.progress = progress  # called about once a second on long runs, with the state and location
         self.effects = effects  # the journal's door: side-effecting steps go through it in a durable run
+        self.recorder = recorder  # orgtree.recorder.TreeRecorder: the run's nodes for `pipe tree` and call history
+        # The tree-wide meter: a generated child shares its parent's; a top-level run's is its state's `usage`.
+        self._own_meter = meter is None
+        self.meter = meter if meter is not None else TreeMeter()
+        self.parent_node = parent_node  # the ambiguous node a generated child runs for
+        self.ancestors = ancestors  # steps and skill calls of the paused machines above a generated child
+        self.block_node: str | None = None  # the ambiguous node being resolved now (the decomposer reads it)
         self._last_progress = 0.0
         self.records = RecordTypes(program.records)
         self.state: RunState | None = None
@@ -102,6 +114,10 @@ class Machine:
                                    kind="input", span=code.span,
                                    hint=f"its parameters are: {', '.join(p.name for p in code.params) or '(none)'}")
         self.state = RunState(run_id or uuid.uuid4().hex[:12], self.program.source_hash, code.name, [frame])
+        self._bind_meter()
+        if self.recorder is not None:
+            self.recorder.open(self._node_id(frame.node), self.state.run_id, self.parent_node, code.name, "pipeline",
+                               inputs=_summarize_inputs(code.params, frame.locals))
         return self.state
 
     def attach(self, state: RunState) -> None:
@@ -109,6 +125,19 @@ class Machine:
         for frame in state.frames:
             frame.code = self.program.pipelines[frame.pipeline]
         self.state = state
+        self._bind_meter()
+        if self.recorder is not None:  # the nodes still open when the state was saved are running again
+            parent = self.parent_node
+            for frame in state.frames:
+                self.recorder.open(self._node_id(frame.node), state.run_id, parent, frame.pipeline, "pipeline")
+                parent = self._node_id(frame.node)
+
+    def _bind_meter(self) -> None:
+        if self._own_meter:
+            self.meter = TreeMeter(self.state.usage)
+
+    def _node_id(self, node: str) -> str:
+        return f"{self.state.run_id}/{node}"
 
     def run(self, pause_after: int | None = None) -> RunState:
         """Run until the program finishes or fails, or (if given) until `pause_after` more steps have run."""
@@ -130,14 +159,24 @@ class Machine:
             state.status = "failed"
             state.error = {"message": err.message, "kind": err.kind, "span": str(err.span) if err.span else None}
             self._stretch_done()
+            if self.recorder is not None:
+                for frame in reversed(state.frames):
+                    self.recorder.close(self._node_id(frame.node), "error", error=err.message)
+                self.recorder.flush()
             if self.tracer:
                 self.tracer.emit("run.end", err.span, None, outcome="error", error=err.message, steps=state.steps)
             raise
         self._stretch_done()
+        if self.recorder is not None:
+            self.recorder.flush()
         if state.status == "done" and self.tracer:
             self.tracer.emit("run.end", None, None, outcome="ok", result=summarize(state.result), steps=state.steps,
                              skill_calls=state.skill_calls)
         return state
+
+    def seconds_used(self) -> float:
+        """Wall-clock seconds this run has been running, over all its stretches so far."""
+        return self.state.elapsed + (self.clock() - self._started if self.state.status == "running" else 0.0)
 
     def _stretch_done(self) -> None:
         self.state.elapsed += self.clock() - self._started
@@ -169,7 +208,7 @@ class Machine:
         """The step count at which the loop must leave its fast path (budget, pause, clock check, trace)."""
         stops = [steps + (_TIME_CHECK_EVERY if self.effects is None else 256)]
         if self.budget.max_steps is not None:
-            stops.append(self.budget.max_steps)
+            stops.append(self.budget.max_steps - self._steps_elsewhere())
         if self._pause_at is not None:
             stops.append(self._pause_at)
         if self.tracer is not None and self.tracer.steps:
@@ -278,6 +317,10 @@ class Machine:
                         frame.pc = pc
                         new_pc = slow[op](self, frame, stack, arg)
                         if new_pc is not None:
+                            if new_pc == RELOAD:
+                                frame.pc = pc
+                                state.steps = steps
+                                break
                             pc = new_pc
             except PipeRuntimeError as err:
                 frame.pc = pc
@@ -287,6 +330,10 @@ class Machine:
                 frame.pc = pc
                 state.steps = steps
                 self._handle_error(self._translate(exc, code, pc - 1, stack, left, right))
+
+    def _steps_elsewhere(self) -> int:
+        """Steps of the run tree not counted in this machine's state: paused ancestors and finished children."""
+        return self.ancestors[0] + self.meter.steps
 
     def _checkpoint_before_stop(self) -> None:
         """A budget stop happens at a statement boundary: save the state there so resume starts right here."""
@@ -299,9 +346,10 @@ class Machine:
         """Slow path at a statement boundary: budgets, pausing, clock and tracing. True means leave the loop."""
         state = self.state
         budget = self.budget
-        if budget.max_steps is not None and state.steps >= budget.max_steps:
+        if budget.max_steps is not None and state.steps + self._steps_elsewhere() >= budget.max_steps:
             self._checkpoint_before_stop()
-            raise budget_exceeded("steps", budget.max_steps, state.steps, frame.code.span_at(frame.pc))
+            raise budget_exceeded("steps", budget.max_steps, state.steps + self._steps_elsewhere(),
+                                  frame.code.span_at(frame.pc))
         if budget.max_seconds is not None:
             used = state.elapsed + self.clock() - self._started
             if used > budget.max_seconds:
@@ -374,6 +422,9 @@ class Machine:
                 break
         else:
             raise err
+        if self.recorder is not None:
+            for unwound in state.frames[index + 1:]:
+                self.recorder.close(self._node_id(unwound.node), "error", error=err.message)
         del state.frames[index + 1:]
         frame = state.frames[index]
         handler_pc, depth = frame.handlers.pop()
@@ -432,6 +483,9 @@ class Machine:
         caller.calls += 1
         node = f"{caller.node}/{code.name}#{caller.calls}"
         state.frames.append(Frame(code.name, 0, [], local_values, [], code, node=node))
+        if self.recorder is not None:
+            self.recorder.open(self._node_id(node), state.run_id, self._node_id(caller.node), code.name, "pipeline",
+                               caller=caller.pipeline, inputs=_summarize_inputs(code.params, local_values))
 
     def _return(self, frame: Frame, value: Any) -> bool:
         """Pop the frame, checking the value against its declared type; True when the run is finished."""
@@ -443,6 +497,8 @@ class Machine:
             raise PipeRuntimeError(f"pipeline {code.name} {what}, but declares -> {code.returns}", kind="type",
                                    span=code.span_at(frame.pc - 1))
         state.frames.pop()
+        if self.recorder is not None:
+            self.recorder.close(self._node_id(frame.node), "ok", output=summarize(value))
         if not state.frames:
             state.result = value
             state.status = "done"
@@ -457,16 +513,17 @@ class Machine:
         site = frame.code.calls[arg]
         args, kwargs = self._call_args(site, stack)
         budget = self.budget
-        if budget.max_skill_calls is not None and state.skill_calls >= budget.max_skill_calls:
-            raise budget_exceeded("skill_calls", budget.max_skill_calls, state.skill_calls,
-                                  frame.code.span_at(frame.pc - 1))
+        if budget.max_skill_calls is not None:
+            used = state.skill_calls + self.ancestors[1] + self.meter.skill_calls
+            if used >= budget.max_skill_calls:
+                raise budget_exceeded("skill_calls", budget.max_skill_calls, used, frame.code.span_at(frame.pc - 1))
         state.skill_calls += 1
         skill = self.registry.get(site.name) if self.registry is not None else None
         if skill is None:
             raise PipeRuntimeError(f"skill {site.name} is not installed", kind="skill",
                                    hint="`pipe skills` lists the installed skills")
         started = time.perf_counter()
-        outcome, result = "ok", None
+        outcome, result, failure = "ok", None, None
         try:
             if skill.pure or self.effects is None:
                 result = skill.invoke(args, kwargs, self.context)
@@ -477,18 +534,20 @@ class Machine:
                 result = self.effects.perform(
                     step, lambda key: skill.invoke(args, kwargs, _with_idempotency_key(self.context, key)))
         except SkillError as err:
-            outcome = "error"
+            outcome, failure = "error", err.message
             raise PipeRuntimeError(err.message if err.message.startswith(site.name) else f"{site.name}: {err.message}",
                                    kind="skill", hint=err.hint) from err
-        except PipeRuntimeError:
-            outcome = "error"
+        except PipeRuntimeError as err:
+            outcome, failure = "error", err.message
             raise
         except Exception as exc:
-            outcome = "error"
+            outcome, failure = "error", f"{type(exc).__name__}: {exc}"
             error = PipeRuntimeError(f"skill {site.name} crashed: {type(exc).__name__}: {exc}", kind="skill",
                                      hint="this is a bug in the skill; run with --debug to see the Python traceback")
             raise error from exc
         finally:
+            if self.recorder is not None:
+                self._record_skill(frame, site.name, args, kwargs, started, outcome, result, failure)
             if self.tracer:
                 self.tracer.emit(
                     "skill", frame.code.span_at(frame.pc - 1), frame.pipeline, skill=site.name,
@@ -498,7 +557,16 @@ class Machine:
                 )
         stack.append(result)
 
-    def _ambiguous(self, frame: Frame, stack: list, arg: int) -> None:
+    def _record_skill(self, frame: Frame, name: str, args: list, kwargs: dict, started: float, outcome: str,
+                      result: Any, failure: str | None) -> None:
+        duration_ms = round((time.perf_counter() - started) * 1000, 3)
+        inputs = ", ".join([summarize(a, 80) for a in args] + [f"{k}={summarize(v, 80)}" for k, v in kwargs.items()])
+        self.recorder.skill_call(
+            self._node_id(f"{frame.node}/{name}#s{self.state.skill_calls}"), self.state.run_id,
+            self._node_id(frame.node), name, frame.pipeline, inputs, time.time() - duration_ms / 1000, duration_ms,
+            outcome, summarize(result) if outcome == "ok" else "", failure)
+
+    def _ambiguous(self, frame: Frame, stack: list, arg: int) -> int | None:
         spec = frame.code.ambiguous[arg]
         count = len(spec.inputs)
         values = stack[len(stack) - count:] if count else []
@@ -519,12 +587,19 @@ class Machine:
         if self.tracer:
             self.tracer.emit("ambiguous", spec.span, frame.pipeline, block=spec.name,
                              inputs={k: summarize(v, 80) for k, v in inputs.items()})
-        if self.effects is None:
-            outputs = self.decomposer(spec, inputs, self)
-        else:
-            self.state.effect_seq += 1
-            step = EffectStep(self.state.effect_seq, "ambiguous", spec.name, frame.node, spec.span, values, {})
-            outputs = self.effects.perform(step, lambda key: self.decomposer(spec, inputs, self))
+        node_id = self._node_id(f"{frame.node}/{spec.name}@{self.state.steps}")
+        if self.recorder is not None:
+            self.recorder.open(node_id, self.state.run_id, self._node_id(frame.node), spec.name, "ambiguous",
+                               caller=frame.pipeline, inputs=", ".join(f"{k}={summarize(v, 80)}"
+                                                                        for k, v in inputs.items()))
+        try:
+            outputs = self._resolve(spec, inputs, values, frame, node_id)
+        except PipeRuntimeError as err:
+            if self.recorder is not None:
+                self.recorder.close(node_id, "error", error=err.message)
+            raise
+        if self.recorder is not None:
+            self.recorder.close(node_id, "ok", output=", ".join(f"{k}={summarize(v, 80)}" for k, v in outputs.items()))
         for name, ptype in reversed(spec.outputs):
             if name not in outputs:
                 raise PipeRuntimeError(f"the decomposer gave no output `{name}` for ambiguous block {spec.name}",
@@ -533,11 +608,47 @@ class Machine:
                 raise PipeRuntimeError(f"output `{name}` of ambiguous block {spec.name} expected {ptype}, got "
                                        f"{t.type_of_value(outputs[name])}", kind="ambiguous")
             stack.append(outputs[name])
+        return RELOAD  # the tree meter moved: the loop recomputes where its budgets stop it
+
+    def _resolve(self, spec: AmbiguousSpec, inputs: dict[str, Any], values: list, frame: Frame,
+                 node_id: str) -> dict[str, Any]:
+        """The block's outputs from the decomposer, or from the journal; what the child tree spent is metered.
+
+        The journaled result carries that spending, so a resumed or replayed run that takes the outputs from
+        the journal counts it again, just as the original run did."""
+        ran = []
+
+        def decompose(_key: str | None = None) -> dict[str, Any]:
+            ran.append(True)
+            before = self.meter.snapshot()
+            self.block_node = node_id
+            try:
+                outputs = self.decomposer(spec, inputs, self)
+            finally:
+                self.block_node = None
+            # The keys end in `:`, which no output name can, so results journaled by earlier versions (the
+            # outputs alone) are told apart.
+            return {"outputs:": outputs, "spent:": self.meter.since(before)}
+
+        if self.effects is None:
+            return decompose()["outputs:"]
+        self.state.effect_seq += 1
+        step = EffectStep(self.state.effect_seq, "ambiguous", spec.name, frame.node, spec.span, values, {})
+        result = self.effects.perform(step, decompose)
+        if "outputs:" not in result:
+            return result
+        if not ran:
+            self.meter.add(result["spent:"])
+        return result["outputs:"]
 
     # ---- the less frequent instructions ---------------------------------
 
     def _slow_ops(self) -> dict[int, Callable]:
         return {_OP[name]: handler for name, handler in SLOW_HANDLERS.items()}
+
+
+def _summarize_inputs(params, values: list) -> str:
+    return ", ".join(f"{p.name}={summarize(v, 80)}" for p, v in zip(params, values))
 
 
 def _overflow_message(message: str) -> str:

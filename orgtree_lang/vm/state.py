@@ -62,6 +62,9 @@ class RunState:
     output: list[str] = field(default_factory=list)
     result: Any = None
     error: dict[str, Any] | None = None
+    # What the run tree spent beyond this run's own counters: model tokens and cost, and the steps and skill
+    # calls of its finished generated children (see vm.budget.TreeMeter).
+    usage: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -78,6 +81,7 @@ class RunState:
             "output": list(self.output),
             "result": encode(self.result),
             "error": self.error,
+            "usage": dict(self.usage),
         }
 
     def dumps(self) -> str:
@@ -101,6 +105,7 @@ class RunState:
             output=list(data["output"]),
             result=decode(data["result"]),
             error=data["error"],
+            usage=dict(data.get("usage", {})),
         )
 
     @classmethod

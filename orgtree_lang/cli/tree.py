@@ -1,0 +1,62 @@
+"""`pipe tree [RUN]`: a run's org tree (pipeline calls, skill calls, generated children) with status, time and cost."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from orgtree_lang.cli.main import EXIT_OK, EXIT_USAGE
+
+
+def add_tree_command(commands) -> None:
+    tree = commands.add_parser(
+        "tree", help="show a run's org tree",
+        description="Show the org tree of RUN (default: the latest run): every pipeline call, skill call and "
+                    "ambiguous block with the generated child run under it, with status, duration, model tokens "
+                    "and cost (a node's figures include everything under it).")
+    tree.add_argument("run", nargs="?", metavar="RUN", help="a run id or a unique prefix of one (default: latest)")
+    tree.add_argument("--workspace", metavar="DIR", default=".", help="the workspace (default: this folder)")
+    tree.add_argument("--every-call", action="store_true",
+                      help="one line per skill call (default: consecutive calls of one skill are folded)")
+    tree.add_argument("--depth", type=int, metavar="N", help="show N levels below the entry pipeline")
+    tree.add_argument("--json", action="store_true", help="print the nodes as a JSON list")
+    tree.set_defaults(handler=command_tree)
+
+
+def command_tree(args) -> int:
+    from orgtree_lang.orgtree.render import render_tree, status_counts
+    from orgtree_lang.orgtree.store import TreeStore
+    from orgtree_lang.runtime.state_db import state_db_path
+
+    path = state_db_path(Path(args.workspace))
+    if not path.is_file():
+        print(f"pipe tree: no runs recorded in {Path(args.workspace).resolve()} (no {path})", file=sys.stderr)
+        return EXIT_USAGE
+    with TreeStore(path) as store:
+        runs = store.run_ids()
+        if not runs:
+            print(f"pipe tree: no runs recorded in {path}", file=sys.stderr)
+            return EXIT_USAGE
+        if args.run is None:
+            run_id = runs[0]
+        else:
+            matches = [r for r in runs if r.startswith(args.run)]
+            if len(matches) != 1:
+                what = "no run" if not matches else f"{len(matches)} runs"
+                shown = ", ".join((matches or runs)[:8])
+                print(f"pipe tree: {what} matching `{args.run}`; {'they are' if matches else 'recent runs'}: "
+                      f"{shown}", file=sys.stderr)
+                return EXIT_USAGE
+            run_id = matches[0]
+        nodes = store.run_nodes(run_id)
+    if args.json:
+        print(json.dumps([n.to_dict() for n in nodes], indent=2))
+        return EXIT_OK
+    counts = status_counts(nodes)
+    summary = ", ".join(f"{sum(c.values())} {kind} node{'s' if sum(c.values()) != 1 else ''}"
+                        for kind, c in sorted(counts.items()))
+    print(f"run {run_id}: {summary}")
+    for line in render_tree(nodes, every_skill_call=args.every_call, max_depth=args.depth):
+        print(line)
+    return EXIT_OK

@@ -1,0 +1,146 @@
+"""A run's org tree as it happens: nodes opened and closed by the VM, written to state.db in batches."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from orgtree_lang.orgtree.store import TreeNode, TreeStore
+
+FLUSH_EVERY = 500  # changed nodes held before they are written
+FLUSH_SECONDS = 1.0  # ... or this long since the last write, so `pipe tree` can follow a running run
+MAX_SKILL_NODES = 100_000  # skill calls recorded one by one per run; later ones are counted per caller and name
+
+
+class TreeRecorder:
+    """Collects nodes for one run tree (the run and its generated children) and writes them to a TreeStore.
+
+    `listener(event, node)` is called with "open" and "close" for pipeline and ambiguous nodes (not for skill
+    calls, which are many): `pipe run` uses it to show the tree's progress."""
+
+    def __init__(self, store: TreeStore | None, *, listener: Callable[[str, TreeNode], None] | None = None,
+                 clock: Callable[[], float] = time.time, max_skill_nodes: int = MAX_SKILL_NODES) -> None:
+        self.store = store
+        self.listener = listener
+        self.clock = clock
+        self.max_skill_nodes = max_skill_nodes
+        self.nodes: dict[str, TreeNode] = {}  # the pipeline and ambiguous nodes seen by this process, by id
+        self._dirty: dict[str, TreeNode] = {}
+        self._seq = 0
+        self._skill_nodes: dict[str, int] = {}  # per run id
+        self._last_flush = clock()
+
+    # ---- recording ---------------------------------------------------------------------
+
+    def open(self, node_id: str, run_id: str, parent_id: str | None, name: str, kind: str, *, caller: str = "",
+             inputs: str = "") -> TreeNode:
+        """Start node `node_id` (a resumed run opening it again starts it afresh)."""
+        self._seq += 1
+        node = TreeNode(node_id, run_id, parent_id, self._seq, name, kind, caller, "running", inputs, "", None,
+                        self.clock(), None)
+        self._touch(node)
+        if self.listener is not None and kind != "skill":
+            self.listener("open", node)
+        return node
+
+    def close(self, node_id: str, status: str, *, output: str = "", error: str | None = None) -> TreeNode | None:
+        """Finish node `node_id` as "ok" or "error"; None if it was never opened here."""
+        node = self.nodes.get(node_id)
+        if node is None or node.status != "running":
+            return node
+        node.status, node.output, node.error = status, output, error
+        node.duration_ms = round((self.clock() - node.started_at) * 1000, 3)
+        self._touch(node)
+        if self.listener is not None and node.kind != "skill":
+            self.listener("close", node)
+        return node
+
+    def annotate(self, node_id: str, *, tokens: int = 0, cost: float = 0.0, detail: str | None = None) -> None:
+        """Add model spending to a node, or set its detail (e.g. "reused", the module's path)."""
+        node = self.nodes.get(node_id)
+        if node is None:
+            return
+        node.tokens += tokens
+        node.cost += cost
+        if detail is not None:
+            node.detail = detail
+        self._touch(node)
+        if self.listener is not None and detail is not None:
+            self.listener("note", node)
+
+    def skill_call(self, node_id: str, run_id: str, parent_id: str, name: str, caller: str, inputs: str,
+                   started_at: float, duration_ms: float, status: str, output: str, error: str | None) -> None:
+        """Record one finished skill call (past the per-run limit, only a count under its caller)."""
+        count = self._skill_nodes.get(run_id, 0) + 1
+        self._skill_nodes[run_id] = count
+        if count > self.max_skill_nodes:
+            self._count_overflow(run_id, parent_id, name, caller, status)
+            return
+        self._seq += 1
+        # Skill calls are written but not kept: a long run makes many of them.
+        self._touch(TreeNode(node_id, run_id, parent_id, self._seq, name, "skill", caller, status, inputs, output,
+                             error, started_at, duration_ms), keep=False)
+
+    def _count_overflow(self, run_id: str, parent_id: str, name: str, caller: str, status: str) -> None:
+        node_id = f"{parent_id}/{name}#more"
+        node = self.nodes.get(node_id)
+        if node is None:
+            self._seq += 1
+            node = TreeNode(node_id, run_id, parent_id, self._seq, name, "skill", caller, "ok", "", "", None,
+                            self.clock(), None)
+            node.detail = "0 ok, 0 error"
+        ok, error = (int(part.split()[0]) for part in node.detail.split(", "))
+        ok, error = (ok + 1, error) if status == "ok" else (ok, error + 1)
+        node.detail = f"{ok} ok, {error} error"
+        node.output = f"{ok + error} more calls, not recorded one by one"
+        if error:
+            node.status = "error"
+        self._touch(node)
+
+    def _touch(self, node: TreeNode, keep: bool = True) -> None:
+        if keep:
+            self.nodes[node.id] = node
+        self._dirty[node.id] = node
+        if len(self._dirty) >= FLUSH_EVERY or self.clock() - self._last_flush >= FLUSH_SECONDS:
+            self.flush()
+
+    # ---- writing -------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Write every node changed since the last flush."""
+        self._last_flush = self.clock()
+        if self.store is None or not self._dirty:
+            self._dirty.clear()
+            return
+        changed = list(self._dirty.values())
+        self._dirty.clear()
+        self.store.write(changed)
+
+    def close_open(self, status: str = "error", error: str | None = None) -> None:
+        """At the end of a run: finish every node still running (the run failed or was stopped there)."""
+        for node in list(self.nodes.values()):
+            if node.status == "running":
+                self.close(node.id, status, error=error)
+        self.flush()
+
+    def finish(self) -> None:
+        """Write what is left and close the store."""
+        self.flush()
+        if self.store is not None:
+            self.store.close()
+            self.store = None
+
+    def totals(self, node_id: str) -> dict[str, Any]:
+        """Tokens and cost of a node and everything under it, among the nodes this process saw."""
+        tokens, cost = 0, 0.0
+        for node in self.nodes.values():
+            if node.id == node_id or node.id.startswith(node_id + "/"):
+                tokens += node.tokens
+                cost += node.cost
+        return {"tokens": tokens, "cost": cost}
+
+
+def recorder_for(workspace_root, listener: Callable[[str, TreeNode], None] | None = None) -> TreeRecorder:
+    """A recorder writing to the workspace's state.db."""
+    return TreeRecorder(TreeStore.for_workspace(workspace_root), listener=listener)
