@@ -22,7 +22,8 @@ import time
 from pathlib import Path
 
 from orgtree_lang.compile.api import compile_source
-from orgtree_lang.decompose.decomposer import LANGUAGE_NOTES, SUMMARY_CHARS, Decomposer
+from orgtree_lang.decompose.decomposer import LANGUAGE_NOTES, Decomposer
+from orgtree_lang.decompose.prompt import CONTEXT_SHARE, build_request
 from orgtree_lang.models.scripted import ScriptedModel
 from orgtree_lang.models.tokens import count_tokens
 from orgtree_lang.runtime.skills import SkillContext, default_registry
@@ -82,14 +83,13 @@ def synthesis_tokens(registry, size: int) -> tuple[int, int, float]:
     source = PARENT.read_text(encoding="utf-8")
     program = compile_source(source, PARENT_NAME, registry).program
     spec = program.pipelines["main"].ambiguous[0]
-    decomposer = Decomposer(author=None, reviewer=None, registry=registry, workspace=Path(tempfile.gettempdir()),
-                            parent_file=PARENT_NAME, parent_source=source)
     sentence = "The export button does nothing when the list is empty. "
     report = (sentence * (size // len(sentence) + 1))[:size]
     started = time.perf_counter()
-    request = decomposer._request(spec, {"report": report})
+    request = build_request(spec, {"report": report}, registry, PARENT_NAME, source, [], count=count_tokens,
+                            budget=PROMPT_BUDGET, fixed=LANGUAGE_NOTES)
     seconds = time.perf_counter() - started
-    return count_tokens(LANGUAGE_NOTES) + count_tokens(request), len(request), seconds
+    return request.tokens, len(request.text), seconds
 
 
 def main() -> int:
@@ -113,7 +113,7 @@ def main() -> int:
             failed = True
 
     print()
-    print(f"synthesis request (system + user message), input summarized to {SUMMARY_CHARS} characters")
+    print(f"synthesis request (system + user message), budget {CONTEXT_SHARE:.0%} of an 8,192-token window")
     small_tokens, small_chars, small_s = synthesis_tokens(registry, 1024)
     big_tokens, big_chars, big_s = synthesis_tokens(registry, 10 * 1024 * 1024)
     print(f"  report of 1 KB:  {small_tokens:>6,} prompt tokens ({small_chars:,} characters of user message, "

@@ -17,6 +17,7 @@ class PipelineChecker:
 
     def __init__(self, checked: CheckedModule, registry, sink: DiagnosticSink, info: PipelineInfo) -> None:
         self.checked = checked
+        self.registry = registry
         self.sink = sink
         self.info = info
         self.decl = info.decl
@@ -167,6 +168,10 @@ class PipelineChecker:
             self._return(stmt)
         elif isinstance(stmt, n.Ambiguous):
             self._ambiguous(stmt)
+        elif isinstance(stmt, n.UseStmt) and self.report:
+            self.sink.error("`use` inside a pipeline is allowed only in an ambiguous block, after its docstring",
+                            stmt.span, "put `use` lines at the top of the module; inside an ambiguous block they "
+                                       "narrow the skills its module may use")
         return next_block
 
     def _bind(self, name: str, value: t.PipeType) -> None:
@@ -206,6 +211,21 @@ class PipelineChecker:
             self.sink.error(f"pipeline `{self.decl.name}` returns {declared}, but this is {value}",
                             stmt.value.span, hint)
 
+    def _narrowing(self, stmt: n.Ambiguous) -> None:
+        """A block's `use` lines may only narrow the module's: each must be covered by a module `use`."""
+        from orgtree_lang.decompose.spec import capability_allowed
+
+        parent = tuple(self.checked.uses)
+        for use in stmt.uses:
+            if not capability_allowed(use.name, parent):
+                allowed = ", ".join(f"`{u}`" for u in parent) or "nothing (the module has no `use` lines)"
+                self.sink.error(f"ambiguous block `{stmt.name}` cannot use `{use.name}`: a block may only narrow "
+                                f"the module's skills, which allow {allowed}", use.span,
+                                f"add `use {use.name.split('.')[0]}` at the top of the module, or drop it here")
+            elif use.name not in self.registry.namespaces() and self.registry.get(use.name) is None:
+                self.sink.error(f"`use {use.name}` in ambiguous block `{stmt.name}` names no installed skill",
+                                use.span, "`pipe skills` lists the installed skills")
+
     def _ambiguous(self, stmt: n.Ambiguous) -> None:
         if self.report:
             if not stmt.doc:
@@ -214,8 +234,9 @@ class PipelineChecker:
                     'put a """description""" on the first line of the block: the decomposer solves the block from it',
                 )
             for extra in stmt.body:
-                self.sink.error("an ambiguous block holds only its docstring", extra.span,
+                self.sink.error("an ambiguous block holds only its docstring and `use` lines", extra.span,
                                 "the decomposer writes the steps; move code before or after the block")
+            self._narrowing(stmt)
         seen: set[str] = set()
         for item in stmt.inputs:
             declared = resolve_type(item.type, self.checked.records, self.sink if self.report else _QUIET, self.checked)

@@ -18,6 +18,8 @@ def add_module_commands(commands) -> None:
     show = actions.add_parser("show", help="a module's source with its provenance header")
     show.add_argument("name", metavar="NAME", help="a block name, PARENT/BLOCK, or the module's path")
     show.add_argument("--review", action="store_true", help="also print the module's concern ledger")
+    show.add_argument("--attempts", action="store_true",
+                      help="also print every answer the author gave while writing it, with its problems")
     show.add_argument("--workspace", metavar="DIR", default=".", help="the workspace (default: this folder)")
     show.set_defaults(handler=command_show)
 
@@ -64,6 +66,17 @@ def command_show(args) -> int:
         for row in rows:
             print(f"# {row['concern_id']} [{row['severity']}, round {row['round']}] {row['status']}: "
                   f"{row['evidence']}" + (f" ({row['rationale']})" if row.get("rationale") else ""))
+    if args.attempts:
+        from orgtree_lang.decompose.attempts import AttemptLog
+
+        log = AttemptLog(Path(args.workspace))
+        rows = log.for_spec(module.spec_hash)
+        log.close()
+        print(f"\n# author attempts ({len(rows)})")
+        for row in rows:
+            verdict = "accepted" if row["accepted"] else "not accepted: " + " | ".join(
+                p.splitlines()[0] for p in row["problems"])
+            print(f"# {row['phase']} attempt {row['attempt']} by {row['model']}: {verdict}")
     return EXIT_OK
 
 

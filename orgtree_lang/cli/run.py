@@ -88,8 +88,15 @@ def make_decomposer(args, program, source: str, file: str, root: Path, registry,
         author, reviewer = models.author(), models.reviewer()
     except ModelError as err:
         raise UsageError(str(err)) from None
+    from orgtree_lang.decompose.decomposer import DecomposeSettings
+    from orgtree_lang.runtime.config import ConfigError
+
+    try:
+        settings = DecomposeSettings.from_config(root / "orgtree.toml")
+    except (ConfigError, TypeError) as err:
+        raise UsageError(str(err)) from None
     return Decomposer(author=author, reviewer=reviewer, registry=registry, workspace=root, parent_file=file,
-                      parent_source=source)
+                      parent_source=source, settings=settings)
 
 
 def make_models(args, program=None):

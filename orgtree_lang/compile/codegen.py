@@ -353,7 +353,7 @@ class _PipelineCompiler:
             doc=s.doc or "",
             inputs=tuple((i.name, types[i.type]) for i in s.inputs),
             outputs=tuple((o.name, types[o.type]) for o in s.outputs),
-            uses=tuple(self.checked.uses),
+            uses=tuple(u.name for u in s.uses) or tuple(self.checked.uses),
             pipeline=self.info.name,
             span=s.span,
         )

@@ -5,19 +5,21 @@ from __future__ import annotations
 import re
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from orgtree_lang.compile.code import AmbiguousSpec
 from orgtree_lang.decompose.extract import ExtractError, extract_module
-from orgtree_lang.decompose.spec import OUTPUTS_RECORD, required_signature, spec_hash
-from orgtree_lang.decompose.store import ModuleStore
+from orgtree_lang.decompose.prompt import CONTEXT_SHARE, PromptTooLarge, build_request, spec_text
+from orgtree_lang.decompose.research import INSTRUCTIONS as RESEARCH_INSTRUCTIONS
+from orgtree_lang.decompose.research import needs_research, record_need
+from orgtree_lang.decompose.reuse import SIMILARITY, ask_reuse, similar_modules
+from orgtree_lang.decompose.spec import OUTPUTS_RECORD, spec_hash
+from orgtree_lang.decompose.store import ModuleStore, SavedModule
 from orgtree_lang.decompose.validate import validate_module
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.values import RecordValue, display
-
-SUMMARY_CHARS = 300  # how much of each input value the author sees
-CONTEXT_LINES = 8  # source lines shown around the block
 
 LANGUAGE_NOTES = """\
 You write modules in .pipe, a small indentation-based language like Python:
@@ -28,32 +30,64 @@ You write modules in .pipe, a small indentation-based language like Python:
   no `xs[0] = 1`; use skills that return new values (lists.append(xs, x)).
 - Built-ins: len range str int float bool list dict min max sum abs round sorted reversed enumerate zip print.
 - Skills are called with their namespace (text.split(s, ",")) and only if `use`d.
-Answer with exactly one ```pipe code block holding the whole module, and nothing else."""
+- A step you cannot write yet may itself be an `ambiguous NAME(inputs) -> outputs:` block with a docstring.
+Answer with exactly one ```pipe code block holding the whole module, and nothing else.
+""" + RESEARCH_INSTRUCTIONS
+
+
+@dataclass(frozen=True)
+class DecomposeSettings:
+    """Limits of the decomposer; `[decompose]` in orgtree.toml overrides them."""
+
+    max_repairs: int = 3  # answers sent back with their problems, after the first, per writing
+    max_review_rounds: int = 3
+    max_depth: int = 3  # generated modules inside generated modules
+    context_share: float = CONTEXT_SHARE  # of the author's context window, for the synthesis request
+    similarity: float = SIMILARITY  # word overlap for a saved module of another block to be offered for reuse
+
+    @classmethod
+    def from_config(cls, path: Path | str = "orgtree.toml") -> DecomposeSettings:
+        from orgtree_lang.runtime.config import config_section
+
+        section = config_section("decompose", path, types={
+            "max_repairs": int, "max_review_rounds": int, "max_depth": int, "context_share": (int, float),
+            "similarity": (int, float)})
+        return cls(**{k: v for k, v in section.items() if k in cls.__dataclass_fields__})
 
 
 class Decomposer:
     """Resolves ambiguous blocks for one program; `depth` counts how many generated modules enclose it."""
 
     def __init__(self, *, author, reviewer, registry, workspace: Path, parent_file: str, parent_source: str,
-                 max_repairs: int = 3, max_review_rounds: int = 3, depth: int = 0, max_depth: int = 3) -> None:
+                 settings: DecomposeSettings | None = None, depth: int = 0, max_repairs: int | None = None,
+                 max_review_rounds: int | None = None, max_depth: int | None = None) -> None:
+        settings = settings or DecomposeSettings()
+        overrides = {k: v for k, v in (("max_repairs", max_repairs), ("max_review_rounds", max_review_rounds),
+                                       ("max_depth", max_depth)) if v is not None}
+        if overrides:
+            import dataclasses
+
+            settings = dataclasses.replace(settings, **overrides)
+        self.settings = settings
         self.author = author
         self.reviewer = reviewer
         self.registry = registry
         self.workspace = Path(workspace)
         self.parent_file = parent_file
         self.parent_source = parent_source
-        self.max_repairs = max_repairs
-        self.max_review_rounds = max_review_rounds
         self.depth = depth
-        self.max_depth = max_depth
         self.store = ModuleStore(self.workspace)
+
+    @property
+    def max_depth(self) -> int:
+        return self.settings.max_depth
 
     def __call__(self, spec: AmbiguousSpec, inputs: dict[str, Any], machine) -> dict[str, Any]:
         if self.depth >= self.max_depth:
             raise PipeRuntimeError(f"ambiguous block `{spec.name}` is {self.depth} generated modules deep, the "
                                    f"limit is {self.max_depth}", kind="ambiguous", catchable=False,
                                    hint="the blocks keep breaking down into more unknown steps; write this step "
-                                        "yourself or raise the limit")
+                                        "yourself or raise the limit ([decompose] max_depth in orgtree.toml)")
         from orgtree_lang.decompose.store import StoreError
         from orgtree_lang.models.base import ModelError
         from orgtree_lang.review.errors import ReviewError
@@ -61,26 +95,32 @@ class Decomposer:
         digest = spec_hash(spec)
         saved = self.store.find(digest)
         node = getattr(machine, "block_node", None)
-        recorder = getattr(machine, "recorder", None)
-        if saved is None:
-            if recorder is not None and node is not None:
-                recorder.annotate(node, detail="writing a module")
-            author, reviewer = self._metered(machine, spec, node)
+        author, reviewer = self._metered(machine, spec, node)
+        if saved is not None:
+            self._note(machine, f"reused {saved.path}")
+        else:
             try:
-                saved = self._write_module(spec, inputs, digest, author, reviewer)
+                saved = self._reuse_similar(spec, digest, reviewer, machine)
+                if saved is None:
+                    self._note(machine, "writing a module")
+                    saved = self._write_module(spec, inputs, digest, author, reviewer, machine)
+                    self._note(machine, f"written to {saved.path} ({saved.provenance.get('review-rounds')} "
+                                        "review round(s))")
             except (ModelError, ReviewError, StoreError) as err:
                 kind = "model" if isinstance(err, ModelError) else "ambiguous"
                 raise PipeRuntimeError(f"ambiguous block `{spec.name}`: {err}", kind=kind, catchable=False,
                                        hint=getattr(err, "hint", None) or "nothing was saved; fix the cause "
                                        "and run again") from err
-        elif recorder is not None and node is not None:
-            recorder.annotate(node, detail=f"reused {saved.path}")
         from orgtree_lang.compile.api import compile_source
 
         program = compile_source(saved.path.read_text(encoding="utf-8"), str(saved.path), self.registry).program
-        return self._run_child(program, spec, inputs, machine, saved.path, saved.body)
+        return self._run_child(program, spec, inputs, machine, saved.path, author)
 
-    # ---- writing a module ------------------------------------------------------
+    @staticmethod
+    def _note(machine, detail: str) -> None:
+        recorder, node = getattr(machine, "recorder", None), getattr(machine, "block_node", None)
+        if recorder is not None and node is not None:
+            recorder.annotate(node, detail=detail)
 
     def _metered(self, machine, spec: AmbiguousSpec, node: str | None):
         """The author and reviewer, their calls counted against the run tree's budget and charged to `node`."""
@@ -95,112 +135,152 @@ class Decomposer:
                 MeteredModel(self.reviewer, meter=meter, budget=budget, recorder=recorder, node=node,
                              what=f"reviewing block `{spec.name}`"))
 
-    def _write_module(self, spec: AmbiguousSpec, inputs: dict[str, Any], digest: str, author, reviewer):
+    # ---- reusing a module made for another block ----------------------------------
+
+    def _reuse_similar(self, spec: AmbiguousSpec, digest: str, reviewer, machine) -> SavedModule | None:
+        """A saved module of a similar block that fits this one and that a reviewer accepts, saved for this block."""
+        for _score, module in similar_modules(self.store, spec, self.registry, self.settings.similarity)[:2]:
+            self._note(machine, f"asking a reviewer whether {module.path.name} can be reused")
+            conversation = uuid.uuid4().hex
+            verdict = ask_reuse(reviewer, spec, module, conversation)
+            if not verdict.accept:
+                continue
+            provenance = {
+                **self._provenance_base(spec, digest),
+                "reused-from": str(module.path),
+                "reuse-accepted-by": f"{reviewer.name} conversation {conversation}: {verdict.reasons}",
+                "review-rounds": "0",
+                "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+            }
+            return self.store.save(self.parent_file, spec.name, module.body, provenance, self.registry)
+        return None
+
+    # ---- writing a module ------------------------------------------------------
+
+    def _provenance_base(self, spec: AmbiguousSpec, digest: str) -> dict[str, str]:
+        return {"block": spec.name, "description": spec.doc, "parent": f"{self.parent_file}:{spec.span.line}",
+                "spec-hash": digest}
+
+    def _write_module(self, spec: AmbiguousSpec, inputs: dict[str, Any], digest: str, author, reviewer, machine):
+        from orgtree_lang.decompose.attempts import AttemptLog
         from orgtree_lang.models.base import Message
+        from orgtree_lang.models.tokens import context_window, count_tokens
         from orgtree_lang.review.ledger import ConcernLedger
         from orgtree_lang.review.reviewer import review_loop
 
+        related = [(f"{m.provenance.get('block', m.path.stem)}", m.body)
+                   for _, m in similar_modules(self.store, spec, self.registry, self.settings.similarity / 2)]
+        budget = int(context_window(author.name) * self.settings.context_share)
+        try:
+            request = build_request(spec, inputs, self.registry, self.parent_file, self.parent_source, related,
+                                    count=lambda text: count_tokens(text, author.name), budget=budget,
+                                    fixed=LANGUAGE_NOTES)
+        except PromptTooLarge as err:
+            raise PipeRuntimeError(str(err), kind="ambiguous", catchable=False,
+                                   hint="shorten the block's docstring, or use a model with a larger context "
+                                        "window (or raise [decompose] context_share)") from None
         conversation = uuid.uuid4().hex
-        messages = [Message("system", LANGUAGE_NOTES), Message("user", self._request(spec, inputs))]
-        body = self._valid_module(spec, messages, conversation, author)
+        messages = [Message("system", LANGUAGE_NOTES), Message("user", request.text)]
+        attempts = AttemptLog(self.workspace)
+        try:
+            body = self._valid_module(spec, digest, messages, conversation, author, attempts, "write")
 
-        def revise(artifact: str, concerns) -> tuple[str, dict[str, str]]:
-            listing = "\n".join(f"- {c.id} ({c.severity}): {c.evidence} Suggested: {c.suggested_fix}"
-                                for c in concerns)
-            messages.append(Message("user", f"A reviewer raised these concerns about the module:\n{listing}\n"
-                                            "Reply with the revised module in one ```pipe block, then one line per "
-                                            "concern: `ID: resolved: why` or `ID: rejected: why`."))
-            answer_holder: list[str] = []
-            revised = self._valid_module(spec, messages, conversation, author, answers=answer_holder)
-            return revised, _resolutions(answer_holder[-1] if answer_holder else "", concerns)
+            def revise(artifact: str, concerns) -> tuple[str, dict[str, str]]:
+                listing = "\n".join(f"- {c.id} ({c.severity}): {c.evidence} Suggested: {c.suggested_fix}"
+                                    for c in concerns)
+                messages.append(Message("user", f"A reviewer raised these concerns about the module:\n{listing}\n"
+                                                "Reply with the revised module in one ```pipe block, then one line "
+                                                "per concern: `ID: resolved: why` or `ID: rejected: why`."))
+                answer_holder: list[str] = []
+                revised = self._valid_module(spec, digest, messages, conversation, author, attempts, "revise",
+                                             answers=answer_holder)
+                return revised, _resolutions(answer_holder[-1] if answer_holder else "", concerns)
 
-        ledger = ConcernLedger.for_workspace(self.workspace)
-        # Each writing of a module is reviewed afresh: concerns settled for an earlier module are not inherited.
-        # The subject is numbered, not random, so the prompts (and recorded cassettes) are the same every time.
-        base = f"{Path(self.parent_file).name}:{spec.name}:{digest}"
-        subject = f"{base}:{len(ledger.subjects(base + ':')) + 1}"
-        outcome = review_loop(subject, self._spec_text(spec), body,
-                              author=author, reviewer=reviewer, revise=revise, ledger=ledger,
-                              max_rounds=self.max_review_rounds, author_conversation=conversation)
+            ledger = ConcernLedger.for_workspace(self.workspace)
+            # Each writing of a module is reviewed afresh: concerns settled for an earlier module are not
+            # inherited. The subject is numbered, not random, so prompts (and recorded cassettes) repeat exactly.
+            base = f"{Path(self.parent_file).name}:{spec.name}:{digest}"
+            subject = f"{base}:{len(ledger.subjects(base + ':')) + 1}"
+            self._note(machine, f"in review ({subject})")
+            outcome = review_loop(subject, spec_text(spec), body,
+                                  author=author, reviewer=reviewer, revise=revise, ledger=ledger,
+                                  max_rounds=self.settings.max_review_rounds, author_conversation=conversation)
+        finally:
+            attempts.close()
         provenance = {
-            "block": spec.name,
-            "parent": f"{self.parent_file}:{spec.span.line}",
-            "spec-hash": digest,
+            **self._provenance_base(spec, digest),
             "review-subject": subject,
-            "author-model": self.author.name,
-            "reviewer-model": self.reviewer.name,
+            "author-model": author.name,
+            "reviewer-model": reviewer.name,
             "author-conversation": outcome.author_conversation,
             "reviewer-conversations": ",".join(outcome.reviewer_conversations),
             "review-rounds": str(outcome.rounds),
             "concerns": ", ".join(f"{k} {v}" for k, v in outcome.counts.items()),
+            "prompt-tokens": f"{request.tokens} of {request.budget} allowed",
             "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         }
         return self.store.save(self.parent_file, spec.name, outcome.artifact, provenance, self.registry)
 
-    def _valid_module(self, spec: AmbiguousSpec, messages: list, conversation: str, author,
-                      answers: list[str] | None = None) -> str:
-        """Ask the author until a module validates, sending the problems back (at most max_repairs repairs)."""
+    def _valid_module(self, spec: AmbiguousSpec, digest: str, messages: list, conversation: str, author,
+                      attempts, phase: str, answers: list[str] | None = None) -> str:
+        """Ask the author until a module validates, sending the problems back (at most max_repairs repairs).
+
+        Every answer is recorded in the attempt log with its problems."""
         from orgtree_lang.models.base import Message
 
         problems: list[str] = []
-        for _attempt in range(self.max_repairs + 1):
+        tries = self.settings.max_repairs + 1
+        for attempt in range(1, tries + 1):
             answer = author.complete(messages, conversation_id=conversation).text
             messages.append(Message("assistant", answer))
             if answers is not None:
                 answers.append(answer)
+            need = needs_research(answer)
+            if need is not None:
+                attempts.record(spec.name, digest, attempt, phase, author.name, conversation, answer,
+                                ["needs research"])
+                record_need(self.workspace, spec.name, digest, f"{self.parent_file}:{spec.span.line}", need,
+                            author.name, conversation)
+                raise PipeRuntimeError(
+                    f"ambiguous block `{spec.name}` needs research before it can be written: "
+                    f"{'; '.join(need.reasons)}", kind="ambiguous", catchable=False,
+                    hint="answer these questions in the block's docstring and run again: "
+                         f"{' | '.join(need.questions) or '(none given)'}")
             try:
                 body = extract_module(answer)
             except ExtractError as err:
                 problems = [str(err)]
             else:
                 result = validate_module(body, spec, self.registry, f"{spec.name}.pipe")
-                if result.ok:
-                    return body
-                problems = result.problems
+                problems = [] if result.ok else result.problems
+            attempts.record(spec.name, digest, attempt, phase, author.name, conversation, answer, problems)
+            if not problems:
+                return body
             messages.append(Message("user", "The module is not accepted yet:\n" + "\n\n".join(problems) +
                                     "\nReply with the corrected module in one ```pipe block."))
         raise PipeRuntimeError(
-            f"no valid module for ambiguous block `{spec.name}` after {self.max_repairs + 1} attempts; the last "
+            f"no valid module for ambiguous block `{spec.name}` after {tries} attempts; the last "
             f"problems: {' | '.join(p.splitlines()[0] for p in problems)}", kind="ambiguous", catchable=False,
             hint="make the block's docstring more precise, or write this step yourself")
 
-    def _request(self, spec: AmbiguousSpec, inputs: dict[str, Any]) -> str:
-        values = "\n".join(f"- {name} ({ptype}): {_summary(inputs.get(name))}" for name, ptype in spec.inputs)
-        skills = []
-        for name in self.registry.names():
-            if any(name == u or name.startswith(u + ".") for u in spec.uses):
-                skills.append(f"- {self.registry.get(name).signature()}")
-        return (f"{self._spec_text(spec)}\n\nThe input values this time:\n{values or '(none)'}\n\n"
-                f"Skills the module may use (`use` them):\n{chr(10).join(skills) or '(none: built-ins only)'}\n\n"
-                f"Where the block sits in {self.parent_file}:\n{self._surroundings(spec)}")
-
-    def _spec_text(self, spec: AmbiguousSpec) -> str:
-        return (f"Write a module for the step `{spec.name}`:\n{spec.doc}\n\nIt must declare exactly:\n"
-                f"{required_signature(spec)}")
-
-    def _surroundings(self, spec: AmbiguousSpec) -> str:
-        lines = self.parent_source.splitlines()
-        start = max(spec.span.line - 1 - CONTEXT_LINES, 0)
-        end = min(spec.span.end_line + CONTEXT_LINES, len(lines))
-        return "\n".join(f"{n + 1:>4} | {lines[n]}" for n in range(start, end))
-
     # ---- running it ------------------------------------------------------------
 
-    def _run_child(self, program, spec: AmbiguousSpec, inputs: dict[str, Any], machine, path: Path, body: str):
+    def _run_child(self, program, spec: AmbiguousSpec, inputs: dict[str, Any], machine, path: Path, author):
+        from orgtree_lang.decompose.coerce import fit_outputs, model_reshaper
         from orgtree_lang.vm.machine import Machine
 
         child_decomposer = Decomposer(
             author=self.author, reviewer=self.reviewer, registry=self.registry, workspace=self.workspace,
-            parent_file=str(path), parent_source=path.read_text(encoding="utf-8"), max_repairs=self.max_repairs,
-            max_review_rounds=self.max_review_rounds, depth=self.depth + 1, max_depth=self.max_depth)
-        # The child's steps go to a trace of their own: the parent's trace holds only what a replay of the
-        # parent reproduces (a replay takes the block's outputs from the journal and runs no child).
+            parent_file=str(path), parent_source=path.read_text(encoding="utf-8"), settings=self.settings,
+            depth=self.depth + 1)
         # The child run is named after its org tree node, so a block reached twice makes two children.
         node = getattr(machine, "block_node", None) or f"{machine.state.run_id}/{spec.name}"
         tracer = None
         if machine.tracer is not None:
             from orgtree_lang.vm.trace import Tracer
 
+            # The child's steps go to a trace of their own: the parent's trace holds only what a replay of the
+            # parent reproduces (a replay takes the block's outputs from the journal and runs no child).
             parent_trace = machine.tracer.path
             suffix = node[len(machine.state.run_id) + 1:].replace("/", ".")
             tracer = Tracer(parent_trace.with_name(f"{parent_trace.stem}.{suffix}.jsonl"), node,
@@ -224,11 +304,13 @@ class Decomposer:
             machine.meter.add({"steps": child.state.steps, "skill_calls": child.state.skill_calls})
         result = child.state.result
         if len(spec.outputs) == 1:
-            return {spec.outputs[0][0]: result}
-        if isinstance(result, RecordValue) and result.record_name == OUTPUTS_RECORD:
-            return dict(result.fields)
-        raise PipeRuntimeError(f"the generated module for `{spec.name}` returned {display(result, True)}, not an "
-                               f"{OUTPUTS_RECORD} record", kind="ambiguous")
+            outputs = {spec.outputs[0][0]: result}
+        elif isinstance(result, RecordValue) and result.record_name == OUTPUTS_RECORD:
+            outputs = dict(result.fields)
+        else:
+            raise PipeRuntimeError(f"the generated module for `{spec.name}` returned {display(result, True)}, not "
+                                   f"an {OUTPUTS_RECORD} record", kind="ambiguous")
+        return fit_outputs(outputs, spec, machine.records, model_reshaper(author, machine.records, uuid.uuid4().hex))
 
 
 def _remaining(machine):
@@ -238,13 +320,7 @@ def _remaining(machine):
     budget = machine.budget
     if budget.max_seconds is None:
         return budget
-    used = machine.seconds_used()
-    return dataclasses.replace(budget, max_seconds=max(budget.max_seconds - used, 0.001))
-
-
-def _summary(value: Any) -> str:
-    text = display(value, True)
-    return text if len(text) <= SUMMARY_CHARS else text[:SUMMARY_CHARS] + f"... ({len(text)} characters in all)"
+    return dataclasses.replace(budget, max_seconds=max(budget.max_seconds - machine.seconds_used(), 0.001))
 
 
 _RESOLUTION = re.compile(r"^\s*[-*]?\s*`?([A-Za-z0-9_.-]+)`?\s*:\s*(resolved|rejected)\s*:\s*(.+)$", re.I | re.M)

@@ -44,6 +44,12 @@ class TreeRecorder:
             self.listener("open", node)
         return node
 
+    def recorded(self, node_id: str) -> TreeNode | None:
+        """Node `node_id` as this process has it, else as the store has it (a resumed run's), else None."""
+        if node_id in self.nodes:
+            return self.nodes[node_id]
+        return self.store.node(node_id) if self.store is not None else None
+
     def close(self, node_id: str, status: str, *, output: str = "", error: str | None = None) -> TreeNode | None:
         """Finish node `node_id` as "ok" or "error"; None if it was never opened here."""
         node = self.nodes.get(node_id)

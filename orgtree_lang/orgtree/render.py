@@ -108,10 +108,19 @@ def _describe(branch: Branch) -> str:
 
 
 def _describe_calls(group: list[Branch]) -> str:
-    errors = sum(1 for b in group if b.node.status == "error")
+    counted = [_calls_in(b.node) for b in group]
+    calls, errors = sum(c for c, _ in counted), sum(e for _, e in counted)
     total_ms = sum(b.node.duration_ms or 0.0 for b in group)
     status = f"{errors} error{'s' if errors != 1 else ''}" if errors else "ok"
-    return f"{group[0].node.name} ×{len(group)}  skill  {status}  {_duration(total_ms)}"
+    return f"{group[0].node.name} ×{calls}  skill  {status}  {_duration(total_ms)}"
+
+
+def _calls_in(node: TreeNode) -> tuple[int, int]:
+    """(calls, errors) a skill node stands for: one call, or the counts of an overflow node past the cap."""
+    if node.id.endswith("#more"):  # detail is "N ok, M error" (recorder.TreeRecorder._count_overflow)
+        ok, error = (int(part.split()[0]) for part in node.detail.split(", "))
+        return ok + error, error
+    return 1, int(node.status == "error")
 
 
 def _duration(ms: float) -> str:

@@ -201,6 +201,9 @@ class _Printer:
             self._compound(indent, f"ambiguous {s.name}({inputs}) -> {outputs}:", s.span.line, header_end)
             if s.doc is not None:
                 self._docstring(s.doc, indent + INDENT)
+            if s.uses:
+                line = s.uses[0].span.line
+                self._line(indent + INDENT, "use " + ", ".join(u.name for u in s.uses), line, s.uses[-1].span.line)
             self._block(s.body, indent + INDENT, s.span.line)
         else:
             text = self._simple(s)
@@ -251,6 +254,8 @@ class _Printer:
             return f"fail {self.expr(s.value)}"
         if isinstance(s, n.Return):
             return "return" if s.value is None else f"return {self.expr(s.value)}"
+        if isinstance(s, n.UseStmt):
+            return "use " + ", ".join(u.name for u in s.names)
         raise TypeError(f"cannot format {type(s).__name__}")
 
     # -- expressions

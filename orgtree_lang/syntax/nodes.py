@@ -323,7 +323,16 @@ class Ambiguous(Stmt):
     inputs: tuple[AmbiguousInput, ...]
     outputs: tuple[AmbiguousOutput, ...]
     doc: str | None
-    body: tuple[Stmt, ...]  # everything after the docstring; must be empty
+    body: tuple[Stmt, ...]  # everything after the docstring and `use` lines; must be empty
+    uses: tuple[Use, ...] = ()  # `use` lines in the block: the module may use only these (within the parent's)
+
+
+@node
+class UseStmt(Stmt):
+    """`use text.split, lists` inside an ambiguous block (anywhere else the checker refuses it)."""
+
+    span: Span
+    names: tuple[Use, ...]
 
 
 # ---- declarations --------------------------------------------------------

@@ -280,7 +280,15 @@ class _Builder(Transformer):
     def ambiguous_stmt(self, meta, children):
         name, inputs, outputs, body = children
         doc, rest = _split_doc(body)
-        return n.Ambiguous(self._span(meta), self._ident(name), tuple(inputs or ()), tuple(outputs), doc, rest)
+        uses: list[n.Use] = []
+        while rest and isinstance(rest[0], n.UseStmt):
+            uses.extend(rest[0].names)
+            rest = rest[1:]
+        return n.Ambiguous(self._span(meta), self._ident(name), tuple(inputs or ()), tuple(outputs), doc, rest,
+                           tuple(uses))
+
+    def use_stmt(self, meta, names):
+        return n.UseStmt(self._span(meta), tuple(names))
 
     def amb_inputs(self, meta, children):
         return [c for c in children if c is not None]

@@ -129,8 +129,11 @@ class Machine:
         if self.recorder is not None:  # the nodes still open when the state was saved are running again
             parent = self.parent_node
             for frame in state.frames:
-                self.recorder.open(self._node_id(frame.node), state.run_id, parent, frame.pipeline, "pipeline")
-                parent = self._node_id(frame.node)
+                node_id = self._node_id(frame.node)
+                before = self.recorder.recorded(node_id)  # keep the caller and inputs of the first opening
+                self.recorder.open(node_id, state.run_id, parent, frame.pipeline, "pipeline",
+                                   caller=before.caller if before else "", inputs=before.inputs if before else "")
+                parent = node_id
 
     def _bind_meter(self) -> None:
         if self._own_meter:

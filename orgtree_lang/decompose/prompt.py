@@ -1,0 +1,113 @@
+"""The synthesis request for a block: spec, input summaries, ranked skills, surroundings, related modules — in budget."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from orgtree_lang.compile.code import AmbiguousSpec
+from orgtree_lang.decompose.spec import required_signature
+from orgtree_lang.runtime.values import display
+
+CONTEXT_SHARE = 0.25  # the share of the author model's context window the request may take
+FULL_SKILLS = 25  # with more allowed skills than this, only the most relevant get their full signature
+
+# From the most to the least generous; the first that fits the budget is used.
+_LEVELS = (
+    {"summary": 300, "lines": 8, "related": 2, "full_skills": FULL_SKILLS},
+    {"summary": 300, "lines": 8, "related": 1, "full_skills": FULL_SKILLS},
+    {"summary": 160, "lines": 4, "related": 0, "full_skills": 12},
+    {"summary": 80, "lines": 2, "related": 0, "full_skills": 6},
+    {"summary": 40, "lines": 0, "related": 0, "full_skills": 0},
+)
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+class PromptTooLarge(Exception):
+    """Even the smallest form of the request does not fit the model's share of its context window."""
+
+
+@dataclass
+class Request:
+    text: str
+    tokens: int
+    budget: int
+    level: int  # index into _LEVELS: 0 is everything, higher means parts were cut to fit
+
+
+def words(text: str) -> set[str]:
+    """Lower-case words of `text`, with snake_case and dotted names split into their parts."""
+    return set(_WORD.findall(text.lower().replace("_", " ").replace(".", " ")))
+
+
+def spec_words(spec: AmbiguousSpec) -> set[str]:
+    return words(" ".join([spec.name, spec.doc, *(name for name, _ in spec.inputs),
+                           *(name for name, _ in spec.outputs)]))
+
+
+def spec_text(spec: AmbiguousSpec) -> str:
+    return (f"Write a module for the step `{spec.name}`:\n{spec.doc}\n\nIt must declare exactly:\n"
+            f"{required_signature(spec)}")
+
+
+def allowed_skills(spec: AmbiguousSpec, registry) -> list:
+    """The skills the block may use (its `use` set), most relevant to the spec first."""
+    skills = [registry.get(name) for name in registry.names()
+              if any(name == u or name.startswith(u + ".") for u in spec.uses)]
+    wanted = spec_words(spec)
+
+    def relevance(skill) -> tuple[int, str]:
+        return (-len(wanted & words(f"{skill.name} {skill.description}")), skill.name)
+
+    return sorted(skills, key=relevance)
+
+
+def build_request(spec: AmbiguousSpec, inputs: dict[str, Any], registry, parent_file: str, parent_source: str,
+                  related: list[tuple[str, str]], *, count, budget: int, fixed: str = "") -> Request:
+    """The longest form of the request that, with `fixed` (the system prompt), fits in `budget` tokens.
+
+    `related` is (label, module source) pairs of saved modules for similar blocks; `count(text)` counts tokens.
+    Raises PromptTooLarge when even the shortest form does not fit."""
+    skills = allowed_skills(spec, registry)
+    fixed_tokens = count(fixed) if fixed else 0
+    smallest = None
+    for index, level in enumerate(_LEVELS):
+        text = _render(spec, inputs, skills, parent_file, parent_source, related, level)
+        tokens = count(text) + fixed_tokens
+        smallest = tokens
+        if tokens <= budget:
+            return Request(text, tokens, budget, index)
+    raise PromptTooLarge(f"the request for block `{spec.name}` needs {smallest:,} tokens even in its shortest "
+                         f"form, more than the {budget:,} tokens allowed ({CONTEXT_SHARE:.0%} of the model's "
+                         "context window)")
+
+
+def _render(spec: AmbiguousSpec, inputs: dict[str, Any], skills: list, parent_file: str, parent_source: str,
+            related: list[tuple[str, str]], level: dict[str, int]) -> str:
+    values = "\n".join(f"- {name} ({ptype}): {_summary(inputs.get(name), level['summary'])}"
+                       for name, ptype in spec.inputs)
+    full = [f"- {skill.signature()}" for skill in skills[: level["full_skills"]]]
+    rest = [skill.name for skill in skills[level["full_skills"]:]]
+    if rest:
+        full.append(f"- also allowed (by name; `pipe skills NAME` shows one): {', '.join(rest)}")
+    parts = [spec_text(spec), f"The input values this time:\n{values or '(none)'}",
+             f"Skills the module may use (`use` them):\n{chr(10).join(full) or '(none: built-ins only)'}"]
+    if level["lines"]:
+        parts.append(f"Where the block sits in {parent_file}:\n{_surroundings(spec, parent_source, level['lines'])}")
+    for label, source in related[: level["related"]]:
+        parts.append(f"A saved module for a similar block ({label}), for reference:\n```pipe\n{source.strip()}\n```")
+    return "\n\n".join(parts)
+
+
+def _surroundings(spec: AmbiguousSpec, source: str, context_lines: int) -> str:
+    lines = source.splitlines()
+    start = max(spec.span.line - 1 - context_lines, 0)
+    end = min(spec.span.end_line + context_lines, len(lines))
+    return "\n".join(f"{n + 1:>4} | {lines[n]}" for n in range(start, end))
+
+
+def _summary(value: Any, limit: int) -> str:
+    text = display(value, True)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters in all)"

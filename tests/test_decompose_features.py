@@ -1,0 +1,286 @@
+"""The decomposer's reuse of similar modules, "needs research" answers, attempt log, output fitting and prompt budget."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from orgtree_lang.compile.api import compile_source
+from orgtree_lang.decompose.attempts import AttemptLog
+from orgtree_lang.decompose.coerce import fit_outputs, model_reshaper
+from orgtree_lang.decompose.decomposer import LANGUAGE_NOTES, DecomposeSettings, Decomposer
+from orgtree_lang.decompose.prompt import PromptTooLarge, allowed_skills, build_request
+from orgtree_lang.decompose.research import recorded_needs
+from orgtree_lang.decompose.spec import spec_hash
+from orgtree_lang.decompose.store import ModuleStore
+from orgtree_lang.models.scripted import ScriptedModel
+from orgtree_lang.models.tokens import count_tokens, set_context_window
+from orgtree_lang.runtime.config import ConfigError
+from orgtree_lang.runtime.errors import PipeRuntimeError
+from orgtree_lang.runtime.records import RecordTypes
+from orgtree_lang.runtime.skills import SkillContext, default_registry
+from orgtree_lang.runtime.workspace import Workspace
+from orgtree_lang.vm.machine import Machine
+
+REGISTRY = default_registry(plugins=False)
+
+
+def parent(block: str, doc: str) -> str:
+    return f'''use text
+
+pipeline main(report: str) -> str:
+    ambiguous {block}(report: str) -> label: str:
+        """{doc}"""
+    return label
+'''
+
+
+FIRST = parent("classify", "Label the report: bug if it mentions a crash, else question.")
+SIMILAR = parent("triage_report", "Label the report: bug if it mentions a crash, else a question.")
+GOOD = '''```pipe
+use text
+
+pipeline main(report: str) -> str:
+    if text.contains(text.lower(report), "crash"):
+        return "bug"
+    return "question"
+```'''
+OTHER = GOOD.replace('"question"', '"other"')
+NO_CONCERNS = json.dumps({"concerns": [], "summary": "fits the spec"})
+
+
+class Counting:
+    def __init__(self, model) -> None:
+        self.model, self.name, self.calls = model, model.name, []
+
+    def complete(self, messages, **kwargs):
+        self.calls.append(messages[-1].content)
+        return self.model.complete(messages, **kwargs)
+
+
+def scripted(tmp_path, name: str, rules: list[dict], role: str) -> Counting:
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(rules))
+    return Counting(ScriptedModel.from_file(path, role=role))
+
+
+def run(tmp_path, source: str, author, reviewer, report: str, file: str = "triage.pipe", **settings):
+    program = compile_source(source, file, REGISTRY).program
+    decomposer = Decomposer(author=author, reviewer=reviewer, registry=REGISTRY, workspace=tmp_path,
+                            parent_file=file, parent_source=source, settings=DecomposeSettings(**settings))
+    machine = Machine(program, registry=REGISTRY, context=SkillContext(Workspace(tmp_path)), decomposer=decomposer)
+    machine.start(None, {"report": report})
+    return machine.run().result
+
+
+def write_first(tmp_path) -> None:
+    author = scripted(tmp_path, "a0", [{"match": {"contains": "Write a module"}, "reply": GOOD}], "author")
+    reviewer = scripted(tmp_path, "r0", [{"reply": NO_CONCERNS}], "reviewer")
+    assert run(tmp_path, FIRST, author, reviewer, "crash") == "bug"
+
+
+def test_a_similar_module_that_the_reviewer_accepts_is_reused_without_writing(tmp_path):
+    write_first(tmp_path)
+    author = scripted(tmp_path, "a1", [{"reply": OTHER}], "author")
+    reviewer = scripted(tmp_path, "r1", [
+        {"match": {"contains": "The new step"}, "reply": json.dumps({"accept": True, "reasons": "same rule"})}],
+        "reviewer")
+    assert run(tmp_path, SIMILAR, author, reviewer, "It crashed", file="other.pipe") == "bug"
+    assert author.calls == [] and len(reviewer.calls) == 1
+    assert "triage_report" in reviewer.calls[0] and "classify.pipe" in reviewer.calls[0]
+    reused = ModuleStore(tmp_path).path_for("other.pipe", "triage_report")
+    provenance = ModuleStore(tmp_path).read(reused).provenance
+    assert provenance["reused-from"].endswith("classify.pipe") and "same rule" in provenance["reuse-accepted-by"]
+    # Saved under the new block's spec hash: the next run asks nobody.
+    reviewer.calls.clear()
+    assert run(tmp_path, SIMILAR, author, reviewer, "fine", file="other.pipe") == "question"
+    assert author.calls == [] and reviewer.calls == []
+
+
+def test_a_similar_module_the_reviewer_rejects_is_not_reused(tmp_path):
+    write_first(tmp_path)
+    author = scripted(tmp_path, "a1", [{"match": {"contains": "Write a module"}, "reply": OTHER}], "author")
+    reviewer = scripted(tmp_path, "r1", [
+        {"match": {"contains": "The new step"}, "reply": json.dumps({"accept": False, "reasons": "wording differs"})},
+        {"reply": NO_CONCERNS}], "reviewer")
+    assert run(tmp_path, SIMILAR, author, reviewer, "calm", file="other.pipe") == "other"
+    assert len(author.calls) == 1
+    # The author was shown the similar module as a reference.
+    assert "A saved module for a similar block (classify)" in author.calls[0]
+    assert "reused-from" not in ModuleStore(tmp_path).read(
+        ModuleStore(tmp_path).path_for("other.pipe", "triage_report")).provenance
+
+
+def test_an_unrelated_module_is_not_offered_for_reuse(tmp_path):
+    write_first(tmp_path)
+    unrelated = parent("translate_text", "Translate the text into French.")
+    author = scripted(tmp_path, "a1", [{"match": {"contains": "Write a module"}, "reply": OTHER}], "author")
+    reviewer = scripted(tmp_path, "r1", [{"reply": NO_CONCERNS}], "reviewer")
+    run(tmp_path, unrelated, author, reviewer, "x", file="other.pipe")
+    assert not any("The new step" in call for call in reviewer.calls)
+
+
+def test_a_needs_research_answer_is_recorded_and_fails_clearly_with_nothing_saved(tmp_path):
+    answer = '```json\n{"needs_research": {"reasons": ["the ticket API is unknown"], ' \
+             '"questions": ["Which endpoint lists tickets?"]}}\n```'
+    author = scripted(tmp_path, "a", [{"reply": answer}], "author")
+    reviewer = scripted(tmp_path, "r", [{"reply": NO_CONCERNS}], "reviewer")
+    with pytest.raises(PipeRuntimeError) as err:
+        run(tmp_path, FIRST, author, reviewer, "crash")
+    assert "needs research" in err.value.message and "the ticket API is unknown" in err.value.message
+    assert "Which endpoint lists tickets?" in err.value.hint and not err.value.catchable
+    (need,) = recorded_needs(tmp_path)
+    assert need["block"] == "classify" and need["questions"] == ["Which endpoint lists tickets?"]
+    assert ModuleStore(tmp_path).all() == [] and reviewer.calls == []
+
+
+def test_every_author_answer_is_in_the_attempt_log(tmp_path):
+    wrong = "```pipe\npipeline main(report: str) -> int:\n    return 1\n```"
+    author = scripted(tmp_path, "a", [{"match": {"contains": "not accepted yet"}, "reply": GOOD},
+                                      {"match": {"contains": "Write a module"}, "reply": wrong}], "author")
+    reviewer = scripted(tmp_path, "r", [{"reply": NO_CONCERNS}], "reviewer")
+    run(tmp_path, FIRST, author, reviewer, "crash")
+    spec = compile_source(FIRST, "triage.pipe", REGISTRY).program.pipelines["main"].ambiguous[0]
+    log = AttemptLog(tmp_path)
+    first, second = log.for_spec(spec_hash(spec))
+    log.close()
+    assert (first["attempt"], first["accepted"], second["attempt"], second["accepted"]) == (1, False, 2, True)
+    assert first["answer"] == wrong and any("-> int" in p or "int" in p for p in first["problems"])
+
+
+def test_max_repairs_from_orgtree_toml_limits_the_attempts(tmp_path):
+    (tmp_path / "orgtree.toml").write_text("[decompose]\nmax_repairs = 0\n")
+    settings = DecomposeSettings.from_config(tmp_path / "orgtree.toml")
+    assert settings.max_repairs == 0
+    wrong = "```pipe\npipeline main(report: str) -> int:\n    return 1\n```"
+    author = scripted(tmp_path, "a", [{"reply": wrong}], "author")
+    with pytest.raises(PipeRuntimeError, match="after 1 attempts"):
+        run(tmp_path, FIRST, author, scripted(tmp_path, "r", [{"reply": NO_CONCERNS}], "reviewer"), "x",
+            max_repairs=settings.max_repairs)
+    assert len(author.calls) == 1
+    (tmp_path / "orgtree.toml").write_text('[decompose]\nmax_repairs = "three"\n')
+    with pytest.raises(ConfigError, match="max_repairs must be a whole number"):
+        DecomposeSettings.from_config(tmp_path / "orgtree.toml")
+
+
+def test_a_request_that_cannot_fit_the_context_share_is_a_clear_error(tmp_path):
+    author = scripted(tmp_path, "tiny", [{"reply": GOOD}], "author")
+    set_context_window(author.name, 400)  # 25% is 100 tokens: less than the language notes alone
+    with pytest.raises(PipeRuntimeError, match="needs .* tokens even in its shortest form"):
+        run(tmp_path, FIRST, author, scripted(tmp_path, "r", [{"reply": NO_CONCERNS}], "reviewer"), "x")
+    assert author.calls == [] and ModuleStore(tmp_path).all() == []
+
+
+def test_the_request_shrinks_to_fit_and_never_exceeds_its_budget():
+    source = FIRST
+    spec = compile_source(source, "triage.pipe", REGISTRY).program.pipelines["main"].ambiguous[0]
+    big = {"report": "word " * 200_000}
+    full = build_request(spec, big, REGISTRY, "triage.pipe", source, [("x", GOOD)], count=count_tokens,
+                         budget=100_000, fixed=LANGUAGE_NOTES)
+    assert full.level == 0 and "A saved module for a similar block (x)" in full.text
+    for budget in (1500, 1200, 1000, 900):
+        request = build_request(spec, big, REGISTRY, "triage.pipe", source, [("x", GOOD)], count=count_tokens,
+                                budget=budget, fixed=LANGUAGE_NOTES)
+        assert request.tokens <= budget
+        assert request.tokens == count_tokens(request.text) + count_tokens(LANGUAGE_NOTES)
+    with pytest.raises(PromptTooLarge):
+        build_request(spec, big, REGISTRY, "triage.pipe", source, [], count=count_tokens, budget=300,
+                      fixed=LANGUAGE_NOTES)
+
+
+def test_allowed_skills_are_ranked_by_relevance_to_the_block():
+    source = '''use text
+use lists
+
+pipeline main(line: str) -> list[str]:
+    ambiguous fields(line: str) -> parts: list[str]:
+        """Split the line into parts at each comma."""
+    return parts
+'''
+    spec = compile_source(source, "f.pipe", REGISTRY).program.pipelines["main"].ambiguous[0]
+    ranked = [skill.name for skill in allowed_skills(spec, REGISTRY)]
+    assert ranked[0] == "text.split"
+    assert set(ranked) == {n for n in REGISTRY.names() if n.startswith(("text.", "lists."))}
+
+
+def record_types(source: str) -> RecordTypes:
+    return RecordTypes(compile_source(source, "r.pipe", REGISTRY).program.records)
+
+
+def test_outputs_are_fitted_by_exact_coercion_before_any_model_is_asked(tmp_path):
+    source = '''record Item:
+    name: str
+    size: int
+
+pipeline main() -> int:
+    ambiguous pick() -> count: int, ratio: float, item: Item, flags: list[bool]:
+        """Pick."""
+    return count
+'''
+    program = compile_source(source, "r.pipe", REGISTRY).program
+    spec = program.pipelines["main"].ambiguous[0]
+    reshaper_calls = []
+    fitted = fit_outputs({"count": " 42 ", "ratio": "2.5", "item": {"name": "a", "size": "7"}, "flags": ["true", False]},
+                         spec, RecordTypes(program.records), lambda v, t: reshaper_calls.append(v))
+    assert fitted["count"] == 42 and fitted["ratio"] == 2.5
+    assert fitted["flags"] == [True, False] and fitted["item"].fields == {"name": "a", "size": 7}
+    assert reshaper_calls == []
+
+
+def test_a_value_no_rule_fits_gets_one_model_reshape_then_a_clear_error(tmp_path):
+    source = '''pipeline main() -> int:
+    ambiguous count_words() -> total: int:
+        """Count."""
+    return total
+'''
+    program = compile_source(source, "r.pipe", REGISTRY).program
+    spec, records = program.pipelines["main"].ambiguous[0], RecordTypes(program.records)
+    model = scripted(tmp_path, "shaper", [{"match": {"contains": "twelve"}, "reply": "```json\n12\n```"},
+                                          {"reply": "not json"}], "author")
+    assert fit_outputs({"total": "twelve"}, spec, records, model_reshaper(model, records, "c1")) == {"total": 12}
+    assert len(model.calls) == 1 and "Type: int" in model.calls[0]
+    with pytest.raises(PipeRuntimeError) as err:
+        fit_outputs({"total": "lots"}, spec, records, model_reshaper(model, records, "c2"))
+    assert "output `total` of ambiguous block count_words must be int" in err.value.message
+    assert '"lots"' in err.value.message and len(model.calls) == 2
+
+
+NARROWED = '''use text, lists
+
+pipeline main(report: str) -> str:
+    ambiguous classify(report: str) -> label: str:
+        """Label the report: bug if it mentions a crash, else question."""
+        use text.lower, text.contains
+    return label
+'''
+
+
+def test_a_block_narrows_the_skills_its_module_may_use(tmp_path):
+    program = compile_source(NARROWED, "n.pipe", REGISTRY).program
+    spec = program.pipelines["main"].ambiguous[0]
+    assert spec.uses == ("text.lower", "text.contains")
+    assert [s.name for s in allowed_skills(spec, REGISTRY)] == ["text.contains", "text.lower"]
+    wide = scripted(tmp_path, "a", [{"match": {"contains": "not accepted yet"}, "reply": GOOD.replace(
+        "use text", "use text.lower, text.contains")}, {"match": {"contains": "Write a module"}, "reply": GOOD}],
+        "author")
+    reviewer = scripted(tmp_path, "r", [{"reply": NO_CONCERNS}], "reviewer")
+    assert run(tmp_path, NARROWED, wide, reviewer, "crash", file="n.pipe") == "bug"
+    # The first answer's `use text` is wider than the block allows: sent back, then accepted narrowed.
+    assert len(wide.calls) == 2 and "`use text` is not allowed" in wide.calls[1]
+    assert "text.split" not in wide.calls[0] and "text.contains(" in wide.calls[0]
+
+
+def test_block_use_lines_are_checked_and_formatted():
+    from orgtree_lang.syntax.diagnostics import CompileError
+    from orgtree_lang.syntax.formatter import format_source
+
+    assert format_source(NARROWED) == NARROWED
+    bad = NARROWED.replace("use text.lower, text.contains", "use fs, text.nope").replace(
+        "pipeline main(report: str) -> str:\n", "pipeline main(report: str) -> str:\n    use text\n")
+    with pytest.raises(CompileError) as err:
+        compile_source(bad, "bad.pipe", REGISTRY)
+    messages = [d.message for d in err.value.diagnostics]
+    assert any("`use` inside a pipeline is allowed only in an ambiguous block" in m for m in messages)
+    assert any("cannot use `fs`: a block may only narrow the module's skills" in m for m in messages)
+    assert any("`use text.nope` in ambiguous block `classify` names no installed skill" in m for m in messages)
