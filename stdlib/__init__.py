@@ -1,16 +1,18 @@
-"""The seed skill pool: register(registry) adds the text, json, math, lists, dicts, fs, time, random, ids and llm skills."""
+"""The seed skill pool: register(registry) adds the skills of every module in MODULES (text, fs, code, web, llm, ...)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from orgtree_lang.stdlib import clock, dicts, fs, ids, json_skills, lists, math_skills, random_skills, text
+from orgtree_lang.stdlib import code_skills, web_skills
 from orgtree_lang.stdlib import llm
 
 if TYPE_CHECKING:
     from orgtree_lang.runtime.skills import SkillRegistry
 
 MODULES = (text, json_skills, math_skills, lists, dicts, fs, clock, random_skills, ids)
+MODULES += (code_skills, web_skills)
 MODULES += (llm,)
 
 

@@ -43,8 +43,9 @@ def _writable(skill_name: str, ctx: SkillContext, path: str) -> Path:
     real = ctx.workspace.resolve(path)
     if ctx.workspace.is_state_path(real):
         raise SkillError(
-            f"{skill_name}: `{path}` is inside the run's state folder {ctx.workspace.state_dir}",
-            hint="programs may read it but not change it; write somewhere else in the workspace",
+            f"{skill_name}: `{path}` is the workspace's settings file or inside the run's state folder "
+            f"{ctx.workspace.state_dir}",
+            hint="programs may read them but not change them; write somewhere else in the workspace",
         )
     if real.is_dir():
         raise SkillError(f"{skill_name}: `{path}` is a folder, not a file")

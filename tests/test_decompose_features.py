@@ -284,3 +284,48 @@ def test_block_use_lines_are_checked_and_formatted():
     assert any("`use` inside a pipeline is allowed only in an ambiguous block" in m for m in messages)
     assert any("cannot use `fs`: a block may only narrow the module's skills" in m for m in messages)
     assert any("`use text.nope` in ambiguous block `classify` names no installed skill" in m for m in messages)
+
+
+def pipe_in(folder, *args):
+    import os
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "orgtree_lang.cli.main", *args], cwd=folder, timeout=60,
+                          capture_output=True, text=True, env=dict(os.environ, PIPE_NO_PLUGINS="1"))
+
+
+def test_model_answers_are_journaled_so_resume_asks_only_what_was_not_answered(tmp_path):
+    (tmp_path / "triage.pipe").write_text(FIRST)
+    (tmp_path / "author.json").write_text(json.dumps([{"match": {"contains": "Write a module"}, "reply": GOOD}]))
+    (tmp_path / "broken_reviewer.json").write_text(json.dumps([{"match": {"contains": "never matches"},
+                                                                "reply": NO_CONCERNS}]))
+    first = pipe_in(tmp_path, "run", "triage.pipe", "-i", "report=crash", "--json", "--model", "scripted:author.json",
+                    "--review-model", "scripted:broken_reviewer.json")
+    assert first.returncode == 70, first.stderr
+    assert "has no response for this reviewer request" in first.stderr
+    run_id = json.loads(first.stdout)["run_id"]
+    # The author may not be asked again: its answer is in the journal. A reviewer that answers is given now.
+    (tmp_path / "author.json").write_text(json.dumps([{"match": {"contains": "never matches"}, "reply": OTHER}]))
+    (tmp_path / "reviewer.json").write_text(json.dumps([{"reply": NO_CONCERNS}]))
+    resumed = pipe_in(tmp_path, "resume", run_id, "--json", "--model", "scripted:author.json",
+                      "--review-model", "scripted:reviewer.json")
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["output"] == "bug"
+    replayed = pipe_in(tmp_path, "replay", run_id)
+    assert replayed.returncode == 0, replayed.stderr
+    assert "identical" in replayed.stdout + replayed.stderr
+
+
+def test_a_saved_module_is_reused_by_pipe_run_with_no_model_configured(tmp_path):
+    (tmp_path / "triage.pipe").write_text(FIRST)
+    (tmp_path / "author.json").write_text(json.dumps([{"match": {"contains": "Write a module"}, "reply": GOOD}]))
+    (tmp_path / "reviewer.json").write_text(json.dumps([{"reply": NO_CONCERNS}]))
+    without = pipe_in(tmp_path, "run", "triage.pipe", "-i", "report=crash")
+    assert without.returncode == 70 and "no module is saved for it and no model is configured" in without.stderr
+    written = pipe_in(tmp_path, "run", "triage.pipe", "-i", "report=crash", "--model", "scripted:author.json",
+                      "--review-model", "scripted:reviewer.json")
+    assert written.returncode == 0 and written.stdout == "bug\n", written.stderr
+    reused = pipe_in(tmp_path, "run", "triage.pipe", "-i", "report=all fine")
+    assert reused.returncode == 0 and reused.stdout == "question\n", reused.stderr
+    assert "reused" in reused.stderr and "model answers come from" not in reused.stderr

@@ -171,7 +171,8 @@ def test_ambiguous_block_without_a_model_fails_with_a_clear_error(tmp_path: Path
     result = run_example("ambiguous_triage.pipe", tmp_path)
     assert result.returncode == 70
     assert result.stdout == "triaging: The export button does nothing when the list is empty.\n"
-    assert "ambiguous block `classify` cannot run: no decomposer is configured" in result.stderr
+    assert "ambiguous block `classify` cannot run: no module is saved for it and no model is configured" \
+        in result.stderr
     assert "--model" in result.stderr and "PIPE_MODEL" in result.stderr
     assert "ambiguous_triage.pipe:16" in result.stderr
     assert "Traceback" not in result.stderr

@@ -36,11 +36,12 @@ def test_every_stdlib_skill_documents_every_parameter(registry: SkillRegistry) -
             assert p.doc, f"{s.name}: {p.name}"
 
 
-def test_only_fs_time_random_ids_and_llm_skills_are_impure(registry: SkillRegistry) -> None:
+def test_only_fs_time_random_ids_code_http_and_llm_skills_are_impure(registry: SkillRegistry) -> None:
     impure = {s.name for s in registry if not s.pure}
     assert impure == {
         "fs.read", "fs.write", "fs.append", "fs.list", "fs.exists", "time.now",
         "random.number", "random.int", "random.choice", "random.shuffle", "ids.new",
+        "code.run", "http.fetch",
         "llm.ask", "llm.extract", "llm.summarize", "llm.classify",
     }
 
@@ -414,6 +415,17 @@ def test_fs_refuses_to_change_the_state_folder(call, root: Path) -> None:
     with pytest.raises(SkillError, match="state folder"):
         call("fs.write", ".orgtree/runs/journal.jsonl", "forged")
     assert not (root / ".orgtree").exists()
+
+
+def test_fs_refuses_to_change_the_settings_file(call, root: Path) -> None:
+    (root / "orgtree.toml").write_text('[http]\nallow = []\n')
+    for name, args in (("fs.write", ("orgtree.toml", "[http]\nallow = ['https://evil.example']\n")),
+                       ("fs.append", ("orgtree.toml", "\n[sandbox]\nallow_install = true\n")),
+                       ("fs.write", ("./sub/../orgtree.toml", "x"))):
+        with pytest.raises(SkillError, match="settings file"):
+            call(name, *args)
+    assert (root / "orgtree.toml").read_text() == '[http]\nallow = []\n'
+    assert "settings" not in call("fs.read", "orgtree.toml")  # reading it is allowed
 
 
 # --- time -------------------------------------------------------------------------------------

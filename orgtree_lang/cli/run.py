@@ -75,25 +75,26 @@ def command_run(args) -> int:
 
 
 def make_decomposer(args, program, source: str, file: str, root: Path, registry, models=None):
-    """A decomposer when the program has ambiguous blocks and a model is configured (models load only then)."""
+    """A decomposer when the program has ambiguous blocks; with no model configured it only reuses saved modules."""
     if not any(code.ambiguous for code in program.pipelines.values()):
         return None
-    models = models if models is not None else make_models(args)
-    if not models.configured:
-        return None  # the VM says how to configure one if a block is reached
-    from orgtree_lang.decompose.decomposer import Decomposer
-    from orgtree_lang.models.base import ModelError
-
-    try:
-        author, reviewer = models.author(), models.reviewer()
-    except ModelError as err:
-        raise UsageError(str(err)) from None
-    from orgtree_lang.decompose.decomposer import DecomposeSettings
+    from orgtree_lang.decompose.decomposer import DecomposeSettings, Decomposer
     from orgtree_lang.runtime.config import ConfigError
 
     try:
         settings = DecomposeSettings.from_config(root / "orgtree.toml")
     except (ConfigError, TypeError) as err:
+        raise UsageError(str(err)) from None
+    models = models if models is not None else make_models(args)
+    if not models.configured:
+        # Saved modules are still reused (no model is needed for that); a block with none says how to add one.
+        return Decomposer(author=None, reviewer=None, registry=registry, workspace=root, parent_file=file,
+                          parent_source=source, settings=settings)
+    from orgtree_lang.models.base import ModelError
+
+    try:
+        author, reviewer = models.author(), models.reviewer()
+    except ModelError as err:
         raise UsageError(str(err)) from None
     return Decomposer(author=author, reviewer=reviewer, registry=registry, workspace=root, parent_file=file,
                       parent_source=source, settings=settings)

@@ -98,6 +98,12 @@ class Decomposer:
         author, reviewer = self._metered(machine, spec, node)
         if saved is not None:
             self._note(machine, f"reused {saved.path}")
+        elif self.author is None:
+            raise PipeRuntimeError(
+                f"ambiguous block `{spec.name}` cannot run: no module is saved for it and no model is configured "
+                "to write one", kind="ambiguous", catchable=False,
+                hint="configure a model for the decomposer with `--model NAME` or the PIPE_MODEL environment variable "
+                     "(or replace the block with skill calls)")
         else:
             try:
                 saved = self._reuse_similar(spec, digest, reviewer, machine)
@@ -127,13 +133,18 @@ class Decomposer:
         from orgtree_lang.models.metered import MeteredModel
 
         meter, budget = getattr(machine, "meter", None), getattr(machine, "budget", None)
-        if meter is None or budget is None:
+        if meter is None or budget is None or self.author is None:
             return self.author, self.reviewer
         recorder = getattr(machine, "recorder", None)
+        journal = None
+        if node is not None and getattr(machine, "effects", None) is not None:
+            from orgtree_lang.durable.model_steps import journaled_calls
+
+            journal = journaled_calls(machine, machine.effect_node(node[len(machine.state.run_id) + 1:]), spec.span)
         return (MeteredModel(self.author, meter=meter, budget=budget, recorder=recorder, node=node,
-                             what=f"writing block `{spec.name}`"),
+                             what=f"writing block `{spec.name}`", journal=journal),
                 MeteredModel(self.reviewer, meter=meter, budget=budget, recorder=recorder, node=node,
-                             what=f"reviewing block `{spec.name}`"))
+                             what=f"reviewing block `{spec.name}`", journal=journal))
 
     # ---- reusing a module made for another block ----------------------------------
 
@@ -289,7 +300,8 @@ class Decomposer:
                         budget=_remaining(machine), decomposer=child_decomposer, tracer=tracer,
                         printer=machine.printer, recorder=machine.recorder, meter=machine.meter, parent_node=node,
                         ancestors=(machine.ancestors[0] + machine.state.steps,
-                                   machine.ancestors[1] + machine.state.skill_calls))
+                                   machine.ancestors[1] + machine.state.skill_calls),
+                        effects=machine.effects, parent=machine)
         child.start("main", dict(inputs), run_id=node)
         try:
             child.run()
@@ -310,7 +322,8 @@ class Decomposer:
         else:
             raise PipeRuntimeError(f"the generated module for `{spec.name}` returned {display(result, True)}, not "
                                    f"an {OUTPUTS_RECORD} record", kind="ambiguous")
-        return fit_outputs(outputs, spec, machine.records, model_reshaper(author, machine.records, uuid.uuid4().hex))
+        reshaper = model_reshaper(author, machine.records, uuid.uuid4().hex) if author is not None else None
+        return fit_outputs(outputs, spec, machine.records, reshaper)
 
 
 def _remaining(machine):

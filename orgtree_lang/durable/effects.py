@@ -26,7 +26,7 @@ class EffectStep:
     """A step with an outside effect, as the VM asks for it."""
 
     seq: int
-    kind: str  # skill | ambiguous
+    kind: str  # skill | ambiguous | model
     name: str
     node: str
     span: Span
@@ -83,10 +83,16 @@ class EffectLog:
             if self.mode == "retry":
                 reuse = same and record.node == step.node and not self._in_retried_node(step.node)
             else:
+                if not same and step.kind == "model" and self.mode == "resume":
+                    # Only a block that crashed before its step was committed is run again, so every later
+                    # step is that block's unfinished work; its prompts may differ now (e.g. a new review).
+                    self._forget_from(step.seq)
+                    return self._execute(step, digest, execute)
                 if not same:
                     raise self._divergence(step, record)
-                # A failed step that ended the run runs again on resume: its cause may have been fixed.
-                reuse = self.mode == "replay" or record.ok or step.seq != self.last_seq
+                # A failed step that ended the run runs again on resume: its cause may have been fixed. So does a
+                # failed ambiguous block, whose own steps (model answers, the child's effects) come after it.
+                reuse = self.mode == "replay" or record.ok or (step.seq != self.last_seq and record.kind != "ambiguous")
             if reuse:
                 self.reused += 1
                 return self._recorded_result(record)
@@ -96,6 +102,11 @@ class EffectLog:
                 f"{step.seq}: {step.kind} {step.name}", kind="replay", span=step.span, catchable=False,
                 hint="the run stopped before this point; `pipe resume` continues it")
         return self._execute(step, digest, execute)
+
+    def _forget_from(self, seq: int) -> None:
+        self.recorded = {s: r for s, r in self.recorded.items() if s < seq}
+        self.last_seq = seq - 1
+        self.journal.forget_steps_from(seq)
 
     def _execute(self, step: EffectStep, digest: str, execute: Callable[[str], Any]) -> Any:
         self.outside_calls += 1
@@ -127,6 +138,10 @@ class EffectLog:
             raise type(error.get("exception", "Exception"), (Exception,), {})(error.get("message", ""))
         if error.get("type") == "skill":
             raise SkillError(error.get("message", "failed"), error.get("hint"))
+        if error.get("type") == "model":
+            from orgtree_lang.models.base import ModelError
+
+            raise ModelError(error.get("message", "failed"), error.get("kind", "server"), error.get("hint"))
         raise PipeRuntimeError(error.get("message", "failed"), kind=error.get("kind", "error"), hint=error.get("hint"))
 
     def _divergence(self, step: EffectStep, record: StepRecord) -> NonDeterminismError:
@@ -176,6 +191,10 @@ class EffectLog:
 def _error_record(exc: Exception) -> dict[str, Any]:
     if isinstance(exc, SkillError):
         return {"type": "skill", "message": exc.message, "hint": exc.hint}
+    from orgtree_lang.models.base import ModelError
+
+    if isinstance(exc, ModelError):
+        return {"type": "model", "message": exc.message, "kind": exc.kind, "hint": exc.hint}
     if isinstance(exc, PipeRuntimeError):
         return {"type": "pipe", "message": exc.message, "kind": exc.kind, "hint": exc.hint}
     return {"type": "crash", "exception": type(exc).__name__, "message": str(exc)}

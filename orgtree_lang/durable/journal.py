@@ -175,6 +175,12 @@ class Journal:
                  json.dumps(error) if error is not None else None, attempts, time.time()),
             )
 
+    def forget_steps_from(self, seq: int) -> None:
+        """Delete the steps numbered `seq` and above (work of a block that crashed and is being redone)."""
+        with self.db:
+            self.db.execute("DELETE FROM steps WHERE seq >= ?", (seq,))
+        self._high_seq = min(self._high_seq, seq - 1)
+
     def steps(self) -> dict[int, StepRecord]:
         rows = self.db.execute("SELECT seq, node, file, line, kind, name, input_hash, source_hash, ok, result, error,"
                                " attempts FROM steps ORDER BY seq")

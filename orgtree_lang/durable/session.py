@@ -230,7 +230,7 @@ def resume(root: Path, ref: str, registry, options, *, from_scratch: bool = Fals
                             key_suffix=f":scratch{scratch}" if scratch else "")
         trace_path = options.trace or opened.run_dir / TRACE_FILE
         trace_size = trace_path.stat().st_size if trace_path.is_file() else None
-        options = _with_decomposer(options, program, source, path)
+        options = _with_decomposer(options, program, source, meta.get("file", str(path)))
         machine, tracer = _machine(program, root, registry, options, meta["run_id"], effects, trace_path)
         tracer.emit("run.resume", None, None, mode="checkpoint" if state else "from start", attempt=
                     meta.get("attempts", 0) + 1)
@@ -276,7 +276,7 @@ def retry(root: Path, ref: str, registry, options, node: str):
         effects = EffectLog(opened.journal, meta["run_id"], "retry", source_hash=digest, sources=sources,
                             retry_node=node, attempt=meta.get("attempts", 0) + 1,
                             key_suffix=f":scratch{meta['scratch']}" if meta.get("scratch") else "")
-        options = _with_decomposer(options, program, source, path)
+        options = _with_decomposer(options, program, source, meta.get("file", str(path)))
         machine, tracer = _machine(program, root, registry, options, meta["run_id"], effects,
                                    options.trace or opened.run_dir / TRACE_FILE)
         tracer.emit("run.retry", None, None, node=node)

@@ -99,7 +99,7 @@ class TreeRecorder:
         ok, error = (int(part.split()[0]) for part in node.detail.split(", "))
         ok, error = (ok + 1, error) if status == "ok" else (ok, error + 1)
         node.detail = f"{ok} ok, {error} error"
-        node.output = f"{ok + error} more calls, not recorded one by one"
+        node.output = f"{ok + error} more call{'s' if ok + error != 1 else ''}, not recorded one by one"
         if error:
             node.status = "error"
         self._touch(node)

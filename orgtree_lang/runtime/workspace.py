@@ -8,6 +8,7 @@ from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
 from orgtree_lang.runtime.errors import SkillError
 
 STATE_DIR_NAME = ".orgtree"
+SETTINGS_FILE_NAME = "orgtree.toml"
 
 _RELATIVE_HINT = "fs paths are relative to the workspace root, e.g. `notes/todo.txt`"
 
@@ -62,9 +63,10 @@ class Workspace:
         return rel.as_posix() if rel.parts else "."
 
     def is_state_path(self, real: Path) -> bool:
-        """True if a resolved path lies in the run's own state folder."""
+        """True if a resolved path lies in the run's own state folder, or is the workspace's settings file
+        (which says what the sandbox and http.fetch may do: a program must not widen its own limits)."""
         state = Path(os.path.realpath(self.state_dir))
-        return real == state or real.is_relative_to(state)
+        return real == state or real.is_relative_to(state) or real == self.root / SETTINGS_FILE_NAME
 
     def __repr__(self) -> str:
         return f"Workspace({str(self.root)!r})"

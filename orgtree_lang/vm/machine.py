@@ -59,6 +59,7 @@ class Machine:
         meter: TreeMeter | None = None,
         parent_node: str | None = None,
         ancestors: tuple[int, int] = (0, 0),
+        parent: Machine | None = None,
     ) -> None:
         self.program = program
         self.registry = registry
@@ -77,6 +78,9 @@ class Machine:
         self.parent_node = parent_node  # the ambiguous node a generated child runs for
         self.ancestors = ancestors  # steps and skill calls of the paused machines above a generated child
         self.block_node: str | None = None  # the ambiguous node being resolved now (the decomposer reads it)
+        # A generated child shares its parent's journal: its effects take the top-level run's step numbers,
+        # and only the top-level run's state is checkpointed.
+        self._root: Machine = parent._root if parent is not None else self
         self._last_progress = 0.0
         self.records = RecordTypes(program.records)
         self.state: RunState | None = None
@@ -154,7 +158,7 @@ class Machine:
         if self.tracer and state.steps == 0 and state.status == "ready":
             self.tracer.emit("run.start", self.program.entry(state.entry).span, state.entry, entry=state.entry)
         state.status = "running"
-        if self.effects is not None and state.steps == 0:
+        if self._checkpoints() and state.steps == 0:
             self.effects.checkpoint(state)
         try:
             self._loop()
@@ -176,6 +180,21 @@ class Machine:
             self.tracer.emit("run.end", None, None, outcome="ok", result=summarize(state.result), steps=state.steps,
                              skill_calls=state.skill_calls)
         return state
+
+    def _checkpoints(self) -> bool:
+        return self.effects is not None and self._root is self
+
+    def next_effect_seq(self) -> int:
+        """Number the next journaled step of the run tree (a child's steps continue its parent's numbering)."""
+        root = self._root.state
+        root.effect_seq += 1
+        return root.effect_seq
+
+    def effect_node(self, node: str) -> str:
+        """A node's path in the journal: a child's nodes sit under its ambiguous node (`main/classify@7/main`)."""
+        if self._root is self:
+            return node
+        return f"{self.state.run_id[len(self._root.state.run_id) + 1:]}/{node}"
 
     def seconds_used(self) -> float:
         """Wall-clock seconds this run has been running, over all its stretches so far."""
@@ -340,7 +359,7 @@ class Machine:
 
     def _checkpoint_before_stop(self) -> None:
         """A budget stop happens at a statement boundary: save the state there so resume starts right here."""
-        if self.effects is not None:
+        if self._checkpoints():
             self.state.elapsed += self.clock() - self._started
             self._started = self.clock()
             self.effects.checkpoint(self.state)
@@ -360,10 +379,10 @@ class Machine:
                 raise budget_exceeded("seconds", budget.max_seconds, used, frame.code.span_at(frame.pc))
         if self._pause_at is not None and state.steps >= self._pause_at:
             state.status = "paused"
-            if self.effects is not None:
+            if self._checkpoints():
                 self.effects.checkpoint(state)
             return True
-        if self.effects is not None and self.effects.checkpoint_due(state.steps, state.effect_seq):
+        if self._checkpoints() and self.effects.checkpoint_due(state.steps, state.effect_seq):
             self.effects.checkpoint(state)
         if self.progress is not None:
             now = self.clock()
@@ -531,9 +550,8 @@ class Machine:
             if skill.pure or self.effects is None:
                 result = skill.invoke(args, kwargs, self.context)
             else:
-                state.effect_seq += 1
-                step = EffectStep(state.effect_seq, "skill", site.name, frame.node, frame.code.span_at(frame.pc - 1),
-                                  args, kwargs)
+                step = EffectStep(self.next_effect_seq(), "skill", site.name, self.effect_node(frame.node),
+                                  frame.code.span_at(frame.pc - 1), args, kwargs)
                 result = self.effects.perform(
                     step, lambda key: skill.invoke(args, kwargs, _with_idempotency_key(self.context, key)))
         except SkillError as err:
@@ -618,8 +636,10 @@ class Machine:
         """The block's outputs from the decomposer, or from the journal; what the child tree spent is metered.
 
         The journaled result carries that spending, so a resumed or replayed run that takes the outputs from
-        the journal counts it again, just as the original run did."""
+        the journal counts it again, just as the original run did. It also says how many step numbers the
+        block used inside (model answers, the child's effects), which such a run skips over."""
         ran = []
+        seq = self._root.state.effect_seq
 
         def decompose(_key: str | None = None) -> dict[str, Any]:
             ran.append(True)
@@ -631,17 +651,21 @@ class Machine:
                 self.block_node = None
             # The keys end in `:`, which no output name can, so results journaled by earlier versions (the
             # outputs alone) are told apart.
-            return {"outputs:": outputs, "spent:": self.meter.since(before)}
+            return {"outputs:": outputs, "spent:": self.meter.since(before),
+                    "effects:": self._root.state.effect_seq - seq}
 
         if self.effects is None:
             return decompose()["outputs:"]
-        self.state.effect_seq += 1
-        step = EffectStep(self.state.effect_seq, "ambiguous", spec.name, frame.node, spec.span, values, {})
+        seq = self.next_effect_seq()
+        step = EffectStep(seq, "ambiguous", spec.name, self.effect_node(frame.node), spec.span, values, {})
         result = self.effects.perform(step, decompose)
         if "outputs:" not in result:
             return result
         if not ran:
             self.meter.add(result["spent:"])
+            # The steps journaled inside the block (model answers, the child's effects) keep their numbers.
+            root = self._root.state
+            root.effect_seq = max(root.effect_seq, seq + result.get("effects:", 0))
         return result["outputs:"]
 
     # ---- the less frequent instructions ---------------------------------

@@ -1,0 +1,35 @@
+"""Model calls as journaled steps: a durable run asks each question once; resume and replay reuse the answer."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from orgtree_lang.durable.effects import EffectStep
+from orgtree_lang.models.base import Completion, Message, Usage, parse_structured
+
+
+def journaled_calls(machine, node: str, span) -> Callable[..., Completion] | None:
+    """A `call(model, messages, schema, conversation_id)` that goes through the machine's journal, or None
+    when the run is not durable. A model error is journaled as a failed step and raised again as one."""
+    effects = machine.effects
+    if effects is None:
+        return None
+
+    def call(model, messages: list[Message], schema: type | None, conversation_id: str | None) -> Completion:
+        step = EffectStep(machine.next_effect_seq(), "model", model.name, node, span,
+                          [m.to_dict() for m in messages], {"schema": schema.__name__ if schema else None})
+
+        def ask(_key: str) -> dict[str, Any]:
+            completion = model.complete(messages, schema=schema, conversation_id=conversation_id)
+            return {"text": completion.text, "usage": completion.usage.to_dict(), "model": completion.model,
+                    "conversation_id": completion.conversation_id, "scripted": completion.scripted}
+
+        answer = effects.perform(step, ask)
+        completion = Completion(answer["text"], Usage(**answer["usage"]), answer["model"],
+                                conversation_id=conversation_id or answer.get("conversation_id"),
+                                scripted=answer.get("scripted", False))
+        if schema is not None:
+            completion.parsed = parse_structured(completion.text, schema, model.name)
+        return completion
+
+    return call

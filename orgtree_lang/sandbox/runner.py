@@ -1,0 +1,53 @@
+"""Pick a sandbox backend from the settings, failing closed, and run one CodeRequest on it."""
+
+from __future__ import annotations
+
+from orgtree_lang.sandbox.bubblewrap import BubblewrapBackend
+from orgtree_lang.sandbox.docker_backend import DockerBackend
+from orgtree_lang.sandbox.environments import cached_environment
+from orgtree_lang.sandbox.settings import LANGUAGES, CodeRequest, CodeResult, SandboxError, SandboxSettings, SandboxUnavailable
+
+_ORDER = {"auto": ("bubblewrap", "docker"), "bubblewrap": ("bubblewrap",), "docker": ("docker",)}
+_KINDS = {"bubblewrap": BubblewrapBackend, "docker": DockerBackend}
+
+
+def choose_backend(settings: SandboxSettings) -> BubblewrapBackend | DockerBackend:
+    """The first backend of the configured order that can start; SandboxUnavailable naming each one's reason."""
+    reasons = []
+    for name in _ORDER[settings.backend]:
+        backend = _KINDS[name](settings)
+        reason = backend.unavailable_reason()
+        if reason is None:
+            return backend
+        reasons.append(f"{name}: {reason}")
+    raise SandboxUnavailable(
+        "code.run refuses to run the code: no sandbox can start here (" + "; ".join(reasons) + ")",
+        hint="install bubblewrap (`apt-get install -y bubblewrap`) or start a Docker engine, and check "
+             "[sandbox] backend and bwrap in orgtree.toml; code is never run outside a sandbox",
+    )
+
+
+def check_request(request: CodeRequest, settings: SandboxSettings) -> None:
+    """SandboxError for a language the sandbox does not run or limits beyond the configured maximums."""
+    if request.language not in LANGUAGES:
+        raise SandboxError(f"code.run: language {request.language!r} is not supported",
+                           hint="use one of " + ", ".join(sorted(LANGUAGES)))
+    if not 0 < request.timeout <= settings.max_timeout:
+        raise SandboxError(f"code.run: timeout {request.timeout} s is outside (0, {settings.max_timeout}]",
+                           hint="raise [sandbox] max_timeout in orgtree.toml for longer runs")
+    if not 16 <= request.memory_mb <= settings.max_memory_mb:
+        raise SandboxError(f"code.run: memory {request.memory_mb} MiB is outside [16, {settings.max_memory_mb}]",
+                           hint="raise [sandbox] max_memory_mb in orgtree.toml for bigger runs")
+
+
+def run_code(request: CodeRequest, settings: SandboxSettings) -> CodeResult:
+    """Run the request in the first sandbox that can start; never outside one."""
+    check_request(request, settings)
+    backend = choose_backend(settings)
+    env_dir = None
+    if request.requirements:
+        if not isinstance(backend, BubblewrapBackend):
+            raise SandboxError("code.run: requirements can only be installed with the bubblewrap backend",
+                               hint="bake them into [sandbox] docker_image instead")
+        env_dir = cached_environment(request.requirements, settings, backend)
+    return backend.run(request, env_dir)

@@ -1,0 +1,4 @@
+# tries: spin the CPU forever
+# expect: timed_out
+while True:
+    pass

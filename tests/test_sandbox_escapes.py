@@ -1,0 +1,140 @@
+"""The escape corpus: every program in tests/sandbox_escapes/ runs under code.run's sandbox and fails safely."""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from sandbox_testing import local_server, quick_settings
+
+from orgtree_lang.sandbox.runner import choose_backend, run_code
+from orgtree_lang.sandbox.settings import CodeRequest, SandboxSettings, SandboxUnavailable
+
+CORPUS_DIR = Path(__file__).parent / "sandbox_escapes"
+CORPUS = sorted(p for p in CORPUS_DIR.iterdir() if p.suffix in (".py", ".sh"))
+_EXPECT = re.compile(r"^# expect: (contained|timed_out|truncated|nonzero|any)$", re.M)
+_TRIES = re.compile(r"^# tries: \S", re.M)
+MARKER = b"ORGTREE_SANDBOX=1"
+
+
+def _sandbox_processes(baseline: set[int], sandbox_uid: int | None) -> list[str]:
+    """Processes carrying the sandbox's marker in their environment, or (as root) run by the sandbox user."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) in baseline:
+            continue
+        try:
+            environ = Path(f"/proc/{entry.name}/environ").read_bytes()
+            owner = Path(f"/proc/{entry.name}").stat().st_uid
+            cmdline = Path(f"/proc/{entry.name}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue  # it ended while we looked
+        if MARKER in environ.split(b"\0") or (sandbox_uid is not None and owner == sandbox_uid):
+            found.append(f"{entry.name}: {cmdline}")
+    return found
+
+
+def _leftovers(baseline: set[int], sandbox_uid: int | None) -> list[str]:
+    deadline = time.monotonic() + 3
+    while (left := _sandbox_processes(baseline, sandbox_uid)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
+def _tmp_entries() -> set[str]:
+    return {name for name in os.listdir(tempfile.gettempdir()) if name.startswith(("PLANTED", "orgtree-sbx-"))}
+
+
+@pytest.fixture(scope="module")
+def host(tmp_path_factory):
+    """The host side: a canary file with a secret, a secret in the environment, a server and a bystander process."""
+    secret = "CANARY-" + secrets.token_hex(8)
+    canary = tmp_path_factory.mktemp("host") / "canary.txt"
+    canary.write_text(secret)
+    scratch_root = Path(tempfile.mkdtemp(prefix="orgtree-escapes-"))
+    os.chmod(scratch_root, 0o755)
+    settings = quick_settings(timeout=1.5, scratch_root=str(scratch_root))
+    os.environ["ORGTREE_HOST_SECRET"] = secret
+    bystander = subprocess.Popen(["sleep", "600"])
+    try:
+        with local_server() as server:
+            yield {"secret": secret, "canary": canary, "server": server, "settings": settings,
+                   "bystander": bystander, "scratch_root": scratch_root}
+    finally:
+        del os.environ["ORGTREE_HOST_SECRET"]
+        bystander.kill()
+        bystander.wait()
+        scratch_root.rmdir()
+
+
+def test_the_corpus_has_at_least_thirty_programs_each_saying_what_it_tries():
+    assert len(CORPUS) >= 30
+    for path in CORPUS:
+        text = path.read_text()
+        assert _TRIES.search(text) and _EXPECT.search(text), f"{path.name} lacks its `# tries:` or `# expect:` line"
+
+
+@pytest.mark.parametrize("program", CORPUS, ids=lambda p: p.name)
+def test_escape_attempt_is_contained(program, host):
+    settings: SandboxSettings = host["settings"]
+    sandbox_uid = settings.uid if os.geteuid() == 0 else None
+    baseline = {int(e.name) for e in os.scandir("/proc") if e.name.isdigit()}
+    tmp_before = _tmp_entries()
+    source = program.read_text().replace("@CANARY@", str(host["canary"])).replace("@PORT@", str(host["server"].server_port))
+    language = "python" if program.suffix == ".py" else "bash"
+
+    result = run_code(CodeRequest(language, source, timeout=settings.timeout, memory_mb=settings.memory_mb), settings)
+
+    shown = f"{program.name}: exit {result.exit_code}\nstdout: {result.stdout[:800]}\nstderr: {result.stderr[-800:]}"
+    everything = result.stdout + result.stderr + "".join(result.files.values()) + "".join(result.files)
+    assert "ESCAPED" not in everything, shown
+    assert host["secret"] not in everything, shown
+    assert host["canary"].read_text() == host["secret"], "the host canary file was changed"
+    assert host["server"].hits == [], "the sandbox reached the host's HTTP server"
+    assert host["bystander"].poll() is None, "a host process was killed"
+    assert _leftovers(baseline, sandbox_uid) == [], "processes of the sandbox outlived the run"
+    assert _tmp_entries() == tmp_before, "the run left files in the host's temp folder"
+    assert list(host["scratch_root"].iterdir()) == [], "the scratch folder was not removed"
+    expect = _EXPECT.search(program.read_text()).group(1)
+    if expect == "contained":
+        assert result.exit_code == 0 and "contained" in result.stdout, shown
+    elif expect == "timed_out":
+        assert result.timed_out and result.exit_code < 0, shown
+    elif expect == "truncated":
+        assert result.truncated and "truncated" in result.stdout + result.stderr, shown
+        assert len(result.stdout) + len(result.stderr) < 3 * settings.max_output_bytes
+    elif expect == "nonzero":
+        assert result.exit_code != 0, shown
+    assert result.duration < settings.timeout + 3, shown
+
+
+def test_without_bubblewrap_and_docker_code_run_refuses(tmp_path):
+    marker = tmp_path / "it-ran"
+    settings = quick_settings(bwrap=str(tmp_path / "no-such-bwrap"))
+    with pytest.raises(SandboxUnavailable) as caught:
+        run_code(CodeRequest("python", f"open({str(marker)!r}, 'w').write('x')"), settings)
+    assert "bubblewrap is not installed" in str(caught.value) and "docker:" in str(caught.value)
+    assert "never run outside a sandbox" in caught.value.hint
+    assert not marker.exists()
+
+
+def test_the_docker_backend_alone_refuses_when_no_engine_answers(tmp_path):
+    settings = quick_settings(backend="docker")
+    with pytest.raises(SandboxUnavailable, match="docker: no Docker engine is reachable"):
+        choose_backend(settings)
+
+
+def test_the_docker_backend_names_a_missing_sdk(monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "docker", None)  # what Python does for an uninstalled package
+    with pytest.raises(SandboxUnavailable, match="the `docker` Python package is not installed"):
+        choose_backend(quick_settings(backend="docker"))
+
+
+def test_auto_falls_through_to_bubblewrap_when_docker_is_missing():
+    assert choose_backend(quick_settings()).name == "bubblewrap"
