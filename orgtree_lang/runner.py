@@ -23,8 +23,8 @@ class RunOptions:
     printer: Callable[[str], None] | None = None
     progress: Callable[..., None] | None = None  # (state, span), about once a second on long runs
     decomposer: Any = None
-    models: Any = None  # models.run_models.RunModels for the llm.* skills (None: no model configured)
     decomposer_factory: Callable[..., Any] | None = None  # (program, source, file) -> decomposer, for resume etc.
+    models: Any = None  # RunModels (models/roles.py) for skills that need a model (llm.*, insight reviews)
     registry: Any = None
     run_id: str | None = None
     use_cache: bool = True

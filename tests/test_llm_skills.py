@@ -7,7 +7,7 @@ import json
 import pytest
 
 from orgtree_lang.compile.api import compile_source
-from orgtree_lang.models.run_models import RunModels
+from orgtree_lang.models.roles import RunModels
 from orgtree_lang.models.scripted import ScriptedModel
 from orgtree_lang.runner import RunOptions, run_program
 from orgtree_lang.runtime.errors import PipeRuntimeError

@@ -42,6 +42,8 @@ def test_only_fs_time_random_ids_code_http_and_llm_skills_are_impure(registry: S
         "fs.read", "fs.write", "fs.append", "fs.list", "fs.exists", "time.now",
         "random.number", "random.int", "random.choice", "random.shuffle", "ids.new",
         "code.run", "http.fetch",
+        "ctx.add", "ctx.fit", "ctx.expand", "ctx.search",
+        "pad.note", "pad.context", "pad.focus", "insight.propose", "insight.remove", "insight.relevant",
         "llm.ask", "llm.extract", "llm.summarize", "llm.classify",
     }
 

@@ -77,6 +77,12 @@ def build_parser() -> argparse.ArgumentParser:
     from orgtree_lang.cli.tree import add_tree_command
 
     add_tree_command(commands)
+    from orgtree_lang.cli.ctx import add_ctx_commands
+
+    add_ctx_commands(commands)
+    from orgtree_lang.cli.pad import add_pad_commands
+
+    add_pad_commands(commands)
 
     from orgtree_lang.cli.pool import EPILOG as SKILL_ACTIONS
 

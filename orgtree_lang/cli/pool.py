@@ -95,9 +95,9 @@ def run_action(argv: list[str]) -> int:
 
 
 def _reviewer(args):
-    from orgtree_lang.models.run_models import RunModels
+    from orgtree_lang.models.roles import RunModels
 
-    models = RunModels.from_choice(args.model, args.review_model)
+    models = RunModels.from_config(args.model, args.review_model)
     if not models.review_spec:
         return None
     return models.reviewer()

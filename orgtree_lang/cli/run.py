@@ -103,10 +103,10 @@ def make_decomposer(args, program, source: str, file: str, root: Path, registry,
 def make_models(args, program=None):
     """The run's models from --model/--review-model/--api-base/--record (or PIPE_MODEL, orgtree.toml); made lazily."""
     from orgtree_lang.models.base import ModelError
-    from orgtree_lang.models.run_models import RunModels
+    from orgtree_lang.models.roles import RunModels
 
     try:
-        models = RunModels.from_choice(args.model, args.review_model, api_base=args.api_base, record=args.record)
+        models = RunModels.from_config(args.model, args.review_model, api_base=args.api_base, record=args.record)
     except ModelError as err:
         raise UsageError(str(err)) from None
     uses_models = program is None or any(u.split(".")[0] == "llm" for u in program.uses) or \

@@ -157,7 +157,7 @@ def _attempt(args, command: str, action, source_for_errors) -> int:
     """Run a resume/retry/fork attempt through the same reporting as `pipe run`."""
     from orgtree_lang.cli.run import RunSession, budget_from_args, make_decomposer
     from orgtree_lang.durable.journal import JournalError
-    from orgtree_lang.models.run_models import RunModels
+    from orgtree_lang.models.roles import RunModels
     from orgtree_lang.pool.registry import workspace_registry
     from orgtree_lang.runtime.inputs import InputError
     from orgtree_lang.syntax.diagnostics import CompileError
@@ -172,7 +172,7 @@ def _attempt(args, command: str, action, source_for_errors) -> int:
 
     options = session.options(registry=registry, budget=budget_from_args(args), durable=True,
                               decomposer_factory=decomposer_for,
-                              models=RunModels.from_choice(args.model, args.review_model,
+                              models=RunModels.from_config(args.model, args.review_model,
                                                            api_base=getattr(args, "api_base", None)))
     failure: list[int] = []
 

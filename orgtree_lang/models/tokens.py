@@ -90,3 +90,8 @@ def context_window(model_name: str, default: int = DEFAULT_CONTEXT_WINDOW) -> in
     except Exception:
         pass
     return default
+
+
+def tiktoken_encoding(model_name: str = "gpt-4o"):
+    """The tiktoken Encoding `count_tokens` uses for `model_name`, or None when it approximates."""
+    return _encoding(model_name)

@@ -1,4 +1,4 @@
-"""The models one run may use (its author and its reviewer), built lazily from their specs and shared by its skills."""
+"""RunModels: the author and reviewer models a run is configured with, each built on first use, shared by its skills."""
 
 from __future__ import annotations
 
@@ -10,70 +10,76 @@ from typing import Any
 from orgtree_lang.models.base import Completion, Message, Model, ModelError
 from orgtree_lang.runtime.errors import SkillError
 
-NO_MODEL_HINT = "pass --model SPEC to `pipe run` (or set PIPE_MODEL, or add [model] name to orgtree.toml)"
+NO_MODEL_HINT = ("pass --model (and --review-model), set PIPE_MODEL (PIPE_REVIEW_MODEL), "
+                 "or add [model] name (and review) to orgtree.toml")
 
 
 class RunModels:
-    """The run's author model (llm.* skills, the decomposer) and reviewer model, each made on first use.
+    """The run's models by role, for skills that need one (llm.*, an insight's reviewer, a summarizer).
 
-    `author_spec` and `review_spec` are what --model / PIPE_MODEL / orgtree.toml chose (None: not configured).
-    `api_base` applies to provider models; `record` (a cassette path) wraps them in a RecordingModel.
+    Specs are resolved like the decomposer's (`--model`, `PIPE_MODEL`, `[model] name`; `--review-model`,
+    `PIPE_REVIEW_MODEL`, `[model] review`, else the author's); a model is built only when first asked for,
+    so a run that never needs one never imports a provider library. `extra` (e.g. api_base) goes to provider
+    models only; `record` (a cassette path) wraps each built model in a RecordingModel (the reviewer's file
+    gets `.reviewer` before the suffix). `author=`/`reviewer=` give ready models (tests, embedding).
     """
 
-    def __init__(self, author_spec: str | None, review_spec: str | None = None, *, api_base: str | None = None,
-                 record: Path | str | None = None, author: Model | None = None,
-                 reviewer: Model | None = None) -> None:
+    def __init__(self, author_spec: str | None, review_spec: str | None = None, *,
+                 extra: dict[str, Any] | None = None, record: Path | str | None = None,
+                 author: Model | None = None, reviewer: Model | None = None) -> None:
         self.author_spec = author_spec or (author.name if author is not None else None)
-        self.review_spec = review_spec or self.author_spec
-        self.api_base = api_base
+        self.review_spec = review_spec or self.author_spec or (reviewer.name if reviewer is not None else None)
+        self.extra = dict(extra or {})
         self.record = Path(record) if record else None
-        self._made: dict[str, Model] = {}
+        self._built: dict[str, Model] = {}
         if author is not None:
-            self._made["author"] = author
+            self._built["author"] = author
         if reviewer is not None:
-            self._made["reviewer"] = reviewer
+            self._built["reviewer"] = reviewer
         self._lock = threading.Lock()
 
     @classmethod
-    def from_choice(cls, model: str | None = None, review_model: str | None = None, *,
-                    api_base: str | None = None, record: str | None = None) -> RunModels:
-        """The models --model / --review-model name, else PIPE_MODEL / PIPE_REVIEW_MODEL, else orgtree.toml."""
+    def from_config(cls, model: str | None = None, review_model: str | None = None, *,
+                    api_base: str | None = None, record: str | None = None,
+                    config_path: Path = Path("orgtree.toml")) -> RunModels:
+        """The models named by the arguments, else the environment, else orgtree.toml (nothing built yet)."""
         from orgtree_lang.models.select import resolve_model_spec, resolve_review_model_spec
 
-        author = resolve_model_spec(model)
-        review = resolve_review_model_spec(review_model, author) if author or review_model else None
-        return cls(author, review, api_base=api_base, record=record)
+        author = resolve_model_spec(model, config_path=config_path)
+        review = resolve_review_model_spec(review_model, author, config_path=config_path)
+        return cls(author, review, extra={"api_base": api_base} if api_base else None, record=record)
 
     @property
     def configured(self) -> bool:
+        """True when an author model is configured (the reviewer defaults to it)."""
         return bool(self.author_spec)
 
     def author(self) -> Model:
-        """The author model; ModelError(kind="config") naming --model when none is configured."""
-        return self._model("author", self.author_spec, "")
+        return self._get("author", self.author_spec, "")
 
     def reviewer(self) -> Model:
-        """The reviewer model (the author's spec when no other is chosen), built with role="reviewer"."""
-        return self._model("reviewer", self.review_spec, ".reviewer")
+        return self._get("reviewer", self.review_spec, ".reviewer")
 
-    def _model(self, role: str, spec: str | None, cassette_suffix: str) -> Model:
+    def _get(self, role: str, spec: str | None, cassette_suffix: str) -> Model:
         with self._lock:
-            if role in self._made:
-                return self._made[role]
+            if role in self._built:
+                return self._built[role]
             if not spec:
-                raise ModelError("no model is configured", "config", NO_MODEL_HINT)
+                raise ModelError(f"no {role} model is configured", "config", NO_MODEL_HINT)
             from orgtree_lang.models.select import model_from_spec
 
-            provider = not spec.startswith(("scripted:", "replay:"))
-            extra = {"api_base": self.api_base} if provider and self.api_base else {}
-            model = model_from_spec(spec, role=role, **extra)
+            live = not spec.startswith(("scripted:", "replay:"))
+            model = model_from_spec(spec, role=role, **(self.extra if live else {}))
             if self.record is not None:
                 from orgtree_lang.models.cassette import RecordingModel
 
-                path = self.record.with_name(f"{self.record.stem}{cassette_suffix}{self.record.suffix}")
-                model = RecordingModel(model, path)
-            self._made[role] = model
+                model = RecordingModel(model, self.record.with_name(
+                    f"{self.record.stem}{cassette_suffix}{self.record.suffix}"))
+            self._built[role] = model
             return model
+
+    def __repr__(self) -> str:
+        return f"RunModels(author={self.author_spec!r}, reviewer={self.review_spec!r})"
 
     def ask(self, skill: str, system: str, prompt: str, *, schema: type | None = None,
             check: Callable[[Completion], tuple[Any, str | None]] | None = None, retries: int = 1) -> Any:

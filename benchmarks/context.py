@@ -1,0 +1,154 @@
+"""Context recursion and search on real text nobody here wrote: the Python standard library's sources and docs.
+
+    python benchmarks/context.py            # >= 5,000,000 tokens; search over >= 100,000 pieces
+    python benchmarks/context.py --quick    # 500,000 tokens; search over 20,000 pieces
+
+1. Baseline: tiktoken's raw encoding throughput (o200k_base, one thread) over the whole text.
+2. Tree build: every file added to a Memory (pieces of <= 200 tokens, no search indexes), then one `fit` of
+   all of them into 25% of gpt-4o's window (32,000 tokens) with the extractive summarizer. Printed as
+   tokens/s and as a RATIO to the baseline (1.0 would be as fast as tokenizing alone).
+3. Search: the same text cut into pieces of <= 50 tokens so there are >= 100,000 (20,000 with --quick), all
+   indexed in tantivy. Embedding 100,000 pieces takes hours on 2 CPU cores, so the vector index holds real
+   all-MiniLM-L6-v2 embeddings of EMBED_SAMPLE pieces and, for every other piece, a copy of one of those with
+   small noise (said in the output): exact faiss search time depends on the count and dimension only.
+   p50/p95 over QUERIES queries for keyword, vector and hybrid.
+4. Peak resident memory of the process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+from orgtree_lang.memory import Memory
+from orgtree_lang.memory import memory as memory_module
+from orgtree_lang.models.tokens import tiktoken_encoding
+
+EMBED_SAMPLE = 500
+QUERIES = ["parse command line arguments", "open a file for reading", "thread safe queue with timeout",
+           "compress data with zlib", "format dates and times", "regular expression match groups",
+           "send an email over smtp", "decode json text", "temporary directory cleanup", "hash a password",
+           "how do I run a child process and read its output", "split a path into folder and file name",
+           "unit test assertions", "read a csv file", "random numbers from a seed", "sort with a key function",
+           "socket connect timeout", "http request headers", "xml element tree", "log messages to a file"]
+
+
+def corpus(target_tokens: int) -> list[tuple[str, str]]:
+    """(name, text) of stdlib .py and .rst/.txt files, in a fixed order, until about `target_tokens`."""
+    encoding = tiktoken_encoding("gpt-4o")
+    root = Path(sysconfig.get_paths()["stdlib"])
+    files = sorted(p for p in root.rglob("*") if p.suffix in (".py", ".rst", ".txt") and "site-packages" not in p.parts)
+    out, total = [], 0
+    for path in files:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        if not text.strip():
+            continue
+        out.append((str(path.relative_to(root)), text))
+        total += len(text) // 4  # a cheap estimate to stop; the exact count is the baseline below
+        if total >= target_tokens * 1.15:
+            break
+    tokens = sum(len(encoding.encode_ordinary(t)) for _, t in out)
+    if tokens < target_tokens:
+        sys.exit(f"only {tokens} tokens of stdlib text found under {root}; need {target_tokens}")
+    return out
+
+
+def percentiles(samples: list[float]) -> str:
+    ordered = sorted(samples)
+    p95 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
+    return f"p50 {statistics.median(ordered) * 1000:7.2f} ms   p95 {p95 * 1000:7.2f} ms"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="500k tokens and 20k search pieces")
+    args = parser.parse_args()
+    target, pieces_wanted = (500_000, 20_000) if args.quick else (5_000_000, 100_000)
+    texts = corpus(target)
+    encoding = tiktoken_encoding("gpt-4o")
+
+    start = time.perf_counter()
+    tokens = sum(len(encoding.encode_ordinary(t)) for _, t in texts)
+    raw = time.perf_counter() - start
+    print(f"text: {len(texts)} files, {tokens:,} tokens, {sum(len(t) for _, t in texts) / 1e6:.1f} M characters")
+    print(f"baseline  tiktoken encode       {tokens / raw:12,.0f} tokens/s  ({raw:.1f} s)")
+
+    with tempfile.TemporaryDirectory() as folder, Memory(folder, index=False) as memory:
+        start = time.perf_counter()
+        docs = [memory.add(text, name=name) for name, text in texts]
+        added = time.perf_counter() - start
+        view = memory.fit(docs, "gpt-4o", 0.25)
+        built = time.perf_counter() - start
+        print(f"tree      add (store + pieces)  {tokens / added:12,.0f} tokens/s  ({added:.1f} s)")
+        print(f"tree      add + fit (whole)     {tokens / built:12,.0f} tokens/s  ({built:.1f} s)  "
+              f"RATIO {raw / built:.3f} of tokenizing alone")
+        print(f"          view {view.tokens:,} of {view.budget:,} tokens, {view.levels} summary levels, "
+              f"{view.summarized:,} summaries written")
+        start = time.perf_counter()
+        again = memory.fit(docs, "gpt-4o", 0.25)
+        print(f"          second fit: {time.perf_counter() - start:.2f} s, {again.summarized} summaries written")
+
+    memory_module.PIECE_TOKENS = 50
+    with tempfile.TemporaryDirectory() as folder, Memory(folder, vectors=False, notice=lambda m: None) as memory:
+        start = time.perf_counter()
+        for name, text in texts:
+            memory.add(text, name=name)
+            if len(memory.store.all_ids()) >= pieces_wanted:
+                break
+        ids = memory.store.all_ids()
+        print(f"search    {len(ids):,} pieces indexed by keyword in {time.perf_counter() - start:.1f} s")
+        if len(ids) < pieces_wanted:
+            print(f"          fewer pieces than the {pieces_wanted:,} wanted")
+        index = memory.search_index()
+        vectors = _vectors(memory, ids)
+        rows = {"keyword": [], "vector": [], "hybrid": []}
+        for _ in range(3):
+            for query in QUERIES:
+                index.vectors = None
+                t = time.perf_counter()
+                memory.search(query, 10, mode="keyword")
+                rows["keyword"].append(time.perf_counter() - t)
+                index.vectors = vectors
+                for mode in ("vector", "hybrid"):
+                    t = time.perf_counter()
+                    memory.search(query, 10, mode=mode)
+                    rows[mode].append(time.perf_counter() - t)
+        index.vectors = None
+        for mode, samples in rows.items():
+            print(f"search    {mode:8s} k=10  {percentiles(samples)}   ({len(samples)} queries, {len(ids):,} pieces)")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak resident memory {peak:,.0f} MB")
+    return 0
+
+
+def _vectors(memory, ids: list[int]):
+    """A vector index over `ids`: real embeddings of a sample, noisy copies of them for the rest (see above)."""
+    import numpy
+
+    from orgtree_lang.memory.vectors import VectorIndex, embed
+
+    vectors = VectorIndex(Path(memory.index_dir) / "bench")
+    sample = ids[:: max(1, len(ids) // EMBED_SAMPLE)][:EMBED_SAMPLE]
+    start = time.perf_counter()
+    real = embed(vectors.model, [memory.text(n) for n in memory.store.many(sample)])
+    took = time.perf_counter() - start
+    rng = numpy.random.default_rng(0)
+    fill = real[rng.integers(0, len(real), len(ids))] + rng.normal(0, 0.05, (len(ids), real.shape[1]))
+    fill = (fill / numpy.linalg.norm(fill, axis=1, keepdims=True)).astype("float32")
+    vectors.add(ids, fill)
+    print(f"vectors   {len(sample):,} real embeddings in {took:.1f} s ({len(sample) / took:,.0f}/s); "
+          f"{len(ids) - len(sample):,} noisy copies fill the index to {vectors.count():,}")
+    return vectors
+
+
+if __name__ == "__main__":
+    sys.exit(main())

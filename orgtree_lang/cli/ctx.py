@@ -1,0 +1,139 @@
+"""`pipe ctx add | search | show`: put files into a workspace's memory, search it, and show a node."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from orgtree_lang.cli.main import EXIT_OK, EXIT_USAGE
+
+BAR_WIDTH = 30
+LARGE_INPUT = 256 * 1024  # bytes; smaller inputs index too fast for a progress bar to help
+
+
+def add_ctx_commands(commands) -> None:
+    ctx = commands.add_parser("ctx", help="the workspace memory: add texts, search them, show a node",
+                              description="Texts added here are stored whole in WORKSPACE/.orgtree, cut into "
+                                          "pieces and indexed by keyword and meaning (see docs/memory.md).")
+    actions = ctx.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    def with_workspace(parser):
+        parser.add_argument("--workspace", metavar="DIR", default=".",
+                            help="the workspace whose .orgtree holds the memory (default: this folder)")
+        return parser
+
+    add = with_workspace(actions.add_parser("add", help="store and index text files",
+                                            description="Store each FILE (UTF-8 text) and index its pieces."))
+    add.add_argument("files", nargs="+", metavar="FILE", help="a text file")
+    add.add_argument("--tag", dest="tags", action="append", default=[], metavar="TAG",
+                     help="a label to filter searches by (repeatable)")
+    add.add_argument("--keyword-only", action="store_true",
+                     help="index for keyword search only (skips the embedding model; faster)")
+    add.set_defaults(handler=command_add)
+
+    search = with_workspace(actions.add_parser("search", help="find pieces and summaries by keyword and meaning",
+                                               description="Print the best matches for QUERY, best first."))
+    search.add_argument("query", metavar="QUERY", help="what to look for, in words")
+    search.add_argument("-k", type=int, default=5, metavar="N", help="how many results (default 5)")
+    search.add_argument("--level", type=int, action="append", metavar="L",
+                        help="only nodes of this level (0: original pieces; repeatable)")
+    search.add_argument("--document", type=int, action="append", metavar="ID",
+                        help="only nodes from this document (repeatable)")
+    search.add_argument("--tag", dest="tags", action="append", metavar="TAG", help="only documents with this tag")
+    search.add_argument("--mode", choices=("hybrid", "keyword", "vector"), default="hybrid",
+                        help="hybrid (default): both rankings fused; keyword: BM25 only; vector: embeddings only")
+    search.add_argument("--json", action="store_true", help="print JSON")
+    search.set_defaults(handler=command_search)
+
+    show = with_workspace(actions.add_parser("show", help="show a node: its text, spans and children",
+                                             description="Print node NODE's text, the original bytes it stands "
+                                                         "for, and its children."))
+    show.add_argument("node", type=int, metavar="NODE", help="a node id (as printed by add and search)")
+    show.add_argument("--json", action="store_true", help="print JSON")
+    show.set_defaults(handler=command_show)
+
+
+class ProgressBar:
+    """A one-line bar on stderr, redrawn at most ten times a second."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.last = 0.0
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - self.last < 0.1 and done < total:
+            return
+        self.last = now
+        filled = BAR_WIDTH * done // max(total, 1)
+        sys.stderr.write(f"\r{self.label} [{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {done}/{total}")
+        if done >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def _memory(args, index: bool = True, vectors: bool = True):
+    from orgtree_lang.memory.memory import Memory
+
+    return Memory(Path(args.workspace), index=index, vectors=vectors)
+
+
+def command_add(args) -> int:
+    from orgtree_lang.memory.memory import MemoryInputError
+
+    large = sum(Path(f).stat().st_size for f in args.files if Path(f).is_file()) >= LARGE_INPUT
+    with _memory(args, vectors=not args.keyword_only) as memory:
+        for name in args.files:
+            try:
+                doc = memory.add_file(name, tags=args.tags,
+                                      progress=ProgressBar(f"indexing {name}") if large else None)
+            except MemoryInputError as exc:
+                print(f"pipe ctx add: {exc}", file=sys.stderr)
+                return EXIT_USAGE
+            pieces = len(memory.store.children(doc.id))
+            print(f"#{doc.id}  {name}  {doc.end} bytes  {pieces} pieces")
+    return EXIT_OK
+
+
+def command_search(args) -> int:
+    with _memory(args) as memory:
+        hits = memory.search(args.query, args.k, documents=args.document, levels=args.level, tags=args.tags,
+                             mode=args.mode)
+        if args.json:
+            print(json.dumps([{"node": h.node.id, "kind": h.node.kind, "level": h.node.level, "score": h.score,
+                               "spans": [s.__dict__ for s in h.spans], "text": h.text} for h in hits], indent=2))
+            return EXIT_OK
+        if not hits:
+            print(f"no matches for {args.query!r}", file=sys.stderr)
+        for h in hits:
+            where = "; ".join(str(s) for s in h.spans[:3]) + (" …" if len(h.spans) > 3 else "")
+            first = next((line.strip() for line in h.text.splitlines() if line.strip()), "")
+            print(f"#{h.node.id}  {h.node.kind} L{h.node.level}  {h.score:.4f}  {where}\n    {first[:100]}")
+    return EXIT_OK
+
+
+def command_show(args) -> int:
+    from orgtree_lang.memory.memory import MemoryInputError
+
+    with _memory(args, index=False) as memory:
+        try:
+            node = memory.get(args.node)
+        except MemoryInputError as exc:
+            print(f"pipe ctx show: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        children = memory.store.children(node.id)
+        spans = memory.spans(node)
+        if args.json:
+            print(json.dumps({"node": node.id, "kind": node.kind, "level": node.level, "tokens": node.tokens,
+                              "spans": [s.__dict__ for s in spans], "children": [c.id for c in children],
+                              "text": memory.text(node)}, indent=2))
+            return EXIT_OK
+        print(f"#{node.id}  {node.kind}  level {node.level}  {node.tokens} tokens")
+        print("stands for: " + "; ".join(str(s) for s in spans))
+        if children:
+            print("children: " + " ".join(f"#{c.id}" for c in children))
+        print()
+        print(memory.text(node))
+    return EXIT_OK

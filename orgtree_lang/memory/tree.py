@@ -1,0 +1,149 @@
+"""Context recursion: documents and a token budget in, a View out: the documents whole if they fit, else
+summaries of pieces, summaries of summaries, and so on until the stitched result fits."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable
+
+from orgtree_lang.memory.budget import Budget, BudgetError
+from orgtree_lang.memory.nodes import Node
+from orgtree_lang.memory.split import byte_ranges, split_text
+from orgtree_lang.memory.summarize import Summarizer, fit_to
+from orgtree_lang.memory.tokenizer import Tokenizer
+
+if TYPE_CHECKING:
+    from orgtree_lang.memory.memory import Memory
+
+# A summary gets 1/FANOUT of the budget, so each round shrinks the text about FANOUT/2 times (groups are at
+# least half full) and the tree is about log(total / budget) / log(FANOUT / 2) levels deep.
+FANOUT = 8
+# Leaf pieces are at most this many tokens (fewer when the budget is smaller), small enough to search well.
+PIECE_TOKENS = 200
+SEPARATOR = "\n\n"
+MAX_ROUNDS = 64
+
+
+@dataclass
+class View:
+    """What fits: the text to put in a prompt, the nodes it is made of (expand them for detail), and the numbers."""
+
+    text: str
+    nodes: list[Node]
+    tokens: int
+    budget: int
+    summarized: int = 0          # summaries written by the summarizer for this view (0 when all were cached)
+    levels: int = 0              # 0: the documents themselves; n: summaries n levels above the pieces
+    documents: list[Node] = field(default_factory=list)
+
+
+def label(node: Node) -> str:
+    """The line that introduces a node in a view, so a reader can ask for it by id (`ctx.expand`)."""
+    return f"[#{node.id} {node.kind} L{node.level}]"
+
+
+class TreeBuilder:
+    """Builds (and reuses) the summary nodes that make some documents fit one budget."""
+
+    def __init__(self, memory: Memory, budget: Budget, summarizer: Summarizer,
+                 on_new: Callable[[list[Node]], None] | None = None) -> None:
+        self.memory = memory
+        self.budget = budget
+        self.summarizer = summarizer
+        self.tokenizer = Tokenizer(budget.model)
+        self.limit = budget.tokens
+        self.target = max(8, self.limit // FANOUT)
+        self.summarized = 0
+        self.on_new = on_new or (lambda nodes: None)
+
+    def render(self, nodes: list[Node]) -> str:
+        if len(nodes) == 1 and nodes[0].kind == "document":
+            return self.memory.text(nodes[0])
+        return SEPARATOR.join(f"{label(n)}\n{self.memory.text(n)}" for n in nodes)
+
+    def _fits(self, nodes: list[Node]) -> tuple[bool, str, int]:
+        # Stored counts may come from another model's tokenizer and ignore joins: they only decide whether
+        # an exact count is worth making; the exact count of the rendered text decides.
+        estimate = sum(n.tokens + 8 for n in nodes)
+        if estimate > 2 * self.limit + 64:
+            return False, "", estimate
+        text = self.render(nodes)
+        tokens = self.tokenizer.count(text)
+        return tokens <= self.limit, text, tokens
+
+    def fit(self, documents: list[Node]) -> View:
+        fits, text, tokens = self._fits(documents)
+        if fits:
+            return View(text, list(documents), tokens, self.limit, 0, 0, list(documents))
+        current: list[Node] = []
+        for doc in documents:
+            current += self.memory.pieces(doc, min(PIECE_TOKENS, self.limit), self.tokenizer)
+        levels = 0
+        for _ in range(MAX_ROUNDS):
+            fits, text, tokens = self._fits(current)
+            if fits:
+                return View(text, current, tokens, self.limit, self.summarized, levels, list(documents))
+            before = sum(n.tokens for n in current)
+            fresh: list[Node] = []
+            current = [self._summary(group, fresh) for group in self._groups(current)]
+            self.on_new(fresh)
+            levels += 1
+            if sum(n.tokens for n in current) >= before:
+                raise BudgetError(f"summarizing did not shorten the text ({before} tokens stayed "
+                                  f"{sum(n.tokens for n in current)}); the budget of {self.limit} tokens is too "
+                                  f"small for summaries of {self.target} tokens with their labels")
+        raise BudgetError(f"the text did not fit {self.limit} tokens after {MAX_ROUNDS} rounds of summaries")
+
+    def _groups(self, nodes: list[Node]) -> list[list[Node]]:
+        """Consecutive runs of nodes whose joined text is at most the budget (by their counts)."""
+        groups: list[list[Node]] = []
+        total = 0
+        for node in nodes:
+            cost = node.tokens + 1
+            if groups and total + cost <= self.limit:
+                groups[-1].append(node)
+                total += cost
+            else:
+                groups.append([node])
+                total = cost
+        return groups
+
+    def _summary(self, group: list[Node], fresh: list[Node]) -> Node:
+        if len(group) == 1 and group[0].tokens <= self.target:
+            return group[0]  # already as short as a summary would be: carry it up as it is
+        key = f"summary:{self.summarizer.id}:{self.target}:{','.join(str(n.id) for n in group)}"
+        existing = self.memory.store.by_key(key)
+        if existing is not None:
+            return existing
+        source = SEPARATOR.join(self.memory.text(n) for n in group)
+        digest = hashlib.sha256(source.encode("utf-8")).hexdigest()
+        cache_key = f"{digest}:{self.summarizer.id}:{self.target}:{self.budget.model}"
+        cached = self.memory.store.cached_summary(cache_key)
+        if cached is not None:
+            blob, tokens = cached
+        else:
+            raw = self.summarizer.summarize(source, self.target, self.tokenizer)
+            text = fit_to(raw, self.target, self.tokenizer) if raw.strip() else fit_to(source, self.target,
+                                                                                          self.tokenizer)
+            self.summarized += 1
+            blob = self.memory.blobs.put(text.encode("utf-8"))
+            tokens = self.tokenizer.count(text)
+        size = len(self.memory.blobs.read(blob)) if cached is not None else len(text.encode("utf-8"))
+        covers: set[int] = set()
+        for n in group:
+            covers.update(self.memory.store.covered_documents(n.id))
+        with self.memory.store.write() as db:
+            if cached is None:
+                self.memory.store.cache_summary(db, cache_key, blob, tokens)
+            node = self.memory.store.insert(db, "summary", 1 + max(n.level for n in group), blob, 0, size, tokens,
+                                            key, children=[n.id for n in group], covers=covers)
+            self.memory.store.bump(db)
+        fresh.append(node)
+        return node
+
+
+def split_document(text: str, limit: int, tokenizer: Tokenizer) -> list[tuple[int, int, int]]:
+    """(byte start, byte end, tokens) of the pieces of a document's text, each at most `limit` tokens."""
+    cuts = split_text(text, limit, tokenizer)
+    return [(a, b, cut.tokens) for (a, b), cut in zip(byte_ranges(text, cuts), cuts)]
