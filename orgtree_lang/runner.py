@@ -24,7 +24,7 @@ class RunOptions:
     progress: Callable[..., None] | None = None  # (state, span), about once a second on long runs
     decomposer: Any = None
     decomposer_factory: Callable[..., Any] | None = None  # (program, source, file) -> decomposer, for resume etc.
-    models: Any = None  # RunModels for skills that need a model (insight reviews); None: read the configuration
+    models: Any = None  # RunModels (models/roles.py) for skills that need a model (llm.*, insight reviews)
     registry: Any = None
     run_id: str | None = None
     use_cache: bool = True

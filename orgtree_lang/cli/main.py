@@ -87,8 +87,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_pad_commands(commands)
 
-    skills = commands.add_parser("skills", help="list skills, or show one",
-                                 description="List the installed skills, or show NAME's signature and docs.")
+    from orgtree_lang.cli.pool import EPILOG as SKILL_ACTIONS
+
+    skills = commands.add_parser("skills", help="list skills, or show one; work on the skill pool",
+                                 description="List the skills of the workspace (installed and learned.*), or show "
+                                             "NAME's signature and docs.", epilog=SKILL_ACTIONS,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    skills.add_argument("--workspace", metavar="DIR", default=".", help="the workspace (default: this folder)")
     skills.add_argument("name", nargs="?", metavar="NAME", help="a skill (text.split) or a namespace (text)")
     skills.add_argument("--json", action="store_true", help="print JSON (name, signature, schema, docs)")
     return parser
@@ -127,6 +132,11 @@ _positive_float = _positive(float, "a number of seconds")
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    from orgtree_lang.cli.pool import ACTIONS, run_action
+
+    if len(argv) > 1 and argv[0] == "skills" and argv[1] in ACTIONS:
+        return run_action(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:

@@ -18,15 +18,15 @@ from orgtree_lang.runtime.inputs import parse_input
 def command_run(args) -> int:
     from orgtree_lang.compile.api import compile_file
     from orgtree_lang.runner import new_run_id, run_program, workspace_for
-    from orgtree_lang.runtime.skills import default_registry
+    from orgtree_lang.pool.registry import workspace_registry
     from orgtree_lang.syntax.diagnostics import CompileError
 
     path = Path(args.file)
     if not path.is_file():
         print(f"pipe run: no such file: {path}", file=sys.stderr)
         return EXIT_USAGE
-    registry = default_registry()
     root = workspace_for(path, Path(args.workspace) if args.workspace else None)
+    registry = workspace_registry(root)
     try:
         compiled = compile_file(path, registry, root / ".orgtree" / "cache")
     except CompileError as err:
@@ -54,8 +54,8 @@ def command_run(args) -> int:
         return EXIT_USAGE
 
     try:
-        decomposer = make_decomposer(args, program, compiled.source, str(path), root, registry)
-        models = run_models(args)
+        models = make_models(args, program)
+        decomposer = make_decomposer(args, program, compiled.source, str(path), root, registry, models)
     except UsageError as err:
         print(f"pipe run: {err}", file=sys.stderr)
         return EXIT_USAGE
@@ -65,17 +65,20 @@ def command_run(args) -> int:
                               durable=not args.no_journal, durability=args.durability,
                               budget=budget_from_args(args), decomposer=decomposer, models=models,
                               tree=not args.no_tree)
-    return session.report(lambda: run_program(program, root, registry, options, source=compiled.source,
+    code = session.report(lambda: run_program(program, root, registry, options, source=compiled.source,
                                                program_path=path), compiled.source, resumable=not args.no_journal,
                           workspace=root)
+    if code == EXIT_OK and decomposer is not None:
+        from orgtree_lang.cli.pool import promote_after_run
+
+        promote_after_run(root, models, registry)
+    return code
 
 
-def make_decomposer(args, program, source: str, file: str, root: Path, registry):
-    """A decomposer when the program has ambiguous blocks and a model is configured (models load only then)."""
+def make_decomposer(args, program, source: str, file: str, root: Path, registry, models=None):
+    """A decomposer when the program has ambiguous blocks; with no model configured it only reuses saved modules."""
     if not any(code.ambiguous for code in program.pipelines.values()):
         return None
-    from orgtree_lang.models.select import model_from_spec, resolve_model_spec, resolve_review_model_spec
-
     from orgtree_lang.decompose.decomposer import DecomposeSettings, Decomposer
     from orgtree_lang.runtime.config import ConfigError
 
@@ -83,48 +86,38 @@ def make_decomposer(args, program, source: str, file: str, root: Path, registry)
         settings = DecomposeSettings.from_config(root / "orgtree.toml")
     except (ConfigError, TypeError) as err:
         raise UsageError(str(err)) from None
-    author_spec = resolve_model_spec(args.model)
-    if not author_spec:
+    models = models if models is not None else make_models(args)
+    if not models.configured:
         # Saved modules are still reused (no model is needed for that); a block with none says how to add one.
         return Decomposer(author=None, reviewer=None, registry=registry, workspace=root, parent_file=file,
                           parent_source=source, settings=settings)
-    review_spec = resolve_review_model_spec(args.review_model, author_spec)
-    for spec in sorted({author_spec, review_spec}):
-        if spec.startswith(("scripted:", "replay:")):
-            print(f"pipe run: model answers come from {spec}, not from a live model", file=sys.stderr)
-            args.scripted_models = True
     from orgtree_lang.models.base import ModelError
 
-    extra = {"api_base": args.api_base} if args.api_base else {}
     try:
-        author = model_from_spec(author_spec, role="author", **_litellm_only(author_spec, extra))
-        reviewer = model_from_spec(review_spec, role="reviewer", **_litellm_only(review_spec, extra))
+        author, reviewer = models.author(), models.reviewer()
     except ModelError as err:
         raise UsageError(str(err)) from None
-    if args.record:
-        from orgtree_lang.models.cassette import RecordingModel
-
-        cassette = Path(args.record)
-        author = RecordingModel(author, cassette)
-        reviewer = RecordingModel(reviewer, cassette.with_name(f"{cassette.stem}.reviewer{cassette.suffix}"))
     return Decomposer(author=author, reviewer=reviewer, registry=registry, workspace=root, parent_file=file,
                       parent_source=source, settings=settings)
 
 
-def run_models(args):
-    """The run's models for skills that need one (insight reviews); nothing is built or imported until then."""
+def make_models(args, program=None):
+    """The run's models from --model/--review-model/--api-base/--record (or PIPE_MODEL, orgtree.toml); made lazily."""
     from orgtree_lang.models.base import ModelError
     from orgtree_lang.models.roles import RunModels
 
     try:
-        return RunModels.from_config(args.model, args.review_model, api_base=args.api_base)
+        models = RunModels.from_config(args.model, args.review_model, api_base=args.api_base, record=args.record)
     except ModelError as err:
         raise UsageError(str(err)) from None
-
-
-def _litellm_only(spec: str, extra: dict) -> dict:
-    """Endpoint settings apply to provider models, not to scripted or replayed answers."""
-    return {} if spec.startswith(("scripted:", "replay:")) else extra
+    uses_models = program is None or any(u.split(".")[0] == "llm" for u in program.uses) or \
+        any(code.ambiguous for code in program.pipelines.values())
+    if uses_models:
+        for spec in dict.fromkeys(s for s in (models.author_spec, models.review_spec) if s):
+            if spec.startswith(("scripted:", "replay:")):
+                print(f"pipe run: model answers come from {spec}, not from a live model", file=sys.stderr)
+                args.scripted_models = True
+    return models
 
 
 def budget_from_args(args):

@@ -157,11 +157,12 @@ def _attempt(args, command: str, action, source_for_errors) -> int:
     """Run a resume/retry/fork attempt through the same reporting as `pipe run`."""
     from orgtree_lang.cli.run import RunSession, budget_from_args, make_decomposer
     from orgtree_lang.durable.journal import JournalError
+    from orgtree_lang.models.roles import RunModels
+    from orgtree_lang.pool.registry import workspace_registry
     from orgtree_lang.runtime.inputs import InputError
-    from orgtree_lang.runtime.skills import default_registry
     from orgtree_lang.syntax.diagnostics import CompileError
 
-    registry = default_registry()
+    registry = workspace_registry(Path(args.workspace))
     run_id = getattr(args, "new_run_id", None) or args.run
     session = RunSession(args, run_id)
     root = Path(args.workspace).resolve()
@@ -170,7 +171,9 @@ def _attempt(args, command: str, action, source_for_errors) -> int:
         return make_decomposer(args, program, source, file, root, registry)
 
     options = session.options(registry=registry, budget=budget_from_args(args), durable=True,
-                              decomposer_factory=decomposer_for)
+                              decomposer_factory=decomposer_for,
+                              models=RunModels.from_config(args.model, args.review_model,
+                                                           api_base=getattr(args, "api_base", None)))
     failure: list[int] = []
 
     def attempt():
@@ -255,12 +258,13 @@ def command_fork(args) -> int:
 def command_replay(args) -> int:
     from orgtree_lang.durable import session
     from orgtree_lang.durable.journal import JournalError
-    from orgtree_lang.runtime.skills import default_registry
+    from orgtree_lang.pool.registry import workspace_registry
     from orgtree_lang.syntax.diagnostics import CompileError
 
     printer = None if args.quiet else print
     try:
-        report = session.replay(Path(args.workspace), args.run, default_registry(), printer=printer)
+        report = session.replay(Path(args.workspace), args.run, workspace_registry(Path(args.workspace)),
+                                printer=printer)
     except JournalError as err:
         return _fail("replay", str(err))
     except CompileError as err:

@@ -10,17 +10,19 @@ from pathlib import Path
 from orgtree_lang.cli.main import EXIT_COMPILE, EXIT_OK, EXIT_USAGE
 
 
-def _registry():
-    from orgtree_lang.runtime.skills import default_registry
+def _registry(near: str | Path = "."):
+    """The skills a program in the workspace of `near` (a file or folder) sees, learned.* and pool changes included."""
+    from orgtree_lang.pool.registry import workspace_registry
 
-    return default_registry()
+    near = Path(near)
+    return workspace_registry(near if near.is_dir() else near.resolve().parent)
 
 
 def command_check(args) -> int:
     from orgtree_lang.compile.api import compile_file
     from orgtree_lang.syntax.diagnostics import CompileError, render_all
 
-    registry = _registry()
+    registry = _registry(args.files[0])
     failed = 0
     for name in args.files:
         try:
@@ -43,7 +45,7 @@ def command_dis(args) -> int:
     from orgtree_lang.syntax.diagnostics import CompileError
 
     try:
-        compiled = compile_file(args.file, _registry())
+        compiled = compile_file(args.file, _registry(args.file))
     except CompileError as err:
         print(err.render(), file=sys.stderr)
         return EXIT_COMPILE
@@ -101,7 +103,7 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 def command_skills(args) -> int:
-    registry = _registry()
+    registry = _registry(getattr(args, "workspace", None) or ".")
     if args.name is None:
         skills = list(registry)
     elif registry.get(args.name) is not None:

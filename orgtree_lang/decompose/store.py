@@ -47,10 +47,7 @@ class ModuleStore:
         except CompileError as err:
             raise StoreError(f"refusing to save a module that does not compile:\n{err.render()}") from None
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
+        write_atomic(path, text)
         return SavedModule(path, dict(provenance), body.strip() + "\n")
 
     def read(self, path: Path) -> SavedModule:
@@ -58,14 +55,8 @@ class ModuleStore:
             text = Path(path).read_text(encoding="utf-8")
         except OSError as err:
             raise StoreError(f"cannot read {path}: {err.strerror}") from None
-        provenance: dict[str, str] = {}
-        lines = text.splitlines(keepends=True)
-        index = 0
-        while index < len(lines) and lines[index].startswith(HEADER):
-            key, _, value = lines[index][len(HEADER):].partition(" = ")
-            provenance[key.strip()] = value.rstrip("\n")
-            index += 1
-        return SavedModule(Path(path), provenance, "".join(lines[index:]).lstrip("\n"))
+        provenance, body = split_header(text, HEADER)
+        return SavedModule(Path(path), provenance, body)
 
     def all(self) -> list[SavedModule]:
         return [self.read(p) for p in sorted(self.root.rglob("*.pipe"))] if self.root.is_dir() else []
@@ -76,6 +67,26 @@ class ModuleStore:
             if module.spec_hash == spec_hash:
                 return module
         return None
+
+
+def split_header(text: str, prefix: str) -> tuple[dict[str, str], str]:
+    """The `<prefix>key = value` lines at the top of a module as a dict, and the source after them."""
+    fields: dict[str, str] = {}
+    lines = text.splitlines(keepends=True)
+    index = 0
+    while index < len(lines) and lines[index].startswith(prefix):
+        key, _, value = lines[index][len(prefix):].partition(" = ")
+        fields[key.strip()] = value.rstrip("\n")
+        index += 1
+    return fields, "".join(lines[index:]).lstrip("\n")
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write `text` to a temporary file next to `path`, then rename it over `path`: never a half-written file."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
 
 
 def _one_line(value: object) -> str:

@@ -64,8 +64,8 @@ class SkillContext:
     # Names one side-effecting call (`<run id>:<step sequence>`), the same when resume repeats the call
     # that was in flight, so a skill can apply its effect at most once; None outside durable runs.
     idempotency_key: str | None = None
-    # The run's models by role (a RunModels: `.author()`, `.reviewer()`, built on first use), for skills that
-    # need one; None when the run was started without them (skills then read the model configuration).
+    # The run's models by role (a RunModels, orgtree_lang/models/roles.py: `.author()`, `.reviewer()`, `.ask(...)`,
+    # built on first use), for skills that need one; None when the run was started without them.
     models: Any = None
 
 

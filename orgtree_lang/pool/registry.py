@@ -1,0 +1,60 @@
+"""The skills of one workspace: the installed ones, minus those a reviewer removed, plus usage notes and learned.*."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from orgtree_lang.runtime.errors import SkillError
+
+
+def workspace_registry(root: Path | str, base=None, *, plugins: bool | None = None):
+    """`base` (default: stdlib + plugins) with this workspace's pool applied: `skills.report_bug`, every promoted
+    module as `learned.<name>`, usage notes from `modify` decisions added to descriptions, removed skills left out.
+
+    Reads nothing (and creates nothing) when the workspace has no pool state yet."""
+    from orgtree_lang.pool.learned import LearnedStore, learned_skill
+    from orgtree_lang.pool.store import PoolStore, state_db
+    from orgtree_lang.runtime.skills import SkillRegistry, default_registry
+
+    base = base if base is not None else default_registry(plugins=plugins)
+    notes: dict[str, list[str]] = {}
+    removed: set[str] = set()
+    if state_db(root).is_file():
+        store = PoolStore.for_workspace(root)
+        try:
+            notes, removed = store.notes(), set(store.removals())
+        finally:
+            store.close()
+    registry = SkillRegistry()
+    for skill in base:
+        if skill.name in removed:
+            continue
+        if skill.name in notes:
+            extra = "".join(f"\n\nUsage note: {note}" for note in notes[skill.name])
+            skill = dataclasses.replace(skill, description=skill.description + extra)
+        registry.register(skill, origin=skill.origin)
+    if "skills.report_bug" not in registry and "skills.report_bug" not in removed:
+        from orgtree_lang.pool import report_skill
+
+        registry.register_module(report_skill, origin="orgtree_lang.pool")
+    pending = [m for m in LearnedStore(root).all() if m.skill_name not in removed]
+    # A learned module may call another one: register in rounds until nothing more compiles.
+    problems: dict[str, str] = {}
+    while pending:
+        left = []
+        for module in pending:
+            try:
+                registry.register(learned_skill(module, registry, notes.get(module.skill_name, [])),
+                                  origin=f"learned ({module.path.name})")
+            except (SkillError, ValueError) as err:
+                problems[module.skill_name] = str(err)
+                left.append(module)
+            except Exception as err:  # CompileError: the module calls a skill that is not (yet) registered
+                problems[module.skill_name] = getattr(err, "render", lambda: str(err))()
+                left.append(module)
+        if len(left) == len(pending):
+            break
+        pending = left
+    registry.learned_problems = {m.skill_name: problems[m.skill_name] for m in pending}
+    return registry
