@@ -37,7 +37,8 @@ def ask(ctx: SkillContext, prompt: str, system: str = "") -> str:
     """
     if not prompt.strip():
         raise SkillError("llm.ask: the prompt is empty", hint="pass the question as the first argument")
-    return _models(ctx, "llm.ask").ask("llm.ask", system or "Answer the request.", prompt)
+    return _models(ctx, "llm.ask").ask("llm.ask", system or "Answer the request.", prompt,
+                                         spend=ctx.spend)
 
 
 @skill("llm.extract")
@@ -60,7 +61,8 @@ def extract(ctx: SkillContext, text: str, schema: dict[str, Any]) -> dict[str, A
     shape = json.dumps(model_class.model_json_schema(), sort_keys=True)
     system = ("You extract structured data from a text. Answer with one JSON object and nothing else, matching "
               f"this JSON schema exactly (no other fields):\n{shape}")
-    parsed = _models(ctx, "llm.extract").ask("llm.extract", system, f"The text:\n\n{text}", schema=model_class)
+    parsed = _models(ctx, "llm.extract").ask("llm.extract", system, f"The text:\n\n{text}", schema=model_class,
+                                                   spend=ctx.spend)
     return parsed.model_dump()
 
 
@@ -86,7 +88,7 @@ def summarize(ctx: SkillContext, text: str, max_words: int = 60) -> str:
         return summary, None if words <= max_words else f"the summary has {words} words, the limit is {max_words}"
 
     system = f"Summarize the text in at most {max_words} words. Answer with the summary only."
-    return _models(ctx, "llm.summarize").ask("llm.summarize", system, text, check=fits)
+    return _models(ctx, "llm.summarize").ask("llm.summarize", system, text, check=fits, spend=ctx.spend)
 
 
 @skill("llm.classify")
@@ -114,7 +116,8 @@ def classify(ctx: SkillContext, text: str, labels: list[str]) -> str:
         return label, None if label else f"{done.text.strip()[:80]!r} is not one of the labels: {listing}"
 
     system = f"Classify the text. Answer with exactly one of these labels and nothing else: {listing}"
-    return _models(ctx, "llm.classify").ask("llm.classify", system, text, check=one_label)
+    return _models(ctx, "llm.classify").ask("llm.classify", system, text, check=one_label,
+                                              spend=ctx.spend)
 
 
 def _label_key(text: str) -> str:

@@ -138,3 +138,25 @@ def test_the_cli_passes_the_model_and_says_answers_are_scripted(tmp_path, capsys
     captured = capsys.readouterr()
     assert captured.out.strip() == "question"
     assert "not from a live model" in captured.err
+
+
+def test_llm_calls_count_against_the_token_budget_and_are_charged_to_their_node(tmp_path, capsys):
+    from orgtree_lang.cli.main import main
+    from orgtree_lang.orgtree.store import TreeStore
+
+    (tmp_path / "m.json").write_text(json.dumps([{"reply": "a short answer"}]))
+    (tmp_path / "p.pipe").write_text('use llm\n\npipeline main() -> str:\n    first = llm.ask("one")\n'
+                                     '    second = llm.ask("two")\n    return first\n')
+    program, model = str(tmp_path / "p.pipe"), f"scripted:{tmp_path / 'm.json'}"
+    assert main(["run", program, "--model", model, "--json"]) == 0
+    envelope = json.loads(capsys.readouterr().out)
+    with TreeStore.for_workspace(tmp_path) as store:
+        asks = store.calls("llm.ask", run_id=envelope["run_id"])
+    assert len(asks) == 2 and all(node.tokens > 0 for node in asks)
+    assert envelope["usage"]["tokens"] == sum(node.tokens for node in asks)
+    # A limit the first call already passes stops the run before the second call is made.
+    limit = str(min(node.tokens for node in asks))
+    assert main(["run", program, "--model", model, "--json", "--max-tokens", limit]) == 70
+    stopped = json.loads(capsys.readouterr().out)
+    assert "model tokens budget exceeded" in stopped["error"]["message"]
+    assert "for llm.ask" in stopped["error"]["message"]

@@ -82,14 +82,16 @@ class RunModels:
         return f"RunModels(author={self.author_spec!r}, reviewer={self.review_spec!r})"
 
     def ask(self, skill: str, system: str, prompt: str, *, schema: type | None = None,
-            check: Callable[[Completion], tuple[Any, str | None]] | None = None, retries: int = 1) -> Any:
+            check: Callable[[Completion], tuple[Any, str | None]] | None = None, retries: int = 1,
+            spend: Any = None) -> Any:
         """One answer from the author model for the skill named `skill`, in a fresh conversation.
 
         With `schema` (a pydantic class) the answer is validated into `.parsed`. `check(completion)` returns
         (value, problem); a problem, or an answer that does not fit the schema, is sent back to the model in the
         same conversation up to `retries` times, then raised as SkillError("<skill>: ..."). Any other model
         failure is a SkillError with the model layer's message and hint. Returns check's value, else the
-        parsed object (with a schema) or the text.
+        parsed object (with a schema) or the text. `spend` (the skill context's ModelSpend) checks each call
+        against the run tree's token and cost budgets and charges it.
         """
         try:
             model = self.author()
@@ -101,6 +103,8 @@ class RunModels:
         messages = [Message("system", system), Message("user", prompt)]
         problem = ""
         for _attempt in range(retries + 1):
+            if spend is not None:
+                spend.check(f"a call of {model.name} for {skill}")
             try:
                 done = model.complete(messages, schema=schema, conversation_id=conversation)
             except ModelError as err:
@@ -108,6 +112,9 @@ class RunModels:
                     raise SkillError(f"{skill}: {err.message}", hint=err.hint) from None
                 problem, answer = err.message, ""
             else:
+                if spend is not None:
+                    spend.charge(done.usage.prompt_tokens + done.usage.completion_tokens, done.usage.cost,
+                                 f"a call of {model.name} for {skill}")
                 if check is None:
                     return done.parsed if schema is not None else done.text
                 value, problem = check(done)

@@ -79,7 +79,8 @@ class TreeRecorder:
             self.listener("note", node)
 
     def skill_call(self, node_id: str, run_id: str, parent_id: str, name: str, caller: str, inputs: str,
-                   started_at: float, duration_ms: float, status: str, output: str, error: str | None) -> None:
+                   started_at: float, duration_ms: float, status: str, output: str, error: str | None,
+                   tokens: int = 0, cost: float = 0.0) -> None:
         """Record one finished skill call (past the per-run limit, only a count under its caller)."""
         count = self._skill_nodes.get(run_id, 0) + 1
         self._skill_nodes[run_id] = count
@@ -89,7 +90,7 @@ class TreeRecorder:
         self._seq += 1
         # Skill calls are written but not kept: a long run makes many of them.
         self._touch(TreeNode(node_id, run_id, parent_id, self._seq, name, "skill", caller, status, inputs, output,
-                             error, started_at, duration_ms), keep=False)
+                             error, started_at, duration_ms, tokens, cost), keep=False)
 
     def _count_overflow(self, run_id: str, parent_id: str, name: str, caller: str, status: str) -> None:
         node_id = f"{parent_id}/{name}#more"

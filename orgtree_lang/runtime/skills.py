@@ -67,6 +67,9 @@ class SkillContext:
     # The run's models by role (a RunModels, orgtree_lang/models/roles.py: `.author()`, `.reviewer()`, `.ask(...)`,
     # built on first use), for skills that need one; None when the run was started without them.
     models: Any = None
+    # Set by the VM (vm.budget.ModelSpend): a skill's model calls are checked against and charged to the run
+    # tree's --max-tokens / --max-cost, and to the calling skill's org tree node. None outside a VM.
+    spend: Any = None
 
 
 @dataclass(frozen=True, eq=False)

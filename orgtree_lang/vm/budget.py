@@ -42,6 +42,30 @@ def budget_exceeded(name: str, limit: float, used: float, span: Span | None,
     )
 
 
+class ModelSpend:
+    """Model calls made inside skills (llm.*): checked against the run tree's budget before, charged after.
+
+    What was charged since the last `take()` is the calling skill's, for its org tree node."""
+
+    def __init__(self, machine) -> None:
+        self.machine = machine
+        self.tokens = 0
+        self.cost = 0.0
+
+    def check(self, what: str) -> None:
+        self.machine.meter.check_model(self.machine.budget, what)
+
+    def charge(self, tokens: int, cost: float, what: str) -> None:
+        self.tokens += tokens
+        self.cost += cost
+        self.machine.meter.charge_model(self.machine.budget, tokens, cost, what)
+
+    def take(self) -> tuple[int, float]:
+        spent = (self.tokens, self.cost)
+        self.tokens, self.cost = 0, 0.0
+        return spent
+
+
 class TreeMeter:
     """What a run tree spent outside the counters of the machines running now.
 

@@ -16,7 +16,7 @@ from orgtree_lang.runtime.records import RecordTypes
 from orgtree_lang.runtime.values import UNBOUND, conforms
 from orgtree_lang.syntax.spans import Span
 from orgtree_lang.durable.effects import EffectLog, EffectStep
-from orgtree_lang.vm.budget import Budget, TreeMeter, budget_exceeded
+from orgtree_lang.vm.budget import Budget, ModelSpend, TreeMeter, budget_exceeded
 from orgtree_lang.vm.instructions import BINARY_FUNCS, COMPARE_FUNCS, SLOW_HANDLERS, UNARY_FUNCS
 from orgtree_lang.vm.state import Frame, RunState
 from orgtree_lang.vm.trace import SUMMARY_CHARS, Tracer, summarize
@@ -63,7 +63,10 @@ class Machine:
     ) -> None:
         self.program = program
         self.registry = registry
-        self.context = context  # runtime.skills.SkillContext handed to skills
+        # runtime.skills.SkillContext handed to skills, with this machine's ModelSpend for their model calls
+        if dataclasses.is_dataclass(context) and hasattr(context, "spend"):
+            context = dataclasses.replace(context, spend=ModelSpend(self))
+        self.context = context
         self.budget = budget or Budget()
         self.decomposer = decomposer
         self.tracer = tracer
@@ -581,11 +584,13 @@ class Machine:
     def _record_skill(self, frame: Frame, name: str, args: list, kwargs: dict, started: float, outcome: str,
                       result: Any, failure: str | None) -> None:
         duration_ms = round((time.perf_counter() - started) * 1000, 3)
+        spend = getattr(self.context, "spend", None)
+        tokens, cost = spend.take() if spend is not None else (0, 0.0)
         inputs = ", ".join([summarize(a, 80) for a in args] + [f"{k}={summarize(v, 80)}" for k, v in kwargs.items()])
         self.recorder.skill_call(
             self._node_id(f"{frame.node}/{name}#s{self.state.skill_calls}"), self.state.run_id,
             self._node_id(frame.node), name, frame.pipeline, inputs, time.time() - duration_ms / 1000, duration_ms,
-            outcome, summarize(result) if outcome == "ok" else "", failure)
+            outcome, summarize(result) if outcome == "ok" else "", failure, tokens, cost)
 
     def _ambiguous(self, frame: Frame, stack: list, arg: int) -> int | None:
         spec = frame.code.ambiguous[arg]
