@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import difflib
-import os
 import sqlite3
-import tempfile
 from pathlib import Path
 
 from orgtree_lang.runtime.errors import SkillError
+from orgtree_lang.runtime.files import write_atomic
 from orgtree_lang.runtime.skills import SkillContext, skill
 from orgtree_lang.stdlib import fs_ledger
 
@@ -96,15 +95,9 @@ def write(ctx: SkillContext, path: str, text: str) -> int:
     """
     real = _writable("fs.write", ctx, path)
     data = text.encode("utf-8")
-    fd, tmp = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, real)
+        write_atomic(real, data)
     except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
         raise SkillError(f"fs.write: cannot write `{path}`: {exc.strerror}") from None
     return len(data)
 

@@ -11,7 +11,7 @@ from orgtree_lang.models import Message
 from orgtree_lang.models.scripted import ScriptedModel
 from orgtree_lang.review import (VERDICT_SCHEMA, Concern, ConcernLedger, ReviewError, SelfReviewError, Verdict,
                                  review_loop)
-from orgtree_lang.review.ledger import state_db_path
+from orgtree_lang.runtime.state_db import state_db_path
 
 SPEC = "pipeline summarize(text: str) -> str\nReturn a summary of `text` of at most 3 sentences."
 V1 = "pipeline summarize(text: str) -> str:\n    return text\n"

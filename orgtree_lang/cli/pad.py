@@ -41,7 +41,7 @@ def add_pad_commands(commands) -> None:
 
 def _state_db(workspace: str) -> Path | None:
     """The workspace's state.db, or None (with a message) when the workspace has none yet."""
-    from orgtree_lang.review.ledger import state_db_path
+    from orgtree_lang.runtime.state_db import state_db_path
 
     path = state_db_path(Path(workspace))
     if not Path(workspace).is_dir():

@@ -85,21 +85,13 @@ def command_fmt(args) -> int:
             sys.stderr.writelines(diff)
             print(f"would reformat {path}", file=sys.stderr)
         else:
-            _write_atomic(path, formatted)
+            from orgtree_lang.runtime.files import write_atomic
+
+            write_atomic(path, formatted)
             print(f"reformatted {path}", file=sys.stderr)
     if errors:
         return EXIT_COMPILE
     return 1 if args.check and would_change else EXIT_OK
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    import os
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
 
 
 def command_skills(args) -> int:

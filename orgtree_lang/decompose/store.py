@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from orgtree_lang.runtime.files import write_atomic
 
 HEADER = "# orgtree: "
 
@@ -79,14 +79,6 @@ def split_header(text: str, prefix: str) -> tuple[dict[str, str], str]:
         fields[key.strip()] = value.rstrip("\n")
         index += 1
     return fields, "".join(lines[index:]).lstrip("\n")
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write `text` to a temporary file next to `path`, then rename it over `path`: never a half-written file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
 
 
 def _one_line(value: object) -> str:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from pathlib import Path
+
+from orgtree_lang.runtime.files import write_atomic
 
 
 class BlobStore:
@@ -24,16 +25,7 @@ class BlobStore:
         if target.exists():
             return digest
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(temp, target)
-        except BaseException:
-            Path(temp).unlink(missing_ok=True)
-            raise
+        write_atomic(target, data)
         return digest
 
     def read(self, digest: str, start: int = 0, end: int | None = None) -> bytes:

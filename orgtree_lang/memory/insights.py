@@ -148,7 +148,7 @@ class InsightPool:
 
     @classmethod
     def for_workspace(cls, workspace_root: Path | str) -> InsightPool:
-        from orgtree_lang.review.ledger import state_db_path
+        from orgtree_lang.runtime.state_db import state_db_path
 
         return cls(state_db_path(workspace_root))
 

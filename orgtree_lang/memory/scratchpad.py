@@ -93,7 +93,7 @@ class Scratchpad:
     @classmethod
     def for_workspace(cls, workspace_root: Path | str, **kw: Any) -> Scratchpad:
         """The scratchpad in `<workspace>/.orgtree/state.db`, locked through `<workspace>/.orgtree/pad.lock`."""
-        from orgtree_lang.review.ledger import state_db_path
+        from orgtree_lang.runtime.state_db import state_db_path
 
         return cls(state_db_path(workspace_root), **kw)
 

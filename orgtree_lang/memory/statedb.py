@@ -27,14 +27,9 @@ class StateError(PipeError):
 def connect(path: Path, schema: str) -> sqlite3.Connection:
     """Open (and create) `path` in WAL mode with synchronous=FULL, so a committed row survives a crash, and
     create `schema`'s tables if they are missing. One connection may be shared by threads under a lock."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(str(path), isolation_level=None, timeout=10, check_same_thread=False)
-    db.row_factory = sqlite3.Row
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=FULL")
-    db.execute("PRAGMA busy_timeout=10000")
-    db.executescript(schema)
-    return db
+    from orgtree_lang.runtime.state_db import open_state_db
+
+    return open_state_db(path, schema)
 
 
 @contextmanager

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Iterator
 
 from orgtree_lang.memory.nodes import Node, Span
+from orgtree_lang.runtime.state_db import open_state_db
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS memory_nodes (
@@ -67,14 +68,8 @@ class NodeStore:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
-        self.db = sqlite3.connect(str(self.path), isolation_level=None, timeout=30, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute("PRAGMA busy_timeout=30000")
-        with self.write():
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    self.db.execute(statement)
+        self.db = open_state_db(self.path, _SCHEMA, synchronous="NORMAL", timeout=30)
+        self.db.row_factory = None  # rows as tuples, as this store reads them
 
     def close(self) -> None:
         self.db.close()

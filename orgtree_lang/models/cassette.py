@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
-from orgtree_lang.models.base import Completion, Message, Model, ModelError, Usage, first_line, last_user_text
+from orgtree_lang.models.base import (
+    Completion,
+    Message,
+    Model,
+    ModelError,
+    Usage,
+    first_line,
+    last_user_text,
+)
+from orgtree_lang.runtime.files import write_atomic
 
 CASSETTE_VERSION = 1
 
@@ -23,17 +30,7 @@ def request_hash(messages: list[Message]) -> str:
 
 def _write_atomic(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, ensure_ascii=False, indent=1)
-            handle.write("\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, json.dumps(data, ensure_ascii=False, indent=1) + "\n")
 
 
 class RecordingModel(Model):

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orgtree_lang.decompose.store import write_atomic
 from orgtree_lang.runtime.errors import PipeRuntimeError, SkillError
+from orgtree_lang.runtime.files import write_atomic
 
 NAMESPACE = "learned"
 HEADER = "# orgtree-skill: "

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import sqlite3
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from orgtree_lang.review.concerns import Concern
 from orgtree_lang.review.errors import ReviewError, SelfReviewError
+from orgtree_lang.runtime.state_db import Transaction, open_state_db, state_db_path
 
 STATUSES = ("open", "resolved", "rejected", "out_of_scope")
 OUT_OF_SCOPE_RATIONALE = "the spec does not require this"
@@ -59,13 +59,6 @@ _COLUMNS = ("subject", "concern_id", "round", "severity", "spec_basis", "evidenc
             "rationale", "author_conversation", "reviewer_conversation", "created", "updated")
 
 
-def state_db_path(workspace_root: Path | str) -> Path:
-    """`<workspace>/.orgtree/state.db`, the file the ledger shares with the other state tables."""
-    from orgtree_lang.runtime.workspace import STATE_DIR_NAME
-
-    return Path(workspace_root) / STATE_DIR_NAME / "state.db"
-
-
 class ConcernLedger:
     """One row per (subject, concern id) in the `concerns` table; every change also goes to `concern_events`.
 
@@ -74,17 +67,8 @@ class ConcernLedger:
 
     def __init__(self, db_path: Path | str) -> None:
         self.path = Path(db_path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.RLock()
-        self.db = sqlite3.connect(str(self.path), isolation_level=None, timeout=10, check_same_thread=False)
-        self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=FULL")
-        self.db.execute("PRAGMA busy_timeout=10000")
-        with self._write():
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    self.db.execute(statement)
+        self.db = open_state_db(self.path, _SCHEMA)
+        self._lock = self.db.write_lock  # also held by reads that must see one consistent state
 
     @classmethod
     def for_workspace(cls, workspace_root: Path | str) -> ConcernLedger:
@@ -101,23 +85,8 @@ class ConcernLedger:
 
     # -- writing ------------------------------------------------------------------------------------------
 
-    class _Tx:
-        def __init__(self, ledger: ConcernLedger) -> None:
-            self.ledger = ledger
-
-        def __enter__(self) -> sqlite3.Connection:
-            self.ledger._lock.acquire()
-            self.ledger.db.execute("BEGIN IMMEDIATE")
-            return self.ledger.db
-
-        def __exit__(self, exc_type: object, *rest: object) -> None:
-            try:
-                self.ledger.db.execute("COMMIT" if exc_type is None else "ROLLBACK")
-            finally:
-                self.ledger._lock.release()
-
-    def _write(self) -> ConcernLedger._Tx:
-        return ConcernLedger._Tx(self)
+    def _write(self) -> Transaction:
+        return Transaction(self.db)
 
     def _event(self, db: sqlite3.Connection, subject: str, concern_id: str, round_: int | None, event: str,
                status: str, rationale: str = "", conversation: str = "") -> None:

@@ -16,19 +16,20 @@ def state_db_path(workspace_root: Path | str) -> Path:
     return Path(workspace_root) / STATE_DIR_NAME / STATE_DB_NAME
 
 
-def open_state_db(path: Path | str, schema: str = "", *, synchronous: str = "FULL") -> sqlite3.Connection:
+def open_state_db(path: Path | str, schema: str = "", *, synchronous: str = "FULL",
+                  timeout: float = 10) -> sqlite3.Connection:
     """A connection in WAL mode (readers never block the writer), rows as sqlite3.Row, `schema` applied.
 
     Autocommit mode: group writes with `Transaction`. synchronous=FULL puts every commit on disk before it
     returns; NORMAL survives a crash of the process but may lose the last commits on a power loss."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(str(path), isolation_level=None, timeout=10, check_same_thread=False,
+    db = sqlite3.connect(str(path), isolation_level=None, timeout=timeout, check_same_thread=False,
                          factory=StateConnection)
     db.row_factory = sqlite3.Row
     db.execute("PRAGMA journal_mode=WAL")
     db.execute(f"PRAGMA synchronous={synchronous}")
-    db.execute("PRAGMA busy_timeout=10000")
+    db.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
     if schema:
         with Transaction(db):
             for statement in schema.split(";"):
