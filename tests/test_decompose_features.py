@@ -5,11 +5,16 @@ from __future__ import annotations
 import json
 
 import pytest
+from decompose_testing import GOOD, NO_CONCERNS
 
 from orgtree_lang.compile.api import compile_source
 from orgtree_lang.decompose.attempts import AttemptLog
 from orgtree_lang.decompose.coerce import fit_outputs, model_reshaper
-from orgtree_lang.decompose.decomposer import LANGUAGE_NOTES, DecomposeSettings, Decomposer
+from orgtree_lang.decompose.decomposer import (
+    LANGUAGE_NOTES,
+    Decomposer,
+    DecomposeSettings,
+)
 from orgtree_lang.decompose.prompt import PromptTooLarge, allowed_skills, build_request
 from orgtree_lang.decompose.research import recorded_needs
 from orgtree_lang.decompose.spec import spec_hash
@@ -38,16 +43,7 @@ pipeline main(report: str) -> str:
 
 FIRST = parent("classify", "Label the report: bug if it mentions a crash, else question.")
 SIMILAR = parent("triage_report", "Label the report: bug if it mentions a crash, else a question.")
-GOOD = '''```pipe
-use text
-
-pipeline main(report: str) -> str:
-    if text.contains(text.lower(report), "crash"):
-        return "bug"
-    return "question"
-```'''
 OTHER = GOOD.replace('"question"', '"other"')
-NO_CONCERNS = json.dumps({"concerns": [], "summary": "fits the spec"})
 
 
 class Counting:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from decompose_testing import GOOD, NO_CONCERNS, ONE_CONCERN, WRONG_TYPE
 
 from orgtree_lang.compile.api import compile_source
 from orgtree_lang.decompose.decomposer import Decomposer
@@ -28,18 +29,6 @@ pipeline main(report: str) -> str:
         """Label the report: bug if it mentions a crash, else question."""
     return label
 '''
-GOOD = '''```pipe
-use text
-
-pipeline main(report: str) -> str:
-    if text.contains(text.lower(report), "crash"):
-        return "bug"
-    return "question"
-```'''
-WRONG_TYPE = "```pipe\npipeline main(report: str) -> int:\n    return 1\n```"
-NO_CONCERNS = json.dumps({"concerns": [], "summary": "fits the spec"})
-ONE_CONCERN = json.dumps({"concerns": [{"id": "c1", "severity": "blocking", "spec_basis": "bug if it mentions a crash",
-                                        "evidence": "`Crash` in capitals is missed", "suggested_fix": "lower-case it"}]})
 
 
 class Counting:

@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from decompose_testing import GOOD, NO_CONCERNS, ONE_CONCERN
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -96,18 +97,6 @@ pipeline main(first: str = "it crashed", second: str = "how do I log in?") -> li
         labels = labels + [label]
     return labels
 '''
-GOOD = '''```pipe
-use text
-
-pipeline main(report: str) -> str:
-    if text.contains(text.lower(report), "crash"):
-        return "bug"
-    return "question"
-```'''
-NO_CONCERNS = json.dumps({"concerns": [], "summary": "fits the spec"})
-ONE_CONCERN = json.dumps({"concerns": [{"id": "c1", "severity": "blocking", "spec_basis": "bug if it mentions a crash",
-                                        "evidence": "`Crash` in capitals is missed", "suggested_fix": "lower-case it"}],
-                          "summary": "one problem"})
 # About 20,000 tokens: " fine" is one token in every tiktoken encoding.
 HUGE_ACCEPT = json.dumps({"concerns": [], "summary": "fine" + " fine" * 20_000})
 
