@@ -127,3 +127,18 @@ def test_insight_remove_from_a_program_needs_the_reviewer(root, tmp_path, reply,
     done = pipe("run", root / "drop.pipe", "--review-model", f"scripted:{reviewer}")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"{status} {insight_status}"
+
+
+def test_an_insight_review_counts_against_the_run_token_budget(root):
+    (root / "propose.pipe").write_text('use insight\n\npipeline main() -> str:\n'
+                                       '    added = insight.propose("Cache compiled programs.", "cold starts are slow")\n'
+                                       '    return added["status"]\n')
+    reviewer = write_reviewer(root, ACCEPT)
+    done = pipe("run", root / "propose.pipe", "--review-model", f"scripted:{reviewer}", "--json")
+    assert done.returncode == 0, done.stderr
+    spent = json.loads(done.stdout)["usage"]["tokens"]
+    assert spent > 0
+    stopped = pipe("run", root / "propose.pipe", "--review-model", f"scripted:{reviewer}", "--max-tokens",
+                   str(spent - 1))
+    assert stopped.returncode == 70
+    assert "model tokens budget exceeded" in stopped.stderr and "insight.propose's review" in stopped.stderr

@@ -131,6 +131,7 @@ class Decomposer:
     def _metered(self, machine, spec: AmbiguousSpec, node: str | None):
         """The author and reviewer, their calls counted against the run tree's budget and charged to `node`."""
         from orgtree_lang.models.metered import MeteredModel
+        from orgtree_lang.vm.budget import NodeSpend
 
         meter, budget = getattr(machine, "meter", None), getattr(machine, "budget", None)
         if meter is None or budget is None or self.author is None:
@@ -141,10 +142,9 @@ class Decomposer:
             from orgtree_lang.durable.model_steps import journaled_calls
 
             journal = journaled_calls(machine, machine.effect_node(node[len(machine.state.run_id) + 1:]), spec.span)
-        return (MeteredModel(self.author, meter=meter, budget=budget, recorder=recorder, node=node,
-                             what=f"writing block `{spec.name}`", journal=journal),
-                MeteredModel(self.reviewer, meter=meter, budget=budget, recorder=recorder, node=node,
-                             what=f"reviewing block `{spec.name}`", journal=journal))
+        spend = NodeSpend(meter, budget, recorder, node)
+        return (MeteredModel(self.author, spend=spend, what=f"writing block `{spec.name}`", journal=journal),
+                MeteredModel(self.reviewer, spend=spend, what=f"reviewing block `{spec.name}`", journal=journal))
 
     # ---- reusing a module made for another block ----------------------------------
 

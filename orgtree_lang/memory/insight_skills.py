@@ -15,9 +15,11 @@ def _reviewer(ctx: SkillContext, name: str):
 
     models = ctx.models if ctx.models is not None else RunModels.from_config()
     try:
-        return models.reviewer()
+        reviewer = models.reviewer()
     except ModelError as err:
         raise SkillError(f"{name}: an insight needs an independent reviewer, but {err}", hint=err.hint) from None
+    # Inside a run, the review's calls count against the run tree's --max-tokens / --max-cost.
+    return ctx.spend.metered(reviewer, f"{name}'s review") if ctx.spend is not None else reviewer
 
 
 def _decide(ctx: SkillContext, name: str, propose) -> dict[str, Any]:

@@ -99,12 +99,12 @@ class RunModels:
             raise SkillError(f"{skill} needs a model, but {err.message}", hint=err.hint or NO_MODEL_HINT) from None
         import uuid
 
+        if spend is not None:
+            model = spend.metered(model, skill)
         conversation = uuid.uuid4().hex
         messages = [Message("system", system), Message("user", prompt)]
         problem = ""
         for _attempt in range(retries + 1):
-            if spend is not None:
-                spend.check(f"a call of {model.name} for {skill}")
             try:
                 done = model.complete(messages, schema=schema, conversation_id=conversation)
             except ModelError as err:
@@ -112,9 +112,6 @@ class RunModels:
                     raise SkillError(f"{skill}: {err.message}", hint=err.hint) from None
                 problem, answer = err.message, ""
             else:
-                if spend is not None:
-                    spend.charge(done.usage.prompt_tokens + done.usage.completion_tokens, done.usage.cost,
-                                 f"a call of {model.name} for {skill}")
                 if check is None:
                     return done.parsed if schema is not None else done.text
                 value, problem = check(done)

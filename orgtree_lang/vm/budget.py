@@ -43,9 +43,8 @@ def budget_exceeded(name: str, limit: float, used: float, span: Span | None,
 
 
 class ModelSpend:
-    """Model calls made inside skills (llm.*): checked against the run tree's budget before, charged after.
-
-    What was charged since the last `take()` is the calling skill's, for its org tree node."""
+    """Model calls made inside skills (llm.*, an insight's review): checked against the run tree's budget
+    before, charged after. What was charged since the last `take()` is the calling skill's, for its node."""
 
     def __init__(self, machine) -> None:
         self.machine = machine
@@ -64,6 +63,28 @@ class ModelSpend:
         spent = (self.tokens, self.cost)
         self.tokens, self.cost = 0, 0.0
         return spent
+
+    def metered(self, model, what: str):
+        """`model` with every call checked and charged here (models.metered.MeteredModel)."""
+        from orgtree_lang.models.metered import MeteredModel
+
+        return MeteredModel(model, spend=self, what=what)
+
+
+class NodeSpend:
+    """The decomposer's model calls for one ambiguous block: checked against and charged to the tree's meter,
+    and added to the block's org tree node."""
+
+    def __init__(self, meter: TreeMeter, budget: Budget, recorder=None, node: str | None = None) -> None:
+        self.meter, self.budget, self.recorder, self.node = meter, budget, recorder, node
+
+    def check(self, what: str) -> None:
+        self.meter.check_model(self.budget, what)
+
+    def charge(self, tokens: int, cost: float, what: str) -> None:
+        if self.recorder is not None and self.node is not None:
+            self.recorder.annotate(self.node, tokens=tokens, cost=cost)
+        self.meter.charge_model(self.budget, tokens, cost, what)
 
 
 class TreeMeter:
