@@ -106,10 +106,15 @@ class Decomposer:
                      "(or replace the block with skill calls)")
         else:
             try:
-                saved = self._reuse_similar(spec, digest, reviewer, machine)
+                # Saved modules that fit this block's signature: the most similar may be reused as they are; the
+                # author sees the rest, down to half the similarity, for reference.
+                similar = similar_modules(self.store, spec, self.registry, self.settings.similarity / 2)
+                saved = self._reuse_similar(spec, digest, reviewer, machine,
+                                            [m for score, m in similar if score >= self.settings.similarity])
                 if saved is None:
                     self._note(machine, "writing a module")
-                    saved = self._write_module(spec, inputs, digest, author, reviewer, machine)
+                    saved = self._write_module(spec, inputs, digest, author, reviewer, machine,
+                                               [m for _, m in similar])
                     self._note(machine, f"written to {saved.path} ({saved.provenance.get('review-rounds')} "
                                         "review round(s))")
             except (ModelError, ReviewError, StoreError) as err:
@@ -148,9 +153,10 @@ class Decomposer:
 
     # ---- reusing a module made for another block ----------------------------------
 
-    def _reuse_similar(self, spec: AmbiguousSpec, digest: str, reviewer, machine) -> SavedModule | None:
+    def _reuse_similar(self, spec: AmbiguousSpec, digest: str, reviewer, machine,
+                       candidates: list[SavedModule]) -> SavedModule | None:
         """A saved module of a similar block that fits this one and that a reviewer accepts, saved for this block."""
-        for _score, module in similar_modules(self.store, spec, self.registry, self.settings.similarity)[:2]:
+        for module in candidates[:2]:
             self._note(machine, f"asking a reviewer whether {module.path.name} can be reused")
             conversation = uuid.uuid4().hex
             verdict = ask_reuse(reviewer, spec, module, conversation)
@@ -172,15 +178,15 @@ class Decomposer:
         return {"block": spec.name, "description": spec.doc, "parent": f"{self.parent_file}:{spec.span.line}",
                 "spec-hash": digest}
 
-    def _write_module(self, spec: AmbiguousSpec, inputs: dict[str, Any], digest: str, author, reviewer, machine):
+    def _write_module(self, spec: AmbiguousSpec, inputs: dict[str, Any], digest: str, author, reviewer, machine,
+                      similar: list[SavedModule]):
         from orgtree_lang.decompose.attempts import AttemptLog
         from orgtree_lang.models.base import Message
         from orgtree_lang.models.tokens import context_window, count_tokens
         from orgtree_lang.review.ledger import ConcernLedger
         from orgtree_lang.review.reviewer import review_loop
 
-        related = [(f"{m.provenance.get('block', m.path.stem)}", m.body)
-                   for _, m in similar_modules(self.store, spec, self.registry, self.settings.similarity / 2)]
+        related = [(m.provenance.get("block", m.path.stem), m.body) for m in similar]
         budget = int(context_window(author.name) * self.settings.context_share)
         try:
             request = build_request(spec, inputs, self.registry, self.parent_file, self.parent_source, related,
