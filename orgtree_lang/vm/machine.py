@@ -339,12 +339,13 @@ class Machine:
                             self._call_pipeline(code.calls[arg], stack)
                         break  # reload the new top frame
                     else:
+                        # The slow instructions may read the run state (a skill's node, a block's step).
                         frame.pc = pc
+                        state.steps = steps
                         new_pc = slow[op](self, frame, stack, arg)
                         if new_pc is not None:
                             if new_pc == RELOAD:
                                 frame.pc = pc
-                                state.steps = steps
                                 break
                             pc = new_pc
             except PipeRuntimeError as err:
