@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from orgtree_lang.compile.api import compile_source
 from orgtree_lang.runner import RunOptions, run_program
 from orgtree_lang.runtime.skills import default_registry
@@ -91,3 +94,28 @@ def test_default_trace_lives_in_the_workspace_run_folder(tmp_path):
     trace = tmp_path / ".orgtree" / "runs" / machine.state.run_id / "trace.jsonl"
     assert trace.is_file()
     assert json.loads(trace.read_text().splitlines()[-1])["outcome"] == "ok"
+
+
+_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+    max_leaves=20)
+
+
+@given(_VALUES, st.integers(4, 120))
+def test_a_short_display_is_the_full_display_cut(value, limit):
+    from orgtree_lang.runtime.values import display, display_short
+
+    full = display(value, True)
+    assert display_short(value, limit) == (full if len(full) <= limit else full[: limit - 3] + "...")
+
+
+def test_summaries_of_huge_values_render_only_what_they_show():
+    import time
+
+    from orgtree_lang.vm.trace import summarize
+
+    huge = {"rows": [list(range(50)) for _ in range(20_000)], "text": "x" * 10_000_000}
+    started = time.perf_counter()
+    text = summarize(huge, 80)
+    assert time.perf_counter() - started < 0.05 and len(text) == 80 and text.startswith('{"rows": [[0, 1, 2')

@@ -75,6 +75,48 @@ def display(value: Any, nested: bool = False) -> str:
     return repr(value)
 
 
+def display_short(value: Any, limit: int, nested: bool = True) -> str:
+    """`display(value, nested)` cut to `limit` characters (the cut ends in "..."), rendering only what is kept:
+    a summary of a huge list or string costs what the summary shows, not what the value holds."""
+    out: list[str] = []
+    size = 0
+    for chunk in _chunks(value, nested, limit):
+        out.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            break
+    text = "".join(out)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _chunks(value: Any, nested: bool, limit: int):
+    """display()'s text in pieces, in order; a string is cut past `limit` (escaping is per character, so the
+    text up to the cut is the same)."""
+    if isinstance(value, str):
+        yield _quote(value[: limit + 1]) if nested else value[: limit + 1]
+    elif isinstance(value, list):
+        yield "["
+        for i, item in enumerate(value):
+            if i:
+                yield ", "
+            yield from _chunks(item, True, limit)
+        yield "]"
+    elif isinstance(value, dict):
+        yield "{"
+        for i, (key, item) in enumerate(value.items()):
+            yield (", " if i else "") + _quote(str(key)[: limit + 1]) + ": "
+            yield from _chunks(item, True, limit)
+        yield "}"
+    elif isinstance(value, RecordValue):
+        yield f"{value.record_name}("
+        for i, (key, item) in enumerate(value.fields.items()):
+            yield (", " if i else "") + f"{key}="
+            yield from _chunks(item, True, limit)
+        yield ")"
+    else:
+        yield display(value, nested)
+
+
 # Python refuses to turn ints of more than ~4300 digits into text (a guard against quadratic work).
 # Up to this many bits they are written out through Decimal; beyond it, only their size is shown.
 _INT_TEXT_MAX_BITS = 350_000

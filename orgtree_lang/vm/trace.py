@@ -7,19 +7,18 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from orgtree_lang.runtime.values import display
+from orgtree_lang.runtime.values import display_short
 from orgtree_lang.syntax.spans import Span
 
 SUMMARY_CHARS = 200
 
 
 def summarize(value: Any, limit: int = SUMMARY_CHARS) -> str:
-    """A short display form of a value for traces."""
+    """A short display form of a value for traces and the org tree (only the part shown is rendered)."""
     try:
-        text = display(value, True)
+        return display_short(value, limit)
     except RecursionError:  # a list nested thousands deep: summaries must never stop the run
         return "<a value nested too deeply to show>"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class Tracer:
