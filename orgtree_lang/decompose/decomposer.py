@@ -213,15 +213,15 @@ class Decomposer:
                                              answers=answer_holder)
                 return revised, _resolutions(answer_holder[-1] if answer_holder else "", concerns)
 
-            ledger = ConcernLedger.for_workspace(self.workspace)
-            # Each writing of a module is reviewed afresh: concerns settled for an earlier module are not
-            # inherited. The subject is numbered, not random, so prompts (and recorded cassettes) repeat exactly.
-            base = f"{Path(self.parent_file).name}:{spec.name}:{digest}"
-            subject = f"{base}:{len(ledger.subjects(base + ':')) + 1}"
-            self._note(machine, f"in review ({subject})")
-            outcome = review_loop(subject, spec_text(spec), body,
-                                  author=author, reviewer=reviewer, revise=revise, ledger=ledger,
-                                  max_rounds=self.settings.max_review_rounds, author_conversation=conversation)
+            with ConcernLedger.for_workspace(self.workspace) as ledger:
+                # Each writing of a module is reviewed afresh: concerns settled for an earlier module are not
+                # inherited. The subject is numbered, not random, so prompts (and cassettes) repeat exactly.
+                base = f"{Path(self.parent_file).name}:{spec.name}:{digest}"
+                subject = f"{base}:{len(ledger.subjects(base + ':')) + 1}"
+                self._note(machine, f"in review ({subject})")
+                outcome = review_loop(subject, spec_text(spec), body,
+                                      author=author, reviewer=reviewer, revise=revise, ledger=ledger,
+                                      max_rounds=self.settings.max_review_rounds, author_conversation=conversation)
         finally:
             attempts.close()
         provenance = {

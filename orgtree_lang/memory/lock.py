@@ -135,11 +135,17 @@ class PadLock:
         except BaseException:
             self._thread_lock.release()
             raise
-        previous = _read_holder(fd)
-        recovery = Recovery(previous) if previous.pid is not None else None
-        self.holder = Holder(turn=max(previous.turn, floor) + 1, pid=os.getpid(), host=socket.gethostname(), agent=agent,
-                             since=time.time())
-        _write_holder(fd, self.holder)
+        try:
+            previous = _read_holder(fd)
+            recovery = Recovery(previous) if previous.pid is not None else None
+            self.holder = Holder(turn=max(previous.turn, floor) + 1, pid=os.getpid(), host=socket.gethostname(),
+                                 agent=agent, since=time.time())
+            _write_holder(fd, self.holder)
+        except BaseException:  # e.g. a full disk: give the lock back rather than keep it for ever
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+            self._thread_lock.release()
+            raise
         self._fd = fd
         if recovery is not None and self.on_recover is not None:
             self.on_recover(recovery)

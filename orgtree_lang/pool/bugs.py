@@ -167,11 +167,11 @@ def _fix(root: Path, bug: BugReport, decision: BugDecision, author, reviewer, re
         return _valid_fix(answer, spec, registry, author, messages, conversation), \
             {c.id: "resolved: revised" for c in concerns}
 
-    ledger = ConcernLedger.for_workspace(root)
     try:
-        outcome = review_loop(f"skill-fix:{bug.skill}:bug{bug.id}", spec_text, body, author=author,
-                              reviewer=reviewer, revise=revise, ledger=ledger, max_rounds=2,
-                              author_conversation=conversation)
+        with ConcernLedger.for_workspace(root) as ledger:
+            outcome = review_loop(f"skill-fix:{bug.skill}:bug{bug.id}", spec_text, body, author=author,
+                                  reviewer=reviewer, revise=revise, ledger=ledger, max_rounds=2,
+                                  author_conversation=conversation)
     except (ReviewError, PoolError) as err:
         return "refused", f"fix refused: the corrected module was not accepted: {err}"
     learned.save(module.name, outcome.artifact, module.doc,
