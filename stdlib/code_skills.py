@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from orgtree_lang.runtime.skills import skill
+from orgtree_lang.runtime.skills import SkillContext, skill
 
 
 @skill("code.run")
-def run(language: str, source: str, files: dict[str, str] | None = None,
+def run(ctx: SkillContext, language: str, source: str, files: dict[str, str] | None = None,
         requirements: list[str] | None = None, timeout: float | None = None,
         memory: int | None = None) -> dict[str, Any]:
     """Run Python or shell code in a sandbox with no network and one private writable folder.
@@ -36,7 +36,8 @@ def run(language: str, source: str, files: dict[str, str] | None = None,
     from orgtree_lang.sandbox.runner import run_code
     from orgtree_lang.sandbox.settings import CodeRequest, SandboxSettings
 
-    settings = SandboxSettings.from_config()
+    # The workspace's own orgtree.toml: the file the fs skills refuse to change, so a program cannot widen it.
+    settings = SandboxSettings.from_config(ctx.workspace.root / "orgtree.toml")
     request = CodeRequest(
         language=language, source=source, files=dict(files or {}), requirements=tuple(requirements or ()),
         timeout=float(timeout if timeout is not None else settings.timeout),

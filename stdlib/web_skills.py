@@ -9,7 +9,7 @@ from orgtree_lang.runtime.skills import SkillContext, skill
 
 
 @skill("http.fetch")
-def fetch(url: str) -> dict[str, Any]:
+def fetch(ctx: SkillContext, url: str) -> dict[str, Any]:
     """Fetch a web page or file with GET, only from origins on the allowlist in orgtree.toml.
 
     Every redirect is checked against the allowlist again; the body is cut at [http] max_bytes and
@@ -24,7 +24,7 @@ def fetch(url: str) -> dict[str, Any]:
     from orgtree_lang.sandbox.allowlist import HttpPolicy
     from orgtree_lang.sandbox.fetch import fetch as fetch_url
 
-    return fetch_url(url, HttpPolicy.from_config()).as_value()
+    return fetch_url(url, HttpPolicy.from_config(ctx.workspace.root / "orgtree.toml")).as_value()
 
 
 @skill("web.search")
@@ -45,7 +45,8 @@ def search(ctx: SkillContext, query: str, k: int = 5) -> list[dict[str, Any]]:
 
     if k < 1:
         raise SkillError(f"web.search: k must be at least 1, got {k}")
-    return [r.as_value() for r in provider_from_config(ctx.workspace.root).search(query, k)]
+    root = ctx.workspace.root
+    return [r.as_value() for r in provider_from_config(root, root / "orgtree.toml").search(query, k)]
 
 
 @skill("web.extract", pure=True)

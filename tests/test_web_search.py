@@ -70,3 +70,20 @@ def test_bad_web_settings_are_clear_errors(workspace, config, message):
     (workspace / "orgtree.toml").write_text(config)
     with pytest.raises(SkillError, match=message):
         search(workspace, "x")
+
+
+def test_settings_come_from_the_workspace_not_the_current_folder(tmp_path, monkeypatch):
+    workspace, elsewhere = tmp_path / "ws", tmp_path / "elsewhere"
+    workspace.mkdir()
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    with local_server() as server:
+        base = f"http://127.0.0.1:{server.server_port}"
+        # An orgtree.toml in the current folder that would allow the server counts for nothing.
+        (elsewhere / "orgtree.toml").write_text(f'[web]\nsearch = "searxng"\nurl = "{base}"\n\n'
+                                                f'[http]\nallow = ["{base}"]\n')
+        with pytest.raises(SkillError, match="holds no documents"):
+            search(workspace, "tide tables")
+        (workspace / "orgtree.toml").write_text((elsewhere / "orgtree.toml").read_text())
+        assert search(workspace, "tide tables", k=1)[0]["title"] == "tide tables result 1"
+        assert server.hits == ["/search?q=tide+tables&format=json"]
