@@ -184,3 +184,25 @@ def test_windows_come_from_litellms_map_without_importing_litellm():
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60).stdout.split()
     assert out == ["128000", "128000", "False"]
     assert window_of("scripted:x.yaml") == 8192
+
+
+def test_concurrent_adds_of_one_text_make_one_document(tmp_path):
+    import threading
+
+    errors, ids = [], []
+
+    def add() -> None:
+        try:
+            with Memory(tmp_path, index=False) as memory:
+                ids.append(memory.add("Tides and harbours, twice a day. " * 50, name="tides.txt").id)
+        except Exception as exc:  # the test fails below with whatever happened
+            errors.append(exc)
+
+    threads = [threading.Thread(target=add) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == [] and len(ids) == 6 and len(set(ids)) == 1
+    with Memory(tmp_path, index=False) as memory:
+        assert [d.name for d in memory.documents()] == ["tides.txt"]

@@ -106,9 +106,14 @@ class Memory:
         self._ready()
         tokenizer = Tokenizer(PIECE_MODEL)
         ranges = split_document(text, PIECE_TOKENS, tokenizer)
-        self.blobs.put(data)
         tags = tuple(sorted(set(tags)))
         with self.store.write() as db:
+            # Checked again inside the transaction: another process or thread may have added it meanwhile. The
+            # blob is written in here too, so a concurrent delete of the same text cannot remove it under us.
+            existing = self.store.by_key(key)
+            if existing is not None:
+                return existing
+            self.blobs.put(data)
             doc = self.store.insert(db, "document", 0, digest, 0, len(data), sum(r[2] for r in ranges), key,
                                     name=name, tags=tags)
             pieces = [self.store.insert(db, "piece", 0, digest, start, end, tokens,
@@ -200,11 +205,13 @@ class Memory:
         with self.store.write() as db:
             removed = self.store.delete_document(db, doc.id)
             self.store.bump(db)
+            # Decided inside the transaction, so an add of the same text (which writes its blob in its own
+            # transaction) cannot be left pointing at a deleted blob.
+            for blob in blobs:
+                if not self.store.blob_in_use(blob):
+                    self.blobs.delete(blob)
         if self._search is not None:
             self._search.remove(removed)
-        for blob in blobs:
-            if not self.store.blob_in_use(blob):
-                self.blobs.delete(blob)
         return removed
 
     def update(self, document: Node | int, text: str) -> Node:
