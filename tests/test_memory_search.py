@@ -159,3 +159,22 @@ def test_search_is_keyword_only_without_sentence_transformers_and_says_so_once(t
                             env=dict(os.environ, PIPE_NO_PLUGINS="1"))
     assert result.stdout.split() == ["HIT", "1", "HIT", "1"], result.stderr
     assert result.stderr.count("search is keyword-only") == 1, result.stderr
+
+
+def test_two_memories_adding_in_turn_both_stay_in_the_vector_index(tmp_path, embedder):
+    notices: list[str] = []
+    first = Memory(tmp_path, notice=notices.append)
+    second = Memory(tmp_path, notice=notices.append)
+    try:
+        first.search_index()  # opened (and loaded) before the other memory adds anything
+        light = second.add("The lighthouse keeper polished the brass lens every evening.", name="light.txt")
+        bees = first.add("Bees dance to tell the hive where the flowers are.", name="bees.txt")
+    finally:
+        first.close()
+        second.close()
+    with Memory(tmp_path, notice=notices.append) as fresh:
+        index = fresh.search_index()
+        assert index.vectors.count() == len(fresh.store.all_ids())
+        assert fresh.search("a tower that guides ships at night", 1, mode="vector")[0].node.document == light.id
+        assert fresh.search("insects communicating by movement", 1, mode="vector")[0].node.document == bees.id
+    assert not any("rebuilding" in n for n in notices)

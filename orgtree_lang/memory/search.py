@@ -48,6 +48,7 @@ class SearchIndex:
         self.folder = Path(folder)
         self.memory = memory
         self.notice = notice
+        self._vector_stamp: int | None = None  # the store generation of the vector index as loaded or saved here
         generation = memory.store.generation()
         existed = (self.folder / "keyword").exists()
         try:
@@ -76,6 +77,7 @@ class SearchIndex:
         else:
             try:
                 vectors.load()
+                self._vector_stamp = generation
                 return vectors
             except Exception as exc:  # faiss cannot read a damaged file
                 reason = f"is corrupt ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
@@ -113,7 +115,23 @@ class SearchIndex:
         missing = store.many([i for i in ids if i not in have])
         if missing:
             self._embed_into(vectors, missing)
-        vectors.save(store.generation())
+        self._save_vectors(vectors, store.generation())
+
+    def _save_vectors(self, vectors, generation: int) -> None:
+        vectors.save(generation)
+        self._vector_stamp = generation
+
+    def _vectors_moved_on(self) -> bool:
+        """True (and the in-memory index rebuilt from the store's saved embeddings) when another Memory saved
+        the vector index since this one loaded or saved it: saving ours now would drop its additions."""
+        if self.vectors.stamp() == self._vector_stamp:
+            return False
+        from orgtree_lang.memory.vectors import VectorIndex
+
+        fresh = VectorIndex(self.folder, self.vectors.model_name)
+        self._rebuild_vectors(fresh)  # embeds only nodes with no saved embedding (the new ones among them)
+        self.vectors = fresh
+        return True
 
     def _embed_into(self, vectors, nodes: list[Node], progress=None) -> None:
         from orgtree_lang.memory.vectors import embed
@@ -137,7 +155,7 @@ class SearchIndex:
             if progress:
                 progress(done, total)
         self.keyword.set_stamp(generation)
-        if self.vectors is not None:
+        if self.vectors is not None and not self._vectors_moved_on():
             def step(count: int) -> None:
                 nonlocal done
                 done += count
@@ -145,16 +163,16 @@ class SearchIndex:
                     progress(done, total)
 
             self._embed_into(self.vectors, nodes, step)
-            self.vectors.save(generation)
+            self._save_vectors(self.vectors, generation)
 
     def remove(self, ids: list[int]) -> None:
         """Forget deleted nodes in both indexes."""
         generation = self.memory.store.generation()
         self.keyword.remove(ids)
         self.keyword.set_stamp(generation)
-        if self.vectors is not None:
+        if self.vectors is not None and not self._vectors_moved_on():
             self.vectors.remove(ids)
-            self.vectors.save(generation)
+            self._save_vectors(self.vectors, generation)
 
     # ---- searching ----------------------------------------------------------------------------------------
 
