@@ -77,6 +77,7 @@ class Decomposer:
         self.parent_source = parent_source
         self.depth = depth
         self.store = ModuleStore(self.workspace)
+        self._programs: dict[str, tuple[SavedModule, Any]] = {}  # spec hash -> module and program, this run
 
     @property
     def max_depth(self) -> int:
@@ -93,8 +94,12 @@ class Decomposer:
         from orgtree_lang.review.errors import ReviewError
 
         digest = spec_hash(spec)
-        saved = self.store.find(digest)
         node = getattr(machine, "block_node", None)
+        if digest in self._programs:  # reached again in this run: no file is read, nothing is compiled again
+            saved, program = self._programs[digest]
+            self._note(machine, f"reused {saved.path}")
+            return self._run_child(program, spec, inputs, machine, saved.path, self._metered(machine, spec, node)[0])
+        saved = self.store.find(digest)
         author, reviewer = self._metered(machine, spec, node)
         if saved is not None:
             self._note(machine, f"reused {saved.path}")
@@ -125,6 +130,7 @@ class Decomposer:
         from orgtree_lang.compile.api import compile_source
 
         program = compile_source(saved.path.read_text(encoding="utf-8"), str(saved.path), self.registry).program
+        self._programs[digest] = (saved, program)
         return self._run_child(program, spec, inputs, machine, saved.path, author)
 
     @staticmethod
@@ -299,7 +305,9 @@ class Decomposer:
             # The child's steps go to a trace of their own: the parent's trace holds only what a replay of the
             # parent reproduces (a replay takes the block's outputs from the journal and runs no child).
             parent_trace = machine.tracer.path
-            suffix = node[len(machine.state.run_id) + 1:].replace("/", ".")
+            # One file per block in the program (each event names the child run): a block reached in a loop
+            # does not make a file per visit.
+            suffix = re.sub(r"[@#]\d+", "", node[len(machine.state.run_id) + 1:]).replace("/", ".")
             tracer = Tracer(parent_trace.with_name(f"{parent_trace.stem}.{suffix}.jsonl"), node,
                             steps=machine.tracer.steps)
         child = Machine(program, registry=machine.registry, context=machine.context,
