@@ -197,7 +197,7 @@ class Decomposer:
         try:
             request = build_request(spec, inputs, self.registry, self.parent_file, self.parent_source, related,
                                     count=lambda text: count_tokens(text, author.name), budget=budget,
-                                    fixed=LANGUAGE_NOTES)
+                                    fixed=LANGUAGE_NOTES, share=self.settings.context_share)
         except PromptTooLarge as err:
             raise PipeRuntimeError(str(err), kind="ambiguous", catchable=False,
                                    hint="shorten the block's docstring, or use a model with a larger context "

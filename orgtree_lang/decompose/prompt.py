@@ -65,7 +65,8 @@ def allowed_skills(spec: AmbiguousSpec, registry) -> list:
 
 
 def build_request(spec: AmbiguousSpec, inputs: dict[str, Any], registry, parent_file: str, parent_source: str,
-                  related: list[tuple[str, str]], *, count, budget: int, fixed: str = "") -> Request:
+                  related: list[tuple[str, str]], *, count, budget: int, fixed: str = "",
+                  share: float = CONTEXT_SHARE) -> Request:
     """The longest form of the request that, with `fixed` (the system prompt), fits in `budget` tokens.
 
     `related` is (label, module source) pairs of saved modules for similar blocks; `count(text)` counts tokens.
@@ -80,7 +81,7 @@ def build_request(spec: AmbiguousSpec, inputs: dict[str, Any], registry, parent_
         if tokens <= budget:
             return Request(text, tokens, budget, index)
     raise PromptTooLarge(f"the request for block `{spec.name}` needs {smallest:,} tokens even in its shortest "
-                         f"form, more than the {budget:,} tokens allowed ({CONTEXT_SHARE:.0%} of the model's "
+                         f"form, more than the {budget:,} tokens allowed ({share:.0%} of the model's "
                          "context window)")
 
 

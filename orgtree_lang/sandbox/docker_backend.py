@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 
-from orgtree_lang.sandbox.scratch import RunFolders
 from orgtree_lang.sandbox.output import truncation_marker
+from orgtree_lang.sandbox.scratch import RunFolders
 from orgtree_lang.sandbox.settings import SHELLS, CodeRequest, CodeResult, SandboxSettings
 
 NAME = "docker"
+CONTAINER_UID = 65534  # `nobody`: the user code runs as inside the container
 
 
 class DockerBackend:
@@ -37,17 +39,26 @@ class DockerBackend:
 
     def run(self, request: CodeRequest, env_dir=None) -> CodeResult:
         assert self._client is not None, "unavailable_reason() is checked before run()"
-        folders = RunFolders.create(request, self.settings.scratch_parent(), owner=None)
+        # The container runs as 65534, which must own (or, for a host user who cannot chown, be let into) scratch.
+        root = os.geteuid() == 0
+        folders = RunFolders.create(request, self.settings.scratch_parent(), owner=CONTAINER_UID if root else None)
         started = time.monotonic()
-        container = self._client.containers.run(
-            self.settings.docker_image, _command(request.language, folders.program_name),
-            detach=True, network_disabled=True, read_only=True, cap_drop=["ALL"], user="65534:65534",
-            security_opt=["no-new-privileges"], pids_limit=self.settings.max_processes,
-            mem_limit=f"{request.memory_mb}m", nano_cpus=1_000_000_000, working_dir="/scratch",
-            tmpfs={"/tmp": "size=64m"}, environment={"HOME": "/scratch", "PYTHONPATH": "/scratch"},
-            volumes={str(folders.program): {"bind": "/program", "mode": "ro"},
-                     str(folders.scratch): {"bind": "/scratch", "mode": "rw"}},
-        )
+        try:
+            if not root:
+                os.chmod(folders.scratch, 0o777)
+            container = self._client.containers.run(
+                self.settings.docker_image, _command(request.language, folders.program_name),
+                detach=True, network_disabled=True, read_only=True, cap_drop=["ALL"],
+                user=f"{CONTAINER_UID}:{CONTAINER_UID}", security_opt=["no-new-privileges"],
+                pids_limit=self.settings.max_processes, mem_limit=f"{request.memory_mb}m", nano_cpus=1_000_000_000,
+                working_dir="/scratch", tmpfs={"/tmp": "size=64m"},
+                environment={"HOME": "/scratch", "PYTHONPATH": "/scratch"},
+                volumes={str(folders.program): {"bind": "/program", "mode": "ro"},
+                         str(folders.scratch): {"bind": "/scratch", "mode": "rw"}},
+            )
+        except BaseException:  # the container never started: leave no run folder behind
+            folders.remove()
+            raise
         timed_out = False
         try:
             try:
