@@ -118,6 +118,12 @@ class TreeStore:
             args += _in_run_args(run_id)
         return self._select(" AND ".join(where), tuple(args), "started_at DESC, seq DESC", limit)
 
+    def count(self, name: str, kind: str, status: str) -> int:
+        """How many nodes named `name` of this kind ended with this status, over every recorded run."""
+        row = self.db.execute("SELECT COUNT(*) FROM tree_nodes WHERE name = ? AND kind = ? AND status = ?",
+                              (name, kind, status)).fetchone()
+        return int(row[0])
+
     def run_nodes(self, run_id: str) -> list[TreeNode]:
         """Every node of run `run_id` and of the generated children under it, in the order they opened."""
         return self._select(_IN_RUN, tuple(_in_run_args(run_id)), "started_at, seq")

@@ -198,7 +198,7 @@ def successful_uses(root: Path | str, block: str) -> int:
     if not state_db(root).is_file():
         return 0
     with TreeStore(state_db(root)) as store:
-        return sum(node.kind == "ambiguous" and node.status == "ok" for node in store.calls(name=block, limit=None))
+        return store.count(block, "ambiguous", "ok")
 
 
 def due_for_promotion(root: Path | str, threshold: int) -> list:
