@@ -697,3 +697,40 @@ def test_no_tree_runs_record_no_nodes(tmp_path, capsys):
     with TreeStore.for_workspace(tmp_path) as store:
         assert store.run_ids() == [recorded["run_id"]]
         assert store.run_nodes(unrecorded["run_id"]) == []
+
+
+def test_pipeline_calls_past_the_limit_are_counted_under_the_entry_with_no_orphans(tmp_path):
+    source = '''use text
+
+pipeline fib(n: int) -> int:
+    if n < 2:
+        if n < 0:
+            fail "negative"
+        return len(text.upper("a")) * n
+    return fib(n - 1) + fib(n - 2)
+
+pipeline main() -> int:
+    try:
+        fib(-1)
+    except err:
+        pass
+    return fib(10)
+'''
+    registry = default_registry(plugins=False)
+    program = compile_source(source, "fib.pipe", registry).program
+    store = TreeStore(tmp_path / "state.db")
+    recorder = TreeRecorder(store, max_pipeline_nodes=20)
+    machine = Machine(program, registry=registry, context=SkillContext(Workspace(tmp_path)), recorder=recorder)
+    machine.start("main", {}, run_id="r")
+    assert machine.run().result == 55
+    recorder.finish()
+    nodes = TreeStore(tmp_path / "state.db").run_nodes("r")
+    ids = {n.id for n in nodes}
+    assert all(n.parent_id is None or n.parent_id in ids for n in nodes)
+    # fib(10) makes 177 calls, fib(-1) one more, plus main: 179 pipeline calls; 20 are nodes, the rest counted.
+    recorded = [n for n in nodes if n.kind == "pipeline" and not n.id.endswith("#more")]
+    (overflow,) = [n for n in nodes if n.id == "r/main/(pipeline calls)#more"]
+    ok, errors = (int(part.split()[0]) for part in overflow.detail.split(", "))
+    assert len(recorded) == 20 and ok + errors == 179 - 20
+    failed = [n for n in recorded if n.status == "error"]
+    assert len(failed) + errors == 1  # fib(-1) failed, recorded or counted

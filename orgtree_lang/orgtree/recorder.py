@@ -10,6 +10,8 @@ from orgtree_lang.orgtree.store import TreeNode, TreeStore
 FLUSH_EVERY = 2000  # changed nodes held before they are written
 FLUSH_SECONDS = 1.0  # ... or this long since the last write, so `pipe tree` can follow a running run
 MAX_SKILL_NODES = 100_000  # skill calls recorded one by one per run; later ones are counted per caller and name
+MAX_PIPELINE_NODES = 100_000  # pipeline calls recorded one by one per run; later ones (and all they call) are
+                              # counted in one node under the run's entry pipeline
 
 
 class TreeRecorder:
@@ -19,11 +21,17 @@ class TreeRecorder:
     calls, which are many): `pipe run` uses it to show the tree's progress."""
 
     def __init__(self, store: TreeStore | None, *, listener: Callable[[str, TreeNode], None] | None = None,
-                 clock: Callable[[], float] = time.time, max_skill_nodes: int = MAX_SKILL_NODES) -> None:
+                 clock: Callable[[], float] = time.time, max_skill_nodes: int = MAX_SKILL_NODES,
+                 max_pipeline_nodes: int = MAX_PIPELINE_NODES) -> None:
         self.store = store
         self.listener = listener
         self.clock = clock
         self.max_skill_nodes = max_skill_nodes
+        self.max_pipeline_nodes = max_pipeline_nodes
+        self._pipeline_nodes: dict[str, int] = {}  # per run id
+        self._entries: dict[str, str] = {}  # run id -> its entry pipeline's node id
+        # Open pipeline calls past the limit (id -> run id, caller): neither they nor what they call are kept.
+        self._unrecorded: dict[str, tuple[str, str]] = {}
         self.nodes: dict[str, TreeNode] = {}  # the pipeline and ambiguous nodes seen by this process, by id
         self._dirty: dict[str, TreeNode] = {}
         self._seq = 0
@@ -35,7 +43,15 @@ class TreeRecorder:
 
     def open(self, node_id: str, run_id: str, parent_id: str | None, name: str, kind: str, *, caller: str = "",
              inputs: str = "") -> TreeNode:
-        """Start node `node_id` (a resumed run opening it again starts it afresh)."""
+        """Start node `node_id` (a resumed run opening it again starts it afresh); None past the per-run limit of
+        pipeline calls, or under a call that was not recorded."""
+        if kind == "pipeline":
+            self._entries.setdefault(run_id, node_id)
+            count = self._pipeline_nodes.get(run_id, 0) + 1
+            self._pipeline_nodes[run_id] = count
+            if count > self.max_pipeline_nodes or parent_id in self._unrecorded:
+                self._unrecorded[node_id] = (run_id, caller)  # counted when it ends, with its status
+                return None
         self._seq += 1
         node = TreeNode(node_id, run_id, parent_id, self._seq, name, kind, caller, "running", inputs, "", None,
                         self.clock(), None)
@@ -52,6 +68,10 @@ class TreeRecorder:
 
     def close(self, node_id: str, status: str, *, output: str = "", error: str | None = None) -> TreeNode | None:
         """Finish node `node_id` as "ok" or "error"; None if it was never opened here."""
+        if node_id in self._unrecorded:
+            run_id, caller = self._unrecorded.pop(node_id)
+            self._count_overflow(run_id, self._entries[run_id], "(pipeline calls)", caller, status, "pipeline")
+            return None
         node = self.nodes.get(node_id)
         if node is None or node.status != "running":
             return node
@@ -82,6 +102,9 @@ class TreeRecorder:
                    started_at: float, duration_ms: float, status: str, output: str, error: str | None,
                    tokens: int = 0, cost: float = 0.0) -> None:
         """Record one finished skill call (past the per-run limit, only a count under its caller)."""
+        if parent_id in self._unrecorded:  # inside a pipeline call past the limit: counted with those calls
+            self._count_overflow(run_id, self._entries[run_id], name, caller, status)
+            return
         count = self._skill_nodes.get(run_id, 0) + 1
         self._skill_nodes[run_id] = count
         if count > self.max_skill_nodes:
@@ -92,12 +115,13 @@ class TreeRecorder:
         self._touch(TreeNode(node_id, run_id, parent_id, self._seq, name, "skill", caller, status, inputs, output,
                              error, started_at, duration_ms, tokens, cost), keep=False)
 
-    def _count_overflow(self, run_id: str, parent_id: str, name: str, caller: str, status: str) -> None:
+    def _count_overflow(self, run_id: str, parent_id: str, name: str, caller: str, status: str,
+                        kind: str = "skill") -> None:
         node_id = f"{parent_id}/{name}#more"
         node = self.nodes.get(node_id)
         if node is None:
             self._seq += 1
-            node = TreeNode(node_id, run_id, parent_id, self._seq, name, "skill", caller, "ok", "", "", None,
+            node = TreeNode(node_id, run_id, parent_id, self._seq, name, kind, caller, "ok", "", "", None,
                             self.clock(), None)
             node.detail = "0 ok, 0 error"
         ok, error = (int(part.split()[0]) for part in node.detail.split(", "))
