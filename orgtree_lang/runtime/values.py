@@ -78,6 +78,10 @@ def display(value: Any, nested: bool = False) -> str:
 def display_short(value: Any, limit: int, nested: bool = True) -> str:
     """`display(value, nested)` cut to `limit` characters (the cut ends in "..."), rendering only what is kept:
     a summary of a huge list or string costs what the summary shows, not what the value holds."""
+    if not isinstance(value, (list, dict, RecordValue)):  # the common case, a scalar: no generator needed
+        text = _quote(value[: limit + 1]) if nested and isinstance(value, str) else (
+            value[: limit + 1] if isinstance(value, str) else display(value, nested))
+        return text if len(text) <= limit else text[: limit - 3] + "..."
     out: list[str] = []
     size = 0
     for chunk in _chunks(value, nested, limit):
