@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 import time
 import uuid
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orgtree_lang.memory.statedb import StateError, connect, transaction
+from orgtree_lang.memory.statedb import StateError
+from orgtree_lang.runtime.state_db import Transaction, open_state_db
 from orgtree_lang.review import ConcernLedger, ReviewError, SelfReviewError, review_loop
 
 INSIGHT_STATUSES = ("proposed", "active", "rejected", "removed")
@@ -142,8 +141,8 @@ class InsightPool:
 
     def __init__(self, db_path: Path | str) -> None:
         self.path = Path(db_path)
-        self._lock = threading.RLock()
-        self.db = connect(self.path, _SCHEMA)
+        self.db = open_state_db(self.path, _SCHEMA)
+        self._lock = self.db.write_lock  # reads that must see one state take it too
         self.ledger = ConcernLedger(self.path)
 
     @classmethod
@@ -340,8 +339,8 @@ class InsightPool:
 
     # -- writing ------------------------------------------------------------------------------------------
 
-    def _write(self) -> AbstractContextManager[sqlite3.Connection]:
-        return transaction(self.db, self._lock)
+    def _write(self) -> Transaction:
+        return Transaction(self.db)
 
     @staticmethod
     def _insert_proposal(db: sqlite3.Connection, insight_id: int, action: str, author: str,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -13,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from orgtree_lang.memory.lock import PadLock, Recovery
-from orgtree_lang.memory.statedb import StateError, connect
+from orgtree_lang.memory.statedb import StateError
+from orgtree_lang.runtime.state_db import open_state_db
 
 LOCK_FILE = "pad.lock"
 RECOVERY_AGENT = "pad"
@@ -87,8 +87,8 @@ class Scratchpad:
         self.path = Path(db_path)
         self.lock_path = Path(lock_path) if lock_path is not None else self.path.parent / LOCK_FILE
         self.on_recover = on_recover
-        self._db_lock = threading.RLock()
-        self.db = connect(self.path, _SCHEMA)
+        self.db = open_state_db(self.path, _SCHEMA)
+        self._db_lock = self.db.write_lock
 
     @classmethod
     def for_workspace(cls, workspace_root: Path | str, **kw: Any) -> Scratchpad:
