@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from orgtree_lang.runtime.errors import PipeError
 
 
