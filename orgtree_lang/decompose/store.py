@@ -36,16 +36,8 @@ class ModuleStore:
 
     def save(self, parent_file: str, block: str, body: str, provenance: dict[str, str], registry) -> SavedModule:
         """Write atomically, after checking that the file as saved compiles (nothing half-saved, nothing broken)."""
-        from orgtree_lang.compile.api import compile_source
-        from orgtree_lang.syntax.diagnostics import CompileError
-
         path = self.path_for(parent_file, block)
-        header = "".join(f"{HEADER}{key} = {_one_line(value)}\n" for key, value in provenance.items())
-        text = header + "\n" + body.strip() + "\n"
-        try:
-            compile_source(text, str(path), registry)
-        except CompileError as err:
-            raise StoreError(f"refusing to save a module that does not compile:\n{err.render()}") from None
+        text = checked_module_text(path, provenance, body, registry)
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, text)
         return SavedModule(path, dict(provenance), body.strip() + "\n")
@@ -79,6 +71,21 @@ def split_header(text: str, prefix: str) -> tuple[dict[str, str], str]:
         fields[key.strip()] = value.rstrip("\n")
         index += 1
     return fields, "".join(lines[index:]).lstrip("\n")
+
+
+def checked_module_text(path: Path, fields: dict[str, object], body: str, registry, header: str = HEADER) -> str:
+    """The file a module is saved as (a `header` line per field, then the body), checked to compile as it
+    stands; StoreError with the diagnostics if it does not."""
+    from orgtree_lang.compile.api import compile_source
+    from orgtree_lang.syntax.diagnostics import CompileError
+
+    lines = "".join(f"{header}{key} = {_one_line(value)}\n" for key, value in fields.items())
+    text = lines + "\n" + body.strip() + "\n"
+    try:
+        compile_source(text, str(path), registry)
+    except CompileError as err:
+        raise StoreError(f"refusing to save a module that does not compile:\n{err.render()}") from None
+    return text
 
 
 def _one_line(value: object) -> str:

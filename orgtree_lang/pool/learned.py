@@ -73,17 +73,15 @@ class LearnedStore:
 
     def save(self, name: str, body: str, doc: str, provenance: dict[str, str], registry) -> LearnedModule:
         """Write `<name>.pipe` (after checking that it compiles as saved); an older version goes to history/."""
-        from orgtree_lang.compile.api import compile_source
-        from orgtree_lang.syntax.diagnostics import CompileError
+        from orgtree_lang.decompose.store import StoreError, checked_module_text
 
         path = self.path_for(name)
-        fields = {"name": name, "doc": json.dumps(doc), **provenance}
-        header = "".join(f"{HEADER}{key} = {' '.join(str(value).split())}\n" for key, value in fields.items())
-        text = header + "\n" + body.strip() + "\n"
         try:
-            compile_source(text, str(path), registry)
-        except CompileError as err:
-            raise SkillError(f"refusing to save learned skill `{name}`: it does not compile:\n{err.render()}") from None
+            text = checked_module_text(path, {"name": name, "doc": json.dumps(doc), **provenance}, body, registry,
+                                       HEADER)
+        except StoreError as err:
+            diagnostics = str(err).split("\n", 1)[1]
+            raise SkillError(f"refusing to save learned skill `{name}`: it does not compile:\n{diagnostics}") from None
         self.folder.mkdir(parents=True, exist_ok=True)
         if path.is_file():
             history = self.folder / "history"
