@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from orgtree_lang.memory.tokenizer import Tokenizer
+from orgtree_lang.memory.tokenizer import Ruler, Tokenizer
 
 # Where a text may be cut, coarsest first; a cut goes right after the match, so a separator stays with the
 # text before it and the pieces, joined, are the text again. A heading is a Markdown `#` line, a line
@@ -37,18 +37,21 @@ def split_text(text: str, limit: int, tokenizer: Tokenizer) -> list[Cut]:
         tokens = tokenizer.count(text)
         if tokens <= limit:
             return [Cut(0, len(text), tokens)]
+    # Every count below is of a range of this one text: the ruler tokenizes it once and adds up line counts,
+    # where counting each range on its own re-tokenized the text once per structure level and again to pack.
+    ruler = tokenizer.ruler(text)
     out: list[Cut] = []
-    _split(text, 0, len(text), limit, tokenizer, 0, out)
-    return _absorb_blank(text, out, limit, tokenizer)
+    _split(text, 0, len(text), limit, ruler, 0, out)
+    return _absorb_blank(text, out, limit, ruler)
 
 
-def _absorb_blank(text: str, cuts: list[Cut], limit: int, tokenizer: Tokenizer) -> list[Cut]:
+def _absorb_blank(text: str, cuts: list[Cut], limit: int, ruler: Ruler) -> list[Cut]:
     """Join a piece of nothing but whitespace to the piece before it when they fit together (a blank piece
     cannot be searched for and only lengthens views)."""
     merged: list[Cut] = []
     for cut in cuts:
         if merged and not text[cut.start:cut.end].strip():
-            tokens = tokenizer.count(text[merged[-1].start:cut.end])
+            tokens = ruler.count(merged[-1].start, cut.end)
             if tokens <= limit:
                 merged[-1] = Cut(merged[-1].start, cut.end, tokens)
                 continue
@@ -56,37 +59,35 @@ def _absorb_blank(text: str, cuts: list[Cut], limit: int, tokenizer: Tokenizer) 
     return merged
 
 
-def _split(text: str, start: int, end: int, limit: int, tokenizer: Tokenizer, depth: int, out: list[Cut]) -> None:
+def _split(text: str, start: int, end: int, limit: int, ruler: Ruler, depth: int, out: list[Cut]) -> None:
     for level in range(depth, len(STRUCTURE)):
         cuts = [m.end() for m in STRUCTURE[level][1].finditer(text, start, end) if start < m.end() < end]
         if cuts:
             break
     else:
-        bounds = [start] + [start + c for c in tokenizer.cut_points(text[start:end], limit)] + [end]
-        runs = list(zip(bounds, bounds[1:]))
-        counts = tokenizer.count_many([text[a:b] for a, b in runs])
-        out.extend(Cut(a, b, c) for (a, b), c in zip(runs, counts))
+        bounds = [start] + [start + c for c in ruler.tokenizer.cut_points(text[start:end], limit)] + [end]
+        out.extend(Cut(a, b, ruler.count(a, b)) for a, b in zip(bounds, bounds[1:]))
         return
     bounds = [start] + cuts + [end]
     parts = list(zip(bounds, bounds[1:]))
-    counts = tokenizer.count_many([text[a:b] for a, b in parts])
+    counts = [ruler.count(a, b) for a, b in parts]
     group: list[Cut] = []
     total = 0
     for (a, b), count in zip(parts, counts):
         if count > limit:
-            _pack(text, group, limit, tokenizer, out)
+            _pack(text, group, limit, ruler, out)
             group, total = [], 0
-            _split(text, a, b, limit, tokenizer, level + 1, out)
+            _split(text, a, b, limit, ruler, level + 1, out)
             continue
         if group and total + count > limit:
-            _pack(text, group, limit, tokenizer, out)
+            _pack(text, group, limit, ruler, out)
             group, total = [], 0
         group.append(Cut(a, b, count))
         total += count
-    _pack(text, group, limit, tokenizer, out)
+    _pack(text, group, limit, ruler, out)
 
 
-def _pack(text: str, group: list[Cut], limit: int, tokenizer: Tokenizer, out: list[Cut]) -> None:
+def _pack(text: str, group: list[Cut], limit: int, ruler: Ruler, out: list[Cut]) -> None:
     """Emit consecutive parts as one piece, checked by counting the joined text (joins can merge tokens)."""
     if not group:
         return
@@ -94,13 +95,13 @@ def _pack(text: str, group: list[Cut], limit: int, tokenizer: Tokenizer, out: li
         out.append(group[0])
         return
     start, end = group[0].start, group[-1].end
-    tokens = tokenizer.count(text[start:end])
+    tokens = ruler.count(start, end)
     if tokens <= limit:
         out.append(Cut(start, end, tokens))
         return
     half = len(group) // 2
-    _pack(text, group[:half], limit, tokenizer, out)
-    _pack(text, group[half:], limit, tokenizer, out)
+    _pack(text, group[:half], limit, ruler, out)
+    _pack(text, group[half:], limit, ruler, out)
 
 
 def byte_ranges(text: str, cuts: list[Cut]) -> list[tuple[int, int]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from itertools import chain
 from typing import Protocol
 
 from orgtree_lang.memory.tokenizer import Tokenizer
@@ -38,19 +39,25 @@ class ExtractiveSummarizer:
         units = [u for u in units if u]
         if not units:
             return ""
-        counts = Counter(w.lower() for w in _WORD.findall(text))
-        for word in _STOPWORDS:
-            counts.pop(word, None)
+        # Words never span the line breaks, whitespace and closing marks the units are cut at, so the units'
+        # words are the text's words: each unit is scanned once, for the counts and for its score.
+        # Lowering an ASCII unit first finds the same words; other letters may lower to ASCII ones (K, İ).
+        unit_words = [_WORD.findall(unit.lower()) if unit.isascii() else [w.lower() for w in _WORD.findall(unit)]
+                      for unit in units]
+        counts = Counter(chain.from_iterable(unit_words))
+        weight = {w: 0.0 if w in _STOPWORDS else math.log1p(c) for w, c in counts.items()}
 
         def score(index: int) -> float:
-            words = [w.lower() for w in _WORD.findall(units[index])]
+            words = unit_words[index]
             if not words:
                 return 0.0
             # Frequent words make a sentence central; the square root keeps long sentences from winning by size.
-            value = sum(math.log1p(counts.get(w, 0)) for w in words) / math.sqrt(len(words))
+            value = sum(map(weight.__getitem__, words)) / math.sqrt(len(words))
             return value + (0.5 if index == 0 else 0.0)  # the opening often names the subject
 
-        ranked = sorted(range(len(units)), key=lambda i: (-score(i), i))
+        # Sorting indexes (in order) by the negated score alone keeps equal scores in text order: the sort is stable.
+        negated = [-score(i) for i in range(len(units))]
+        ranked = sorted(range(len(units)), key=negated.__getitem__)
         # A unit costs about its characters / 4 tokens; choose by that estimate, the caller cuts to the exact count.
         chosen: list[int] = []
         spent = 0

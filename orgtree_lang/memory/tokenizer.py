@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
+import re
+from bisect import bisect_left, bisect_right
+from functools import lru_cache
+
 from orgtree_lang.models.tokens import tiktoken_encoding
+
+# Encodings whose split pattern puts a newline and the whitespace before it in a pre-token that ends at the
+# newline whenever the next line starts (after spaces or tabs) with a character that is neither whitespace nor
+# "/": `\s*[\r\n]+` comes before every other whitespace rule, no rule has a lookbehind, and only the punctuation
+# rule's `[\r\n/]*` tail can run on past a newline. Counts of such lines simply add up (see Ruler). GPT-2 style
+# patterns (p50k_base) try `\s+(?!\S)` first, which leaves the newline to the next pre-token: not additive.
+_LINE_ADDITIVE = frozenset({"o200k_base", "cl100k_base"})
+# A newline after which counts add up; group 1 (the next line's indent) ends at the character that proves it.
+_BREAK = re.compile(r"\n(?!/)([ \t]*)(?=\S)")
 
 
 class Tokenizer:
@@ -24,6 +37,10 @@ class Tokenizer:
         # the short lists of pieces counted here (it made tree builds several times slower).
         encode = self.encoding.encode_ordinary
         return [len(encode(t)) for t in texts]
+
+    def ruler(self, text: str) -> Ruler:
+        """Exact counts of ranges of `text`, each line tokenized once (see Ruler)."""
+        return Ruler(self, text)
 
     def head(self, text: str, limit: int) -> str:
         """The longest prefix of `text` that ends between two tokens and two characters and has <= `limit` tokens."""
@@ -72,6 +89,76 @@ class Tokenizer:
             if i < len(token_bytes):
                 cuts.append(done)
         return cuts
+
+
+class Ruler:
+    """Token counts of character ranges `text[a:b]`, each equal to `Tokenizer.count(text[a:b])`, made by tokenizing
+    the whole text once and reading off how many of its tokens end before each "break" (a newline at which
+    counts add up, see _LINE_ADDITIVE: no token crosses one).
+
+    A range is counted as its head up to the first break inside it, the tokens between that break and the last
+    one whose proving character is inside the range (or that ends it), and the tail after that. Head and tail
+    are parts of a line or a few lines, tokenized on their own; ranges cut on lines usually have neither.
+    """
+
+    def __init__(self, tokenizer: Tokenizer, text: str) -> None:
+        self.tokenizer = tokenizer
+        self.text = text
+        self.points = [0, len(text)]   # 0, the breaks in order, len(text)
+        self.proofs = [-1, len(text)]  # for a break, the first character after it that is not a space or tab
+        self.tokens_before: list[int] | None = None  # tokens of text[:point] for each point
+        encoding = tokenizer.encoding
+        if encoding is None or encoding.name not in _LINE_ADDITIVE:
+            return
+        import numpy
+
+        matches = list(_BREAK.finditer(text))
+        self.points = [0] + [m.start(1) for m in matches] + [len(text)]
+        self.proofs = [-1] + [m.end(1) for m in matches] + [len(text)]
+        if text.isascii():
+            offsets = numpy.asarray(self.points[1:-1], dtype=numpy.int64)
+        else:
+            sizes = [len(text[a:b].encode("utf-8")) for a, b in zip(self.points, self.points[1:-1])]
+            offsets = numpy.cumsum(numpy.asarray(sizes, dtype=numpy.int64))
+        tokens = numpy.asarray(encoding.encode_ordinary(text), dtype=numpy.int64)
+        ends = numpy.cumsum(_token_sizes(encoding)[tokens])
+        before = numpy.searchsorted(ends, offsets, side="right")
+        self.tokens_before = [0] + before.tolist() + [len(tokens)]
+
+    def count(self, a: int, b: int) -> int:
+        if a >= b:
+            return 0
+        if self.tokens_before is None:
+            return self.tokenizer.count(self.text[a:b])
+        first = bisect_left(self.points, a)
+        last = bisect_right(self.points, b) - 1
+        if self.points[last] != b and self.proofs[last] >= b:
+            last -= 1  # the range ends in the indent after that break: counts might not add up there
+        if first > last:
+            return self.tokenizer.count(self.text[a:b])
+        start, stop = self.points[first], self.points[last]
+        head = self.tokenizer.count(self.text[a:start]) if a < start else 0
+        tail = self.tokenizer.count(self.text[stop:b]) if stop < b else 0
+        return head + self.tokens_before[last] - self.tokens_before[first] + tail
+
+
+@lru_cache(maxsize=None)
+def _token_sizes(encoding):
+    """The byte length of every token of `encoding`, indexable by token id (a numpy array)."""
+    import numpy
+
+    sizes = numpy.zeros(encoding.max_token_value + 1, dtype=numpy.int64)
+    ranks = getattr(encoding, "_mergeable_ranks", None)
+    if ranks is not None:
+        sizes[numpy.fromiter(ranks.values(), numpy.int64, len(ranks))] = numpy.fromiter(map(len, ranks), numpy.int64,
+                                                                                         len(ranks))
+        return sizes
+    for token in range(encoding.max_token_value + 1):  # no private table in this tiktoken: slower, once
+        try:
+            sizes[token] = len(encoding.decode_single_token_bytes(token))
+        except KeyError:
+            continue
+    return sizes
 
 
 def _whole_characters(token_bytes: list[bytes], start: int, limit: int) -> tuple[str, int]:

@@ -56,6 +56,7 @@ class TreeBuilder:
         self.target = max(8, self.limit // FANOUT)
         self.summarized = 0
         self.on_new = on_new or (lambda nodes: None)
+        self._blob: tuple[str, bytes] = ("", b"")
 
     def render(self, nodes: list[Node]) -> str:
         if len(nodes) == 1 and nodes[0].kind == "document":
@@ -109,6 +110,12 @@ class TreeBuilder:
                 total = cost
         return groups
 
+    def _text(self, node: Node) -> str:
+        """`memory.text(node)`, reading each blob once in a row: a document's pieces come one after another."""
+        if node.blob != self._blob[0]:
+            self._blob = (node.blob, self.memory.blobs.read(node.blob))
+        return self._blob[1][node.start:node.end].decode("utf-8")
+
     def _summary(self, group: list[Node], fresh: list[Node]) -> Node:
         if len(group) == 1 and group[0].tokens <= self.target:
             return group[0]  # already as short as a summary would be: carry it up as it is
@@ -116,7 +123,7 @@ class TreeBuilder:
         existing = self.memory.store.by_key(key)
         if existing is not None:
             return existing
-        source = SEPARATOR.join(self.memory.text(n) for n in group)
+        source = SEPARATOR.join(self._text(n) for n in group)
         digest = hashlib.sha256(source.encode("utf-8")).hexdigest()
         cache_key = f"{digest}:{self.summarizer.id}:{self.target}:{self.budget.model}"
         cached = self.memory.store.cached_summary(cache_key)
