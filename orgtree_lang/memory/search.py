@@ -126,12 +126,16 @@ class SearchIndex:
         the vector index since this one loaded or saved it: saving ours now would drop its additions."""
         if self.vectors.stamp() == self._vector_stamp:
             return False
+        self.vectors = self._fresh_vectors()  # embeds only nodes with no saved embedding (the new ones among them)
+        return True
+
+    def _fresh_vectors(self):
+        """A vector index rebuilt (and saved) from the store's saved embeddings."""
         from orgtree_lang.memory.vectors import VectorIndex
 
-        fresh = VectorIndex(self.folder, self.vectors.model_name)
-        self._rebuild_vectors(fresh)  # embeds only nodes with no saved embedding (the new ones among them)
-        self.vectors = fresh
-        return True
+        fresh = VectorIndex(self.folder, self.vectors.model_name, self.vectors.exact_limit)
+        self._rebuild_vectors(fresh)
+        return fresh
 
     def _embed_into(self, vectors, nodes: list[Node], progress=None) -> None:
         from orgtree_lang.memory.vectors import embed
@@ -163,7 +167,10 @@ class SearchIndex:
                     progress(done, total)
 
             self._embed_into(self.vectors, nodes, step)
-            self._save_vectors(self.vectors, generation)
+            if self.vectors.outgrown():  # its cells were drawn for far fewer vectors: train anew on all of them
+                self.vectors = self._fresh_vectors()
+            else:
+                self._save_vectors(self.vectors, generation)
 
     def remove(self, ids: list[int]) -> None:
         """Forget deleted nodes in both indexes."""
