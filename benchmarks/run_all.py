@@ -1,0 +1,133 @@
+"""Run every benchmark in benchmarks/ at a quick scale and print one table of their figures against the targets.
+
+    python benchmarks/run_all.py                  # all of them, one after another (minutes on a busy machine)
+    python benchmarks/run_all.py context vm       # only the benchmarks whose file name contains a word given
+    python benchmarks/run_all.py --show           # also print each benchmark's own output
+
+A helper for seeing where things stand, not a CI gate: it always exits 0 unless a benchmark could not be run.
+Each figure is read from the benchmark's printed output with a regular expression; the RATIO column is the
+figure over its target for "<=" targets and the target over the figure for ">=" ones, so below 1.00 meets.
+A file in benchmarks/ that is not listed in BENCHMARKS is named at the end: adding it is one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One number a benchmark prints: `pattern`'s first group, compared with `target` by `better` ("<=" or ">=")."""
+
+    name: str
+    pattern: str
+    better: str | None = None  # None: shown for information, no target
+    target: float | None = None
+    unit: str = ""
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    script: str
+    quick: tuple[str, ...]
+    figures: tuple[Figure, ...]
+
+
+# The targets are issue #12's where it sets one, else the benchmark's own.
+BENCHMARKS = (
+    Benchmark("cli_startup.py", ("--repeat", "3"), (
+        Figure("pipe --help", r"cli\.main --help\s+([\d.]+) s", "<=", 0.3, "s"),)),
+    Benchmark("compile_speed.py", ("--repeat", "2"), (
+        Figure("compile 2,000 lines", r"best of \d+: ([\d.]+) s", "<=", 0.5, "s"),)),
+    Benchmark("vm_throughput.py", ("--scale", "0.1", "--repeat", "1"), (
+        Figure("arithmetic loop / CPython", r"arithmetic loop: ([\d.]+)x", "<=", 15.0, "x"),)),
+    Benchmark("orgtree_overhead.py", ("--repeat", "1"), (
+        Figure("org tree, skill calls", r"skill calls\s+[\d,]+\s+[\d.]+\s+[\d.]+\s+([\d.]+)x", "<=", 1.3, "x"),
+        Figure("org tree, pipeline calls", r"pipeline calls\s+[\d,]+\s+[\d.]+\s+[\d.]+\s+([\d.]+)x", "<=", 1.3, "x"))),
+    Benchmark("step_overhead.py", ("--steps", "300", "--repeat", "1"), (
+        Figure("durable step, LangGraph / ours", r"FULL vs sync as shipped\s+([\d.]+)x", ">=", 5.0, "x"),)),
+    Benchmark("context.py", ("--quick", "--embed", "50"), (
+        Figure("tree build / tiktoken (wall)", r"RATIO ([\d.]+) of tokenizing alone\n", ">=", 0.3, "x"),
+        Figure("tree build / tiktoken (CPU)", r"RATIO ([\d.]+) of tokenizing alone, by CPU", ">=", 0.3, "x"),
+        Figure("keyword search p50", r"search\s+keyword\s+k=10\s+p50\s+([\d.]+) ms", "<=", 10.0, "ms"),
+        Figure("hybrid search p50, cached query", r"search\s+hybrid\s+k=10\s+p50\s+([\d.]+) ms", "<=", 10.0, "ms"))),
+    Benchmark("vector_search.py", ("--real", "50"), (
+        Figure("vector search p50 (60k)", r"search\s+p50\s+([\d.]+) ms", "<=", 10.0, "ms"),
+        Figure("vector recall@10 (60k)", r"recall@10 ([\d.]+)", ">=", 0.95),
+        Figure("embedding throughput", r"([\d,.]+) pieces/s", None, None, "pieces/s"))),
+    Benchmark("sandbox.py", ("--runs", "10"), (
+        Figure("code.run overhead", r"overhead ([\d.]+) ms median", "<=", 100.0, "ms"),)),
+    Benchmark("scratchpad.py", ("--processes", "4", "--notes", "50"), (
+        Figure("scratchpad / plain SQLite", r"RATIO scratchpad time / baseline time: ([\d.]+)", None, None, "x"),)),
+    Benchmark("decompose.py", (), (
+        Figure("prompt tokens, 10 MB / 1 KB input", r"ratio 10 MB / 1 KB: ([\d.]+)", None, None, "x"),)),
+)
+
+
+def run(bench: Benchmark, show: bool, timeout: float) -> tuple[str, float, int | str]:
+    command = [sys.executable, str(HERE / bench.script), *bench.quick]
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=HERE.parent)
+    except subprocess.TimeoutExpired as exc:
+        output = (exc.stdout or b"").decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        return output, time.perf_counter() - started, f"timed out after {timeout:g} s"
+    if show:
+        print(f"$ {' '.join(command[1:])}\n{done.stdout}{done.stderr}", flush=True)
+    return done.stdout + done.stderr, time.perf_counter() - started, done.returncode
+
+
+def row(figure: Figure, output: str) -> list[str]:
+    match = re.search(figure.pattern, output)
+    if not match:
+        return [figure.name, "no figure", _target(figure), "", ""]
+    value = float(match.group(1).replace(",", ""))
+    if figure.better is None:
+        return [figure.name, f"{value:g} {figure.unit}".strip(), "-", "", ""]
+    ratio = value / figure.target if figure.better == "<=" else (figure.target / value if value else float("inf"))
+    return [figure.name, f"{value:g} {figure.unit}".strip(), _target(figure), f"{ratio:.2f}",
+            "meets" if ratio <= 1.0 else "MISSES"]
+
+
+def _target(figure: Figure) -> str:
+    return "-" if figure.better is None else f"{figure.better} {figure.target:g} {figure.unit}".strip()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("only", nargs="*", help="run only benchmarks whose file name contains one of these")
+    parser.add_argument("--show", action="store_true", help="print each benchmark's own output too")
+    parser.add_argument("--timeout", type=float, default=900, help="seconds per benchmark (default 900)")
+    args = parser.parse_args()
+    chosen = [b for b in BENCHMARKS if not args.only or any(word in b.script for word in args.only)]
+    rows, failed = [], []
+    for bench in chosen:
+        print(f"running {bench.script} {' '.join(bench.quick)} ...", flush=True)
+        output, seconds, code = run(bench, args.show, args.timeout)
+        if code != 0:
+            failed.append(f"{bench.script}: exit {code}" if isinstance(code, int) else f"{bench.script}: {code}")
+        rows += [[bench.script, f"{seconds:.0f}"] + row(figure, output) for figure in bench.figures]
+    header = ["benchmark", "s", "figure", "measured", "target", "RATIO", ""]
+    widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
+    print()
+    for line in [header] + rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip())
+    listed = {b.script for b in BENCHMARKS}
+    unlisted = sorted(p.name for p in HERE.glob("*.py") if p.name not in listed and p.name != Path(__file__).name)
+    if unlisted:
+        print(f"\nnot in BENCHMARKS (add a line for each): {', '.join(unlisted)}")
+    for failure in failed:
+        print(f"failed: {failure} (run it alone to see why)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
