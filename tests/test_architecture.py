@@ -66,9 +66,10 @@ def test_vm_never_imports_the_parser_or_checker():
 def test_stdlib_uses_only_the_public_skill_api():
     allowed = ("orgtree_lang.runtime.skills", "orgtree_lang.runtime.errors", "orgtree_lang.runtime.workspace",
                "orgtree_lang.runtime.files",
-               "orgtree_lang.runtime.values", "orgtree_lang.types", "orgtree_lang.stdlib",
+               "orgtree_lang.runtime.values", "orgtree_lang.syntax.types", "orgtree_lang.stdlib",
                "orgtree_lang.sandbox",  # code.run, http.fetch: the sandbox is their public API
-               "orgtree_lang.memory.skills", "orgtree_lang.memory.pad_skills", "orgtree_lang.memory.insight_skills")
+               "orgtree_lang.memory.skills", "orgtree_lang.memory.pad_skills", "orgtree_lang.memory.insight_skills",
+               "orgtree_lang.web.skills")
     offenders = [f"{p.name}: {m}" for p in _sources() if _layer(p) == "stdlib"
                  for m, _ in _imports(p) if m.startswith("orgtree_lang") and not m.startswith(allowed)]
     assert offenders == []
