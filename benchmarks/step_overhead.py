@@ -30,7 +30,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from orgtree_lang.runner import RunOptions, run_file
+from orgtree_lang.engine.runner import RunOptions, run_file
 from orgtree_lang.runtime.skills import default_registry
 
 TARGET_RATIO = 5.0
