@@ -46,13 +46,15 @@ class MachineFactory:
             printer=self.printer, clock=self.clock, effects=self.effects,
             observers=tuple(o for o in observers if o is not None), children=self.child))
 
-    def child(self, parent: Machine, block, program, resolver, budget: Budget) -> Machine:
+    def child(self, parent: Machine, block, program, resolver, budget: Budget, context: Any = None) -> Machine:
         tracer = self.tracer.for_child(block.node, parent.state.run_id) if self.tracer is not None else None
         kin = dataclasses.replace(self, tracer=tracer)
         observers = tuple(o for o in (tracer, self._tree()) if o is not None)
-        return Machine(program, dataclasses.replace(
-            parent.services, budget=budget, resolver=resolver, observers=observers, children=kin.child,
-            place=parent.place_for_child(block.node)))
+        services = dataclasses.replace(parent.services, budget=budget, resolver=resolver, observers=observers,
+                                       children=kin.child, place=parent.place_for_child(block.node))
+        if context is not None:
+            services.context = context
+        return Machine(program, services)
 
     def _tree(self):
         if self.recorder is None:

@@ -37,6 +37,7 @@ class BlockContext:
     records: RecordTypes
     spend: NodeSpend
     effects: Effects | None
+    context: Any  # the skill context the block's run hands to skills
     _machine: Any = dataclasses.field(repr=False, default=None)
 
     def note(self, detail: str) -> None:
@@ -49,11 +50,12 @@ class BlockContext:
         node = machine.effect_node(self.node[len(machine.state.run_id) + 1:])
         return EffectStep(machine.next_effect_seq(), kind, name, node, self.spec.span, args, kwargs)
 
-    def run_child(self, program, resolver: BlockResolver | None) -> Any:
+    def run_child(self, program, resolver: BlockResolver | None, context: Any = None) -> Any:
         """Run `program`'s `main` on the block's inputs as a generated child of this run; its result.
 
-        The child shares the tree's budget (its wall-clock limit reduced by the time used so far), meter,
-        journal and org tree; what it counted joins the tree's meter when it ends, whether it failed or not."""
+        `context` replaces the skill context the child's skills get (default: this run's). The child shares
+        the tree's budget (its wall-clock limit reduced by the time used so far), meter, journal and org tree;
+        what it counted joins the tree's meter when it ends, whether it failed or not."""
         machine = self._machine
         build = machine.services.children
         if build is None:
@@ -62,8 +64,9 @@ class BlockContext:
                                    catchable=False, hint="build machines with orgtree_lang.engine.factory")
         budget = self.budget
         if budget.max_seconds is not None:
-            budget = dataclasses.replace(budget, max_seconds=max(budget.max_seconds - machine.seconds_used(), 0.001))
-        child = build(machine, self, program, resolver, budget)
+            left = max(budget.max_seconds - machine.seconds_used(), 0.001)
+            budget = dataclasses.replace(budget, max_seconds=left)
+        child = build(machine, self, program, resolver, budget, context)
         # The child run is named after its org tree node, so a block reached twice makes two children.
         child.start("main", dict(self.inputs), run_id=self.node)
         try:
@@ -130,7 +133,7 @@ def _outputs(m, spec: AmbiguousSpec, inputs: dict[str, Any], values: list, frame
         ran.append(True)
         before = m.meter.snapshot()
         block = BlockContext(spec, inputs, node_id, m.budget, m.records,
-                             NodeSpend(m.meter, m.budget, m.observer, node_id), effects, m)
+                             NodeSpend(m.meter, m.budget, m.observer, node_id), effects, m.services.context, m)
         outputs = m.services.resolver(block)
         # The keys end in `:`, which no output name can, so results journaled by earlier versions (the
         # outputs alone) are told apart.

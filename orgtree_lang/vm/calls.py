@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from orgtree_lang import types as t
-from orgtree_lang.compile.opcodes import BY_NAME
+from orgtree_lang.compile.opcodes import CODE
 from orgtree_lang.runtime.builtins import BUILTINS
 from orgtree_lang.runtime.errors import PipeRuntimeError, SkillError
 from orgtree_lang.runtime.values import UNBOUND, conforms
@@ -17,7 +17,7 @@ from orgtree_lang.vm.state import Frame
 from orgtree_lang.vm.trace import summarize
 
 MAX_FRAMES = 200
-_RETURN = BY_NAME["RETURN"].code
+_RETURN = CODE["RETURN"]
 
 
 def call_args(site, stack: list) -> tuple[list, dict]:
@@ -119,7 +119,8 @@ def call_skill(m, frame: Frame, stack: list, arg: int) -> None:
         else:
             step = EffectStep(m.next_effect_seq(), "skill", site.name, m.effect_node(frame.node),
                               frame.code.span_at(frame.pc - 1), args, kwargs)
-            result = effects.perform(step, lambda key: skill.invoke(args, kwargs, _with_idempotency_key(m.context, key)))
+            result = effects.perform(
+                step, lambda key: skill.invoke(args, kwargs, _with_idempotency_key(m.context, key)))
     except SkillError as err:
         outcome, failure = "error", err.message
         raise PipeRuntimeError(err.message if err.message.startswith(site.name) else f"{site.name}: {err.message}",

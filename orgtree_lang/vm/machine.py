@@ -8,7 +8,7 @@ from typing import Any
 
 from orgtree_lang import types as t
 from orgtree_lang.compile.code import CodeObject, Program
-from orgtree_lang.compile.opcodes import BY_NAME, OPCODES
+from orgtree_lang.compile.opcodes import CODE, OPCODES
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.records import RecordTypes
 from orgtree_lang.runtime.values import UNBOUND, conforms
@@ -29,8 +29,7 @@ INLINE = frozenset({
     "COMPARE_JUMP_IF_FALSE", "COMPARE", "JUMP_IF_FALSE", "JUMP", "FOR_ITER", "POP", "CALL_BUILTIN",
     "CALL_PIPELINE", "RETURN",
 })
-_CODE = {name: spec.code for name, spec in BY_NAME.items()}
-_HANDLERS = {_CODE[name]: handler for name, handler in HANDLERS.items()}
+_HANDLERS = {CODE[name]: handler for name, handler in HANDLERS.items()}
 _OPERAND_FUNCS = {"binop": BINARY_FUNCS, "compare": COMPARE_FUNCS, "unary": UNARY_FUNCS}
 
 
@@ -64,7 +63,8 @@ class Machine:
 
     # ---- starting and resuming ------------------------------------------
 
-    def start(self, entry: str | None = None, inputs: dict[str, Any] | None = None, run_id: str | None = None) -> RunState:
+    def start(self, entry: str | None = None, inputs: dict[str, Any] | None = None,
+              run_id: str | None = None) -> RunState:
         """Create the run state for calling `entry` with `inputs` (validated against its parameters)."""
         code = self.program.entry(entry)
         frame = Frame(code.name, 0, [], [UNBOUND] * len(code.varnames), [], code, node=code.name)
@@ -212,13 +212,13 @@ class Machine:
         state = self.state
         right = None  # the right operand of the last BINARY/COMPARE, for error messages
         left = None
-        code_of = _CODE
-        STMT, LOAD_LOCAL, LOAD_CONST = code_of["STMT"], code_of["LOAD_LOCAL"], code_of["LOAD_CONST"]
-        LOAD_LOCAL2, BINARY_CONST, STORE_LOCAL = code_of["LOAD_LOCAL2"], code_of["BINARY_CONST"], code_of["STORE_LOCAL"]
-        COMPARE_JUMP_IF_FALSE, FOR_ITER_STORE = code_of["COMPARE_JUMP_IF_FALSE"], code_of["FOR_ITER_STORE"]
-        BINARY, COMPARE, JUMP, JUMP_IF_FALSE = code_of["BINARY"], code_of["COMPARE"], code_of["JUMP"], code_of["JUMP_IF_FALSE"]
-        FOR_ITER, POP, CALL_BUILTIN = code_of["FOR_ITER"], code_of["POP"], code_of["CALL_BUILTIN"]
-        CALL_PIPELINE, RETURN = code_of["CALL_PIPELINE"], code_of["RETURN"]
+        # Opcodes bound to locals once, so the loop compares plain ints.
+        STMT, LOAD_LOCAL, LOAD_CONST = CODE["STMT"], CODE["LOAD_LOCAL"], CODE["LOAD_CONST"]
+        LOAD_LOCAL2, BINARY_CONST, STORE_LOCAL = CODE["LOAD_LOCAL2"], CODE["BINARY_CONST"], CODE["STORE_LOCAL"]
+        COMPARE_JUMP_IF_FALSE, FOR_ITER_STORE = CODE["COMPARE_JUMP_IF_FALSE"], CODE["FOR_ITER_STORE"]
+        BINARY, COMPARE, JUMP, JUMP_IF_FALSE = CODE["BINARY"], CODE["COMPARE"], CODE["JUMP"], CODE["JUMP_IF_FALSE"]
+        FOR_ITER, POP, CALL_BUILTIN = CODE["FOR_ITER"], CODE["POP"], CODE["CALL_BUILTIN"]
+        CALL_PIPELINE, RETURN = CODE["CALL_PIPELINE"], CODE["RETURN"]
         handlers = _HANDLERS
         call_builtin = calls.call_builtin
         while True:

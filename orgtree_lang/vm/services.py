@@ -20,7 +20,7 @@ class ChildBuilder(Protocol):
     """Builds the machine that runs a generated module for an ambiguous block (engine.factory implements it)."""
 
     def __call__(self, parent: Machine, block: BlockContext, program, resolver: BlockResolver | None,
-                 budget: Budget) -> Machine: ...
+                 budget: Budget, context: Any = None) -> Machine: ...
 
 
 @dataclass(frozen=True)
