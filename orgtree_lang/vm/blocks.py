@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Protocol
 
-from orgtree_lang import types as t
+from orgtree_lang.syntax import types as t
 from orgtree_lang.compile.code import AmbiguousSpec
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.records import RecordTypes

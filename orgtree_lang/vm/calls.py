@@ -6,7 +6,7 @@ import dataclasses
 import time
 from typing import Any
 
-from orgtree_lang import types as t
+from orgtree_lang.syntax import types as t
 from orgtree_lang.compile.opcodes import CODE
 from orgtree_lang.runtime.builtins import BUILTINS
 from orgtree_lang.runtime.errors import PipeRuntimeError, SkillError

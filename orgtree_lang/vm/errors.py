@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from orgtree_lang import types as t
+from orgtree_lang.syntax import types as t
 from orgtree_lang.compile.code import CodeObject
 from orgtree_lang.compile.opcodes import OPCODES
 from orgtree_lang.runtime.builtins import error_value

@@ -6,16 +6,16 @@ import dataclasses
 import uuid
 from typing import Any
 
-from orgtree_lang import types as t
 from orgtree_lang.compile.code import CodeObject, Program
 from orgtree_lang.compile.opcodes import CODE, OPCODES
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.records import RecordTypes
 from orgtree_lang.runtime.values import UNBOUND, conforms
+from orgtree_lang.syntax import types as t
 from orgtree_lang.vm import calls
+from orgtree_lang.vm.blocks import RELOAD
 from orgtree_lang.vm.budget import ModelSpend, TreeMeter, budget_exceeded
 from orgtree_lang.vm.errors import handle_error, translate
-from orgtree_lang.vm.blocks import RELOAD
 from orgtree_lang.vm.instructions import BINARY_FUNCS, COMPARE_FUNCS, HANDLERS, UNARY_FUNCS
 from orgtree_lang.vm.observe import observe
 from orgtree_lang.vm.services import Services, TreePlace
