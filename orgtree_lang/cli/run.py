@@ -8,11 +8,40 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from orgtree_lang.cli.main import EXIT_COMPILE, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE
-
-
+from orgtree_lang.cli.options import (EXIT_COMPILE, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, add_budget_options,
+                                      add_model_options, add_verb, add_workspace_option, budget_from_args)
 from orgtree_lang.runtime.inputs import InputError as UsageError
 from orgtree_lang.runtime.inputs import parse_input
+
+
+def register(commands) -> None:
+    run = add_verb(commands, "run", handler=command_run, help="compile and run a program",
+                   description="Compile FILE and run its entry pipeline (`main`, else its only one). "
+                               "Printed lines and the result go to stdout; errors to stderr.",
+                   examples=["pipe run examples/hello.pipe -i name=Ada",
+                             "pipe run triage.pipe --inputs inputs.json --max-steps 10000 --json"])
+    run.add_argument("file", metavar="FILE", help="the .pipe program")
+    run.add_argument("-i", "--input", dest="inputs", action="append", default=[], metavar="KEY=VALUE",
+                     help="an input of the entry pipeline, parsed by the parameter's type (repeatable)")
+    run.add_argument("--inputs", dest="inputs_file", metavar="FILE.json", help="inputs as a JSON object")
+    run.add_argument("--entry", metavar="NAME", help="the pipeline to run (default: main, or the only pipeline)")
+    add_budget_options(run)
+    run.add_argument("--trace", metavar="FILE", help="write the JSONL trace here "
+                                                     "(default: WORKSPACE/.orgtree/runs/<id>/trace.jsonl)")
+    add_workspace_option(run, default=None, help="workspace root for fs skills and .orgtree/ "
+                                                 "(default: the program's folder)")
+    run.add_argument("--json", action="store_true", help="print one JSON envelope: output, run id, status, usage")
+    run.add_argument("--debug", action="store_true", help="show Python tracebacks for internal errors")
+    add_model_options(run)
+    run.add_argument("--durability", choices=("power", "process"), default="power",
+                     help="power (default): every journaled step is on disk before the run moves on; process: "
+                          "it survives kill -9 and crashes of the process, is much faster, and may lose the last "
+                          "steps on a power loss (they then run again, with the same idempotency keys)")
+    run.add_argument("--no-tree", action="store_true",
+                     help="do not record the org tree (each call costs about 15-20 µs more with it; see "
+                          "benchmarks/orgtree_overhead.py); `pipe tree` and call history then miss this run")
+    run.add_argument("--no-journal", action="store_true",
+                     help="do not journal the run (it then cannot be resumed, replayed or forked)")
 
 
 def command_run(args) -> int:
@@ -69,7 +98,7 @@ def command_run(args) -> int:
                                                program_path=path), compiled.source, resumable=not args.no_journal,
                           workspace=root)
     if code == EXIT_OK and decomposer is not None:
-        from orgtree_lang.cli.pool import promote_after_run
+        from orgtree_lang.cli.skills import promote_after_run
 
         promote_after_run(root, models, registry)
     return code
@@ -118,14 +147,6 @@ def make_models(args, program=None):
                 print(f"pipe run: model answers come from {spec}, not from a live model", file=sys.stderr)
                 args.scripted_models = True
     return models
-
-
-def budget_from_args(args):
-    from orgtree_lang.vm.budget import Budget
-
-    return Budget(max_steps=args.max_steps or Budget().max_steps, max_seconds=args.max_seconds,
-                  max_skill_calls=args.max_skill_calls, max_tokens=getattr(args, "max_tokens", None),
-                  max_cost=getattr(args, "max_cost", None))
 
 
 class RunSession:

@@ -6,22 +6,22 @@ import json
 import sys
 from pathlib import Path
 
-from orgtree_lang.cli.main import EXIT_OK, EXIT_USAGE
+from orgtree_lang.cli.options import EXIT_OK, EXIT_USAGE, add_verb, add_workspace_option
 
 
-def add_tree_command(commands) -> None:
-    tree = commands.add_parser(
-        "tree", help="show a run's org tree",
+def register(commands) -> None:
+    tree = add_verb(
+        commands, "tree", handler=command_tree, help="show a run's org tree",
         description="Show the org tree of RUN (default: the latest run): every pipeline call, skill call and "
                     "ambiguous block with the generated child run under it, with status, duration, model tokens "
-                    "and cost (a node's figures include everything under it).")
+                    "and cost (a node's figures include everything under it).",
+        examples=["pipe tree", "pipe tree 3f2a --depth 2 --every-call"])
     tree.add_argument("run", nargs="?", metavar="RUN", help="a run id or a unique prefix of one (default: latest)")
-    tree.add_argument("--workspace", metavar="DIR", default=".", help="the workspace (default: this folder)")
+    add_workspace_option(tree)
     tree.add_argument("--every-call", action="store_true",
                       help="one line per skill call (default: consecutive calls of one skill are folded)")
     tree.add_argument("--depth", type=int, metavar="N", help="show N levels below the entry pipeline")
     tree.add_argument("--json", action="store_true", help="print the nodes as a JSON list")
-    tree.set_defaults(handler=command_tree)
 
 
 def command_tree(args) -> int:

@@ -7,72 +7,69 @@ import sys
 import time
 from pathlib import Path
 
-from orgtree_lang.cli.main import EXIT_COMPILE, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, add_model_options
+from orgtree_lang.cli.options import (EXIT_COMPILE, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, add_budget_options,
+                                      add_model_options, add_verb, add_workspace_option, budget_from_args)
+
+_WORKSPACE_HELP = "the workspace whose .orgtree/runs holds the run (default: this folder)"
 
 
-def add_run_commands(commands) -> None:
-    def with_workspace(parser):
-        parser.add_argument("--workspace", metavar="DIR", default=".",
-                            help="the workspace whose .orgtree/runs holds the run (default: this folder)")
+def register(commands) -> None:
+    def verb(name: str, **fields):
+        parser = add_verb(commands, name, **fields)
+        add_workspace_option(parser, help=_WORKSPACE_HELP)
         return parser
 
-    def with_budgets(parser):
-        parser.add_argument("--max-steps", type=int, metavar="N", help="new step limit (steps already done count)")
-        parser.add_argument("--max-seconds", type=float, metavar="S", help="new limit on wall seconds (so far count)")
-        parser.add_argument("--max-skill-calls", type=int, metavar="N", help="new limit on skill calls")
-        parser.add_argument("--max-tokens", type=int, metavar="N", help="new limit on model tokens (so far count)")
-        parser.add_argument("--max-cost", type=float, metavar="USD", help="new limit on model cost (so far counts)")
+    def with_attempt_options(parser):
+        add_budget_options(parser, resumed=True)
         parser.add_argument("--json", action="store_true", help="print one JSON envelope")
         parser.add_argument("--debug", action="store_true", help="show Python tracebacks for internal errors")
         add_model_options(parser)
         return parser
 
-    runs = with_workspace(commands.add_parser("runs", help="list the saved runs of a workspace",
-                                              description="List runs: id, program, status, start, duration, steps."))
+    runs = verb("runs", handler=command_runs, help="list the saved runs of a workspace",
+                description="List runs: id, program, status, start, duration, steps.",
+                examples=["pipe runs", "pipe runs --workspace examples --json"])
     runs.add_argument("--json", action="store_true", help="print JSON")
-    runs.set_defaults(handler=command_runs)
 
-    show = with_workspace(commands.add_parser("show", help="show a run: inputs, output, error, node tree",
-                                              description="Show a saved run."))
+    show = verb("show", handler=command_show, help="show a run: inputs, output, error, node tree",
+                description="Show a saved run.", examples=["pipe show 3f2a", "pipe show 3f2a9c1d7e0b --json"])
     show.add_argument("run", metavar="RUN", help="a run id (or a unique prefix of one)")
     show.add_argument("--json", action="store_true", help="print JSON")
-    show.set_defaults(handler=command_show)
 
-    resume = with_budgets(with_workspace(commands.add_parser(
-        "resume", help="continue a crashed, stopped or failed run",
+    resume = with_attempt_options(verb(
+        "resume", handler=command_resume, help="continue a crashed, stopped or failed run",
         description="Continue RUN from its last checkpoint without redoing journaled steps. If the program "
-                    "changed, the finished part is re-run against the journal: it must ask for the same steps.")))
+                    "changed, the finished part is re-run against the journal: it must ask for the same steps.",
+        examples=["pipe resume 3f2a", "pipe resume 3f2a --max-steps 50000 --program moved/triage.pipe"]))
     resume.add_argument("run", metavar="RUN")
     resume.add_argument("--from-scratch", action="store_true",
                         help="forget the journal and run again from the start (side effects happen again)")
     resume.add_argument("--program", metavar="FILE", help="the program, if it moved since the run started")
-    resume.set_defaults(handler=command_resume)
 
-    replay = with_workspace(commands.add_parser(
-        "replay", help="re-execute a run from its journal, with no outside calls",
-        description="Re-execute RUN offline: every side-effecting step comes from the journal. Compares the "
-                    "output, result and trace with the original and reports the first difference."))
+    replay = verb("replay", handler=command_replay, help="re-execute a run from its journal, with no outside calls",
+                  description="Re-execute RUN offline: every side-effecting step comes from the journal. Compares "
+                              "the output, result and trace with the original and reports the first difference.",
+                  examples=["pipe replay 3f2a", "pipe replay 3f2a --quiet"])
     replay.add_argument("run", metavar="RUN")
     replay.add_argument("--quiet", action="store_true", help="do not print the replayed output")
-    replay.set_defaults(handler=command_replay)
 
-    retry = with_budgets(with_workspace(commands.add_parser(
-        "retry", help="run one node of a run again, reusing everything else",
+    retry = with_attempt_options(verb(
+        "retry", handler=command_retry, help="run one node of a run again, reusing everything else",
         description="Run node NODE of RUN (and what depends on its result) again; every other journaled step "
-                    "is reused. `pipe show RUN` lists the nodes.")))
+                    "is reused. `pipe show RUN` lists the nodes.",
+        examples=["pipe retry 3f2a --node main/fetch#2"]))
     retry.add_argument("run", metavar="RUN")
     retry.add_argument("--node", required=True, metavar="NODE", help="e.g. main/fetch#2")
-    retry.set_defaults(handler=command_retry)
 
-    fork = with_budgets(with_workspace(commands.add_parser(
-        "fork", help="start a new run from a step of an old one",
+    fork = with_attempt_options(verb(
+        "fork", handler=command_fork, help="start a new run from a step of an old one",
         description="Start a new run from step STEP of RUN (its journaled effects are reused up to there), "
-                    "with some inputs (at step 0) or variables changed.")))
+                    "with some inputs (at step 0) or variables changed.",
+        examples=["pipe fork 3f2a --at 0 -i name=Ada", "pipe fork 3f2a --at 12 -i tries=5"]))
     fork.add_argument("run", metavar="RUN")
     fork.add_argument("--at", type=int, required=True, metavar="STEP", help="the step to start from (0: the start)")
     fork.add_argument("-i", "--set", dest="changes", action="append", default=[], metavar="NAME=VALUE",
                       help="an input (at step 0) or a variable of the pipeline running at STEP")
-    fork.set_defaults(handler=command_fork)
 
 
 def _fail(command: str, message: str, code: int = EXIT_USAGE) -> int:
@@ -155,7 +152,7 @@ def command_show(args) -> int:
 
 def _attempt(args, command: str, action, source_for_errors) -> int:
     """Run a resume/retry/fork attempt through the same reporting as `pipe run`."""
-    from orgtree_lang.cli.run import RunSession, budget_from_args, make_decomposer
+    from orgtree_lang.cli.run import RunSession, make_decomposer
     from orgtree_lang.durable.journal import JournalError
     from orgtree_lang.models.roles import RunModels
     from orgtree_lang.pool.registry import workspace_registry
