@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from orgtree_lang.cli.options import EXIT_OK, EXIT_USAGE, add_sub_verbs, add_verb, add_workspace_option
+from orgtree_lang.cli.options import EXIT_OK, add_sub_verbs, add_verb, add_workspace_option
 
 BAR_WIDTH = 30
 LARGE_INPUT = 256 * 1024  # bytes; smaller inputs index too fast for a progress bar to help
@@ -83,17 +83,10 @@ def _memory(args, index: bool = True, vectors: bool = True):
 
 
 def command_add(args) -> int:
-    from orgtree_lang.memory.memory import MemoryInputError
-
     large = sum(Path(f).stat().st_size for f in args.files if Path(f).is_file()) >= LARGE_INPUT
     with _memory(args, vectors=not args.keyword_only) as memory:
         for name in args.files:
-            try:
-                doc = memory.add_file(name, tags=args.tags,
-                                      progress=ProgressBar(f"indexing {name}") if large else None)
-            except MemoryInputError as exc:
-                print(f"pipe ctx add: {exc}", file=sys.stderr)
-                return EXIT_USAGE
+            doc = memory.add_file(name, tags=args.tags, progress=ProgressBar(f"indexing {name}") if large else None)
             pieces = len(memory.store.children(doc.id))
             print(f"#{doc.id}  {name}  {doc.end} bytes  {pieces} pieces")
     return EXIT_OK
@@ -117,14 +110,8 @@ def command_search(args) -> int:
 
 
 def command_show(args) -> int:
-    from orgtree_lang.memory.memory import MemoryInputError
-
     with _memory(args, index=False) as memory:
-        try:
-            node = memory.get(args.node)
-        except MemoryInputError as exc:
-            print(f"pipe ctx show: {exc}", file=sys.stderr)
-            return EXIT_USAGE
+        node = memory.get(args.node)
         children = memory.store.children(node.id)
         spans = memory.spans(node)
         if args.json:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+import traceback
 
 from orgtree_lang import __version__
 from orgtree_lang.cli import ctx, modules, pad, run, saved_runs, skills, tools, tree
-from orgtree_lang.cli.options import EXIT_OK, EXIT_USAGE
+from orgtree_lang.cli.options import EXIT_OK, EXIT_RUNTIME, EXIT_USAGE
+from orgtree_lang.syntax.errors import PipeError
 
 # In the order `pipe --help` lists them; each module's `register(commands)` adds its verbs with their handlers.
 VERB_MODULES = (run, tools, saved_runs, modules, tree, ctx, pad, skills)
@@ -30,18 +32,29 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one `pipe` command; every error a user should see is rendered here, once, with its exit code."""
     parser = build_parser()
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    debug = getattr(args, "debug", False)
     try:
         return args.handler(args)
+    except PipeError as err:
+        print(err.render(args.verb, debug=debug), file=sys.stderr)
+        return err.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return EXIT_OK
+    except Exception as exc:  # a bug in orgtree_lang itself: say so plainly, traceback only with --debug
+        if debug:
+            traceback.print_exc()
+        print(f"internal error: {type(exc).__name__}: {exc}\n  = this is a bug in orgtree_lang, not in your "
+              "program; run with --debug for the Python traceback", file=sys.stderr)
+        return EXIT_RUNTIME
 
 
 def entry() -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from orgtree_lang.cli.options import EXIT_OK, EXIT_USAGE, add_sub_verbs, add_verb, add_workspace_option
+from orgtree_lang.cli.options import EXIT_OK, add_sub_verbs, add_verb, add_workspace_option
+from orgtree_lang.runtime.errors import UsageError
 
 
 def register(commands) -> None:
@@ -50,13 +51,10 @@ def command_show(args) -> int:
     matches = matching_modules(store, args.name)
     if not matches:
         names = ", ".join(str(m.path.relative_to(store.root)) for m in store.all()) or "none"
-        print(f"pipe modules show: no module `{args.name}` (saved modules: {names})", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(f"no module `{args.name}` (saved modules: {names})")
     if len(matches) > 1:
         names = ", ".join(str(m.path.relative_to(store.root)) for m in matches)
-        print(f"pipe modules show: `{args.name}` names several modules ({names}); write PARENT/BLOCK",
-              file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(f"`{args.name}` names several modules ({names}); write PARENT/BLOCK")
     module = matches[0]
     sys.stdout.write(module.path.read_text(encoding="utf-8"))
     if args.review:

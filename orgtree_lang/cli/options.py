@@ -7,10 +7,11 @@ import textwrap
 from pathlib import Path
 from typing import Callable
 
-EXIT_OK = 0
-EXIT_USAGE = 2
-EXIT_COMPILE = 65
-EXIT_RUNTIME = 70
+from orgtree_lang.syntax.errors import EXIT_COMPILE, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE
+
+__all__ = ["EXIT_OK", "EXIT_USAGE", "EXIT_COMPILE", "EXIT_RUNTIME", "add_verb", "add_sub_verbs", "add_workspace_option",
+           "add_budget_options", "budget_from_args", "add_model_options", "add_reviewer_options", "positive",
+           "registry_near"]
 
 WORKSPACE_HELP = "the workspace (default: this folder)"
 HELP_WIDTH = 78
@@ -24,6 +25,8 @@ def add_verb(commands, name: str, *, help: str, description: str, examples: list
     parser = commands.add_parser(name, help=help, description=textwrap.fill(description, HELP_WIDTH), usage=usage,
                                  epilog=f"example{'s' if len(examples) > 1 else ''}:\n{lines}",
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    # `verb` names the command in its error messages (`pipe skills history: ...`); a sub-verb's replaces its verb's.
+    parser.set_defaults(verb=parser.prog)
     if handler is not None:
         parser.set_defaults(handler=handler)
     return parser

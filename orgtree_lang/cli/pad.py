@@ -7,7 +7,8 @@ import sys
 import time
 from pathlib import Path
 
-from orgtree_lang.cli.options import EXIT_OK, EXIT_USAGE, add_sub_verbs, add_verb, add_workspace_option
+from orgtree_lang.cli.options import EXIT_OK, add_sub_verbs, add_verb, add_workspace_option
+from orgtree_lang.runtime.errors import UsageError
 
 
 def register(commands) -> None:
@@ -46,8 +47,7 @@ def _state_db(workspace: str) -> Path | None:
 
     path = state_db_path(Path(workspace))
     if not Path(workspace).is_dir():
-        print(f"pipe: no such workspace folder: {workspace}", file=sys.stderr)
-        return None
+        raise UsageError(f"no such workspace folder: {workspace}")
     if not path.is_file():
         print(f"nothing recorded yet: {path} does not exist", file=sys.stderr)
         return None
@@ -58,11 +58,10 @@ def command_pad_show(args) -> int:
     from orgtree_lang.memory.scratchpad import Scratchpad
 
     if args.last is not None and args.last < 1:
-        print(f"pipe pad show: --last expects a number above 0, got {args.last}", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(f"--last expects a number above 0, got {args.last}")
     path = _state_db(args.workspace)
     if path is None:
-        return EXIT_OK if Path(args.workspace).is_dir() else EXIT_USAGE
+        return EXIT_OK
     with Scratchpad(path) as pad:
         notes = pad.notes(agent=args.agent, limit=args.last)
     for note in notes:
@@ -80,7 +79,7 @@ def command_insights_list(args) -> int:
 
     path = _state_db(args.workspace)
     if path is None:
-        return EXIT_OK if Path(args.workspace).is_dir() else EXIT_USAGE
+        return EXIT_OK
     with InsightPool(path) as pool:
         if args.proposals:
             rows = [p.to_dict() for p in pool.proposals()]

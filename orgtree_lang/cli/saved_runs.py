@@ -7,8 +7,9 @@ import sys
 import time
 from pathlib import Path
 
-from orgtree_lang.cli.options import (EXIT_COMPILE, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, add_budget_options,
-                                      add_model_options, add_verb, add_workspace_option, budget_from_args)
+from orgtree_lang.cli.options import (EXIT_OK, EXIT_RUNTIME, add_budget_options, add_model_options, add_verb,
+                                      add_workspace_option, budget_from_args)
+from orgtree_lang.runtime.errors import PipeRuntimeError, UsageError
 
 _WORKSPACE_HELP = "the workspace whose .orgtree/runs holds the run (default: this folder)"
 
@@ -72,11 +73,6 @@ def register(commands) -> None:
                       help="an input (at step 0) or a variable of the pipeline running at STEP")
 
 
-def _fail(command: str, message: str, code: int = EXIT_USAGE) -> int:
-    print(f"pipe {command}: {message}", file=sys.stderr)
-    return code
-
-
 def command_runs(args) -> int:
     from orgtree_lang.durable.runs import list_runs
 
@@ -98,16 +94,13 @@ def command_runs(args) -> int:
 
 
 def command_show(args) -> int:
-    from orgtree_lang.durable.journal import Journal, JournalError
+    from orgtree_lang.durable.journal import Journal
     from orgtree_lang.durable.runs import effective_status, find_run
     from orgtree_lang.durable.session import node_names
     from orgtree_lang.runtime.values import decode, display, to_plain
 
-    try:
-        run_dir = find_run(Path(args.workspace), args.run)
-        journal = Journal.open(run_dir)
-    except JournalError as err:
-        return _fail("show", str(err))
+    run_dir = find_run(Path(args.workspace), args.run)
+    journal = Journal.open(run_dir)
     try:
         meta = journal.meta()
         steps = journal.steps()
@@ -150,14 +143,11 @@ def command_show(args) -> int:
     return EXIT_OK
 
 
-def _attempt(args, command: str, action, source_for_errors) -> int:
+def _attempt(args, action, source_for_errors) -> int:
     """Run a resume/retry/fork attempt through the same reporting as `pipe run`."""
     from orgtree_lang.cli.run import RunSession, make_decomposer
-    from orgtree_lang.durable.journal import JournalError
     from orgtree_lang.models.roles import RunModels
     from orgtree_lang.pool.registry import workspace_registry
-    from orgtree_lang.runtime.inputs import InputError
-    from orgtree_lang.syntax.diagnostics import CompileError
 
     registry = workspace_registry(Path(args.workspace))
     run_id = getattr(args, "new_run_id", None) or args.run
@@ -171,34 +161,8 @@ def _attempt(args, command: str, action, source_for_errors) -> int:
                               decomposer_factory=decomposer_for,
                               models=RunModels.from_config(args.model, args.review_model,
                                                            api_base=getattr(args, "api_base", None)))
-    failure: list[int] = []
-
-    def attempt():
-        try:
-            return action(Path(args.workspace), registry, options)
-        except (JournalError, InputError) as err:
-            failure.append(_fail(command, str(err)))
-        except CompileError as err:
-            print(err.render(), file=sys.stderr)
-            failure.append(EXIT_COMPILE)
-        return None
-
-    def guarded():
-        machine = attempt()
-        if machine is None:
-            raise _Stop()
-        return machine
-
-    try:
-        return session.report(guarded, source_for_errors(), resumable=True, workspace=Path(args.workspace))
-    except _Stop:
-        return failure[0] if failure else EXIT_RUNTIME
-
-
-class _Stop(BaseException):
-    """An attempt that could not start (bad run id, corrupt journal, compile error): already reported.
-
-    A BaseException, so that RunSession.report does not take it for a bug in orgtree_lang."""
+    return session.report(lambda: action(Path(args.workspace), registry, options), source_for_errors(),
+                          resumable=True, workspace=Path(args.workspace))
 
 
 def _current_source(args):
@@ -222,7 +186,7 @@ def _current_source(args):
 def command_resume(args) -> int:
     from orgtree_lang.durable import session
 
-    return _attempt(args, "resume", lambda root, registry, options: session.resume(
+    return _attempt(args, lambda root, registry, options: session.resume(
         root, args.run, registry, options, from_scratch=args.from_scratch,
         program_path=Path(args.program) if args.program else None), _current_source(args))
 
@@ -230,7 +194,7 @@ def command_resume(args) -> int:
 def command_retry(args) -> int:
     from orgtree_lang.durable import session
 
-    return _attempt(args, "retry", lambda root, registry, options: session.retry(
+    return _attempt(args, lambda root, registry, options: session.retry(
         root, args.run, registry, options, args.node), _current_source(args))
 
 
@@ -242,31 +206,29 @@ def command_fork(args) -> int:
     for pair in args.changes:
         key, sep, value = pair.partition("=")
         if not sep:
-            return _fail("fork", f"-i expects NAME=VALUE, got {pair!r}")
+            raise UsageError(f"-i expects NAME=VALUE, got {pair!r}")
         changes[key] = value
     args.new_run_id = new_run_id()
-    code = _attempt(args, "fork", lambda root, registry, options: session.fork(
-        root, args.run, registry, options, args.at, changes), _current_source(args))
-    if code in (EXIT_OK, EXIT_RUNTIME) and (Path(args.workspace) / ".orgtree" / "runs" / args.new_run_id).is_dir():
-        print(f"forked run {args.run} at step {args.at} into run {args.new_run_id}", file=sys.stderr)
+    forked = f"forked run {args.run} at step {args.at} into run {args.new_run_id}"
+    try:
+        code = _attempt(args, lambda root, registry, options: session.fork(
+            root, args.run, registry, options, args.at, changes), _current_source(args))
+    except PipeRuntimeError as err:
+        if (Path(args.workspace) / ".orgtree" / "runs" / args.new_run_id).is_dir():
+            err.add_note(forked)
+        raise
+    if (Path(args.workspace) / ".orgtree" / "runs" / args.new_run_id).is_dir():
+        print(forked, file=sys.stderr)
     return code
 
 
 def command_replay(args) -> int:
     from orgtree_lang.durable import session
-    from orgtree_lang.durable.journal import JournalError
     from orgtree_lang.pool.registry import workspace_registry
-    from orgtree_lang.syntax.diagnostics import CompileError
 
     printer = None if args.quiet else print
-    try:
-        report = session.replay(Path(args.workspace), args.run, workspace_registry(Path(args.workspace)),
-                                printer=printer)
-    except JournalError as err:
-        return _fail("replay", str(err))
-    except CompileError as err:
-        print(err.render(), file=sys.stderr)
-        return EXIT_COMPILE
+    report = session.replay(Path(args.workspace), args.run, workspace_registry(Path(args.workspace)),
+                            printer=printer)
     print(f"replayed run {report.run_id}: {report.reused} journaled step(s) reused, "
           f"{report.outside_calls} outside call(s)", file=sys.stderr)
     if report.identical:

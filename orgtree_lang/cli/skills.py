@@ -9,8 +9,9 @@ import json
 import sys
 from pathlib import Path
 
-from orgtree_lang.cli.options import (EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, add_reviewer_options, add_sub_verbs,
-                                      add_verb, add_workspace_option, registry_near)
+from orgtree_lang.cli.options import (EXIT_OK, EXIT_RUNTIME, add_reviewer_options, add_sub_verbs, add_verb,
+                                      add_workspace_option, registry_near)
+from orgtree_lang.runtime.errors import UsageError
 
 
 def register(commands) -> None:
@@ -28,7 +29,7 @@ def register(commands) -> None:
     actions = add_sub_verbs(skills, action=_ActionOrSkill)
 
     def action(name: str, handler, help: str, examples: list[str]) -> argparse.ArgumentParser:
-        parser = add_verb(actions, name, handler=_reported(name, handler), help=help, description=help,
+        parser = add_verb(actions, name, handler=handler, help=help, description=help,
                           examples=examples)
         add_workspace_option(parser)
         return parser
@@ -112,33 +113,6 @@ class _AnyWord:
         return iter(self.actions)
 
 
-def _reported(action: str, handler):
-    """Run an action; a pool, model, review or skill error is printed as `pipe skills ACTION: message` + hint."""
-
-    def run(args) -> int:
-        try:
-            return handler(args)
-        except _pool_errors() as err:
-            print(f"pipe skills {action}: {err.message}", file=sys.stderr)
-            if getattr(err, "hint", None):
-                print(f"  = hint: {err.hint}", file=sys.stderr)
-            from orgtree_lang.models.base import ModelError
-            from orgtree_lang.review.errors import ReviewError
-
-            return EXIT_RUNTIME if isinstance(err, (ModelError, ReviewError)) else EXIT_USAGE
-
-    return run
-
-
-def _pool_errors() -> tuple[type, ...]:
-    from orgtree_lang.models.base import ModelError
-    from orgtree_lang.pool.store import PoolError
-    from orgtree_lang.review.errors import ReviewError
-    from orgtree_lang.runtime.errors import SkillError
-
-    return PoolError, ModelError, ReviewError, SkillError
-
-
 def command_skills(args) -> int:
     registry = registry_near(args.workspace)
     if args.name is None:
@@ -150,8 +124,7 @@ def command_skills(args) -> int:
     else:
         suggestion = registry.suggest(args.name)
         hint = f"; did you mean `{suggestion}`?" if suggestion else ""
-        print(f"pipe skills: no skill or namespace `{args.name}`{hint}", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(f"no skill or namespace `{args.name}`{hint}")
     skills = sorted(skills, key=lambda s: s.name)
     if args.json:
         print(json.dumps([_skill_json(s) for s in skills], indent=1))
@@ -202,8 +175,7 @@ def history_command(args) -> int:
     try:
         calls = workspace_history(Path(args.workspace))(args.name, args.limit)
     except RuntimeError as err:
-        print(f"pipe skills history: {err}", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(str(err)) from None
     if args.json:
         print(json.dumps([call.__dict__ for call in calls], indent=1))
         return EXIT_OK
@@ -320,13 +292,11 @@ def promote_command(args) -> int:
     if len(saved) != 1:
         names = ", ".join(str(m.path.relative_to(store.root)) for m in (saved or store.all())) or "none"
         what = "names several modules" if saved else "is not a saved module"
-        print(f"pipe skills promote: `{args.module}` {what} (candidates: {names})", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(f"`{args.module}` {what} (candidates: {names})")
     reviewer = _reviewer(args)
     if reviewer is None:
-        print("pipe skills promote: promotion needs a reviewer model: pass --review-model SPEC or --model SPEC "
-              "(or set PIPE_MODEL)", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError("promotion needs a reviewer model: pass --review-model SPEC or --model SPEC "
+                         "(or set PIPE_MODEL)")
     result = promote_module(root, saved[0], reviewer=reviewer, registry=workspace_registry(root), name=args.name,
                             progress=lambda text: print(text, file=sys.stderr))
     for index, case in enumerate(result["cases"]):

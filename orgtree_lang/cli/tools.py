@@ -53,13 +53,8 @@ def command_check(args) -> int:
 def command_dis(args) -> int:
     from orgtree_lang.compile.api import compile_file
     from orgtree_lang.compile.disassemble import disassemble
-    from orgtree_lang.syntax.diagnostics import CompileError
 
-    try:
-        compiled = compile_file(args.file, registry_near(args.file))
-    except CompileError as err:
-        print(err.render(), file=sys.stderr)
-        return EXIT_COMPILE
+    compiled = compile_file(args.file, registry_near(args.file))
     if args.json:
         print(json.dumps(compiled.program.to_json(), indent=1))
     else:

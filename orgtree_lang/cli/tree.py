@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
-from orgtree_lang.cli.options import EXIT_OK, EXIT_USAGE, add_verb, add_workspace_option
+from orgtree_lang.cli.options import EXIT_OK, add_verb, add_workspace_option
+from orgtree_lang.runtime.errors import UsageError
 
 
 def register(commands) -> None:
@@ -31,13 +31,11 @@ def command_tree(args) -> int:
 
     path = state_db_path(Path(args.workspace))
     if not path.is_file():
-        print(f"pipe tree: no runs recorded in {Path(args.workspace).resolve()} (no {path})", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(f"no runs recorded in {Path(args.workspace).resolve()} (no {path})")
     with TreeStore(path) as store:
         runs = store.run_ids()
         if not runs:
-            print(f"pipe tree: no runs recorded in {path}", file=sys.stderr)
-            return EXIT_USAGE
+            raise UsageError(f"no runs recorded in {path}")
         if args.run is None:
             run_id = runs[0]
         else:
@@ -45,9 +43,7 @@ def command_tree(args) -> int:
             if len(matches) != 1:
                 what = "no run" if not matches else f"{len(matches)} runs"
                 shown = ", ".join((matches or runs)[:8])
-                print(f"pipe tree: {what} matching `{args.run}`; {'they are' if matches else 'recent runs'}: "
-                      f"{shown}", file=sys.stderr)
-                return EXIT_USAGE
+                raise UsageError(f"{what} matching `{args.run}`; {'they are' if matches else 'recent runs'}: {shown}")
             run_id = matches[0]
         nodes = store.run_nodes(run_id)
     if args.json:
