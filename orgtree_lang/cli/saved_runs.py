@@ -147,7 +147,7 @@ def _attempt(args, action, source_for_errors) -> int:
     """Run a resume/retry/fork attempt through the same reporting as `pipe run`."""
     from orgtree_lang.cli.run import RunSession, make_decomposer
     from orgtree_lang.models.roles import RunModels
-    from orgtree_lang.pool.registry import workspace_registry
+    from orgtree_lang.engine.registries import workspace_registry
 
     registry = workspace_registry(Path(args.workspace))
     run_id = getattr(args, "new_run_id", None) or args.run
@@ -224,7 +224,7 @@ def command_fork(args) -> int:
 
 def command_replay(args) -> int:
     from orgtree_lang.durable import session
-    from orgtree_lang.pool.registry import workspace_registry
+    from orgtree_lang.engine.registries import workspace_registry
 
     printer = None if args.quiet else print
     report = session.replay(Path(args.workspace), args.run, workspace_registry(Path(args.workspace)),
