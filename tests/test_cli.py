@@ -6,16 +6,16 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_testing import PipeResult
+from cli_testing import pipe as run_pipe
 
 
-def pipe(*args: str, cwd: Path, input_env: dict | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PIPE_NO_PLUGINS="1", **(input_env or {}))
-    return subprocess.run([sys.executable, "-m", "orgtree_lang.cli.main", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=60)
+def pipe(*args: str, cwd: Path) -> PipeResult:
+    """`pipe ARGS` in this process (the console script's own test below starts a real one)."""
+    return run_pipe(*args, cwd=cwd, env={"PIPE_NO_PLUGINS": "1"})
 
 
 def write(folder: Path, name: str, text: str) -> Path:
