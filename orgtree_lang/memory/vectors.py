@@ -9,6 +9,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
+from orgtree_lang.runtime.errors import PipeError
+
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 BATCH = 64
 # Up to this many vectors the search is exact (a flat scan takes a few ms). Above it the index is an inverted
@@ -22,7 +24,7 @@ TRAIN_PER_CELL = 40      # k-means sample size per cell (faiss warns below 39)
 QUERY_CACHE = 1024       # query embeddings kept, by model and text
 
 
-class VectorsUnavailable(RuntimeError):
+class VectorsUnavailable(PipeError, RuntimeError):
     """torch, sentence-transformers or faiss cannot be imported, or the embedding model cannot load."""
 
 
