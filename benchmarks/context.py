@@ -29,7 +29,6 @@ from pathlib import Path
 
 from orgtree_lang.memory import Memory
 from orgtree_lang.memory import memory as memory_module
-from orgtree_lang.memory.vectors import query_vector
 from orgtree_lang.models.tokens import tiktoken_encoding
 
 EMBED_SAMPLE = 500
@@ -117,6 +116,8 @@ def _tree(texts: list[tuple[str, str]], tokens: int, raw: float, raw_cpu: float)
 
 
 def _search(texts: list[tuple[str, str]], pieces_wanted: int, embed_sample: int) -> None:
+    from orgtree_lang.memory.vectors import query_vector
+
     memory_module.PIECE_TOKENS = 50
     with tempfile.TemporaryDirectory() as folder, Memory(folder, vectors=False, notice=lambda m: None) as memory:
         start = time.perf_counter()
