@@ -235,5 +235,12 @@ class VectorIndex:
             params = faiss.SearchParametersIVF(sel=selector, nprobe=probes)
         else:
             params = faiss.SearchParameters(sel=selector) if selector is not None else None
-        scores, ids = self.index.search(vector, min(k, self.index.ntotal), params=params)
+        # One query gains nothing from a thread team, and on a busy machine its threads spin waiting for each
+        # other: an exact scan of 15,000 vectors took 100 ms of wall clock with two threads, 3 ms with one.
+        threads = faiss.omp_get_max_threads()
+        faiss.omp_set_num_threads(1)
+        try:
+            scores, ids = self.index.search(vector, min(k, self.index.ntotal), params=params)
+        finally:
+            faiss.omp_set_num_threads(threads)
         return [(int(i), float(s)) for i, s in zip(ids[0], scores[0]) if i != -1]
