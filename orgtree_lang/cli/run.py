@@ -48,7 +48,7 @@ def command_run(args) -> int:
                   file=sys.stderr)
         return EXIT_USAGE
     try:
-        inputs = collect_inputs(code, args.inputs, args.inputs_file)
+        inputs = collect_inputs(code, args.inputs, args.inputs_file, program)
     except UsageError as err:
         print(f"pipe run: {err}", file=sys.stderr)
         return EXIT_USAGE
@@ -108,7 +108,8 @@ def make_models(args, program=None):
     from orgtree_lang.models.roles import RunModels
 
     try:
-        models = RunModels.from_config(args.model, args.review_model, api_base=args.api_base, record=args.record)
+        models = RunModels.from_config(args.model, args.review_model, api_base=args.api_base, record=args.record,
+                                       timeout=getattr(args, "model_timeout", None))
     except ModelError as err:
         raise UsageError(str(err)) from None
     uses_models = program is None or any(u.split(".")[0] == "llm" for u in program.uses) or \
@@ -283,8 +284,12 @@ def render_runtime_error(err, source: str | None, debug: bool = False) -> str:
     return "\n".join(lines)
 
 
-def collect_inputs(code, pairs: list[str], inputs_file: str | None) -> dict[str, Any]:
-    """Inputs from --inputs FILE.json, then -i key=value pairs (parsed by each parameter's type)."""
+def collect_inputs(code, pairs: list[str], inputs_file: str | None, program=None) -> dict[str, Any]:
+    """Inputs from --inputs FILE.json, then -i key=value pairs (parsed by each parameter's type), all checked
+    against the entry pipeline's parameters (with `program`'s record types) before the run starts."""
+    from orgtree_lang.runtime.inputs import check_inputs
+    from orgtree_lang.runtime.records import RecordTypes
+
     inputs: dict[str, Any] = {}
     if inputs_file:
         try:
@@ -301,12 +306,6 @@ def collect_inputs(code, pairs: list[str], inputs_file: str | None) -> dict[str,
         key, sep, text = pair.partition("=")
         if not sep:
             raise UsageError(f"-i expects KEY=VALUE, got {pair!r}")
-        if key not in params:
-            from orgtree_lang.syntax.diagnostics import did_you_mean
-
-            hint = did_you_mean(key, params)
-            known = ", ".join(params) or "(none)"
-            raise UsageError(f"pipeline {code.name} has no parameter `{key}`"
-                             f"{'; ' + hint if hint else ''} (parameters: {known})")
-        inputs[key] = parse_input(key, text, params[key].type)
+        inputs[key] = parse_input(key, text, params[key].type) if key in params else text
+    check_inputs(code, inputs, RecordTypes(program.records if program is not None else {}))
     return inputs
