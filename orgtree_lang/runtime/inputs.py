@@ -7,9 +7,10 @@ from typing import Any
 
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.values import conforms, display_short
+from orgtree_lang.syntax.errors import UsageError
 
 
-class InputError(Exception):
+class InputError(UsageError):
     """An input that is missing, unknown, unparsable or of the wrong type: a usage error (exit 2)."""
 
 
