@@ -57,6 +57,7 @@ def host(tmp_path_factory):
     secret = "CANARY-" + secrets.token_hex(8)
     canary = tmp_path_factory.mktemp("host") / "canary.txt"
     canary.write_text(secret)
+    os.chmod(canary, 0o600)  # readable by the host's user only, like the red team's root-only file
     scratch_root = Path(tempfile.mkdtemp(prefix="orgtree-escapes-"))
     os.chmod(scratch_root, 0o755)
     settings = quick_settings(timeout=1.5, scratch_root=str(scratch_root))
