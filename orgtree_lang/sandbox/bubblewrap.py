@@ -123,13 +123,13 @@ class BubblewrapBackend:
         if folders is not None and ended:
             files, files_cut, notes = folders.written_files(given or {}, cap)
             stderr += "".join(f"\n[sandbox: {note}]" for note in notes)
-        elif folders is not None:
+        elif not ended:
             stderr += "\n[sandbox: files were not read back: not every process of the run could be shown to have ended]"
         code = proc.returncode
         return CodeResult(
             exit_code=-signal.SIGKILL if timed_out else _exit_code(code), stdout=stdout, stderr=stderr,
             files=files, timed_out=timed_out, truncated=out.truncated or err.truncated or files_cut,
-            backend=NAME, duration=duration,
+            backend=NAME, duration=duration, contained=ended,
         )
 
     def _command(self, language: str, program_name: str, with_env: bool) -> list[str]:
