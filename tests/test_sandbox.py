@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -153,7 +154,21 @@ def test_the_code_run_skill_reads_orgtree_toml_and_returns_a_dict(tmp_path, monk
     assert result["stdout"] == "42\n" and result["files"] == {"o.txt": "hi"} and result["exit_code"] == 0
     (tmp_path / "orgtree.toml").write_text(f'[sandbox]\nbwrap = "{tmp_path}/missing-bwrap"\n')
     with pytest.raises(SandboxUnavailable, match="no sandbox can start here"):
-        skill.invoke(["python", "print(1)"], {}, ctx)
+        skill.invoke(["python", "print(1)"], {}, SkillContext(Workspace(tmp_path)))
+
+
+def test_settings_changed_during_a_run_take_effect_on_the_next_run(tmp_path):
+    (tmp_path / "orgtree.toml").write_text("[sandbox]\nmax_timeout = 5\n")
+    skill = default_registry(plugins=False).get("code.run")
+    ctx = SkillContext(Workspace(tmp_path))  # one run
+    (tmp_path / "orgtree.toml").write_text("[sandbox]\nmax_timeout = 500\n")  # widened behind its back
+    with pytest.raises(SandboxError, match=r"timeout 100.0 s is outside \(0, 5.0\]"):
+        skill.invoke(["python", "print(1)"], {"timeout": 100}, ctx)
+    child = dataclasses.replace(ctx, run_id="child")  # what the VM hands to a nested call
+    with pytest.raises(SandboxError, match=r"outside \(0, 5.0\]"):
+        skill.invoke(["python", "print(1)"], {"timeout": 100}, child)
+    with pytest.raises(SandboxError, match=r"timeout 1000.0 s is outside \(0, 500.0\]"):  # the next run
+        skill.invoke(["python", "print(1)"], {"timeout": 1000}, SkillContext(Workspace(tmp_path)))
 
 
 def test_file_names_that_are_not_utf8_come_back_escaped_with_a_note():
