@@ -180,11 +180,13 @@ def _remove_tree(root: Path) -> None:
     """Delete a folder tree without recursion and with two descriptors open at most, never following a link.
 
     shutil.rmtree recurses once per level (a RecursionError past ~1000 levels) and `rm -rf` takes seconds on
-    5000 levels. Climbing back through ".." is safe here: no process of the run is left to move folders.
+    5000 levels. Each climb back through ".." is checked to land in the folder it came from: a process of
+    the run that is somehow still alive and moves folders meanwhile makes this stop with an OSError.
     """
     top = os.open(root, _DIR_FLAGS)
     fd, pending = top, _clear_files(top)
-    stack: list[tuple[str, list[str]]] = []  # per level: its name in the parent, the parent's folders still to go
+    # Per level below the root: its name in the parent, the parent's folders still to go, the parent's identity.
+    stack: list[tuple[str, list[str], tuple[int, int]]] = []
     try:
         while True:
             if pending:
@@ -192,17 +194,19 @@ def _remove_tree(root: Path) -> None:
                 child = _open_for_removal(fd, name)
                 if child is None:
                     continue
-                stack.append((name, pending))
+                stack.append((name, pending, _identity(fd)))
                 if fd != top:
                     os.close(fd)
                 fd, pending = child, _clear_files(child)
                 continue
             if not stack:
                 break
-            name, pending = stack.pop()
+            name, pending, expected = stack.pop()
             parent = top if not stack else os.open("..", _DIR_FLAGS, dir_fd=fd)
             os.close(fd)
             fd = parent
+            if _identity(fd) != expected:
+                raise OSError(f"a folder under {root} moved while it was being removed")
             try:
                 os.rmdir(name, dir_fd=fd)
             except OSError:
@@ -212,6 +216,11 @@ def _remove_tree(root: Path) -> None:
             os.close(fd)
         os.close(top)
     os.rmdir(root)
+
+
+def _identity(fd: int) -> tuple[int, int]:
+    found = os.fstat(fd)
+    return found.st_dev, found.st_ino
 
 
 def _clear_files(fd: int) -> list[str]:
