@@ -16,8 +16,8 @@ from orgtree_lang.sandbox.cgroup import MemoryCgroup
 from orgtree_lang.sandbox.cgroup import join as join_cgroup
 from orgtree_lang.sandbox.output import CappedReader
 from orgtree_lang.sandbox.scratch import RunFolders
-from orgtree_lang.sandbox.seccomp import filter_fd
-from orgtree_lang.sandbox.settings import SHELLS, CodeRequest, CodeResult, SandboxSettings
+from orgtree_lang.sandbox.seccomp import compiled_filter, filter_fd
+from orgtree_lang.sandbox.settings import SHELLS, CodeRequest, CodeResult, SandboxSettings, SandboxUnavailable
 
 NAME = "bubblewrap"
 # Read-only system folders that python and sh need; /lib, /bin and friends are symlinks into /usr on
@@ -56,6 +56,10 @@ class BubblewrapBackend:
         if probe_key in _WORKS:
             return None
         try:
+            compiled_filter()
+        except SandboxUnavailable as exc:
+            return str(exc).removeprefix("code.run refuses to run the code: ")
+        try:
             probe = subprocess.run(self._argv(exe, [], ["/bin/true"], network=False), capture_output=True, env=_BWRAP_ENV,
                                    timeout=10, preexec_fn=self._limits(processes=16, cpu=5, memory_mb=256))
         except (OSError, subprocess.TimeoutExpired) as exc:
@@ -87,9 +91,9 @@ class BubblewrapBackend:
         assert exe is not None, "unavailable_reason() is checked before run()"
         cap = self.settings.max_output_bytes
         started = time.monotonic()
-        group = MemoryCgroup.create((memory_mb + _TMPFS_MB) << 20)
         seccomp_fd = filter_fd()
         info_read, info_write = os.pipe()
+        group = MemoryCgroup.create((memory_mb + _TMPFS_MB) << 20)
         try:
             argv = self._argv(exe, binds, command, network=network, env=env)
             argv[1:1] = ["--seccomp", str(seccomp_fd), "--info-fd", str(info_write)]
@@ -293,7 +297,16 @@ def _kill_sandbox(proc: subprocess.Popen, init: int | None, group: MemoryCgroup 
     except (ProcessLookupError, PermissionError):
         pass
     proc.wait()
-    if group is not None:
+    if group is not None and group.pids():
+        # Not seen through the pid namespace: kill what the cgroup still holds, which no process inside can leave.
+        deadline = time.monotonic() + _REAP_SECONDS
+        while (left := group.pids()) and time.monotonic() < deadline:
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.01)
         ended = ended and not group.pids()
     return ended
 
