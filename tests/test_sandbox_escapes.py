@@ -214,3 +214,17 @@ def test_an_install_hook_cannot_make_the_host_write_through_the_completion_marke
         server.shutdown()
         server.server_close()
         shutil.rmtree(cache, ignore_errors=True)
+
+
+def test_without_libseccomp_bubblewrap_refuses_and_names_the_fix(monkeypatch):
+    from orgtree_lang.sandbox import seccomp
+
+    seccomp.compiled_filter.cache_clear()
+    monkeypatch.setitem(__import__("sys").modules, "pyseccomp", None)  # what Python does for a missing package
+    try:
+        with pytest.raises(SandboxUnavailable, match="bubblewrap: the seccomp filter cannot be built") as caught:
+            run_code(CodeRequest("python", "print(1)"), quick_settings(backend="bubblewrap"))
+        assert "libseccomp2" in caught.value.hint
+    finally:
+        monkeypatch.undo()
+        seccomp.compiled_filter.cache_clear()

@@ -52,13 +52,13 @@ class BubblewrapBackend:
         exe = self.settings.bwrap_path()
         if exe is None:
             return f"bubblewrap is not installed (no executable `{self.settings.bwrap}`)"
+        try:
+            compiled_filter()  # built once per process
+        except SandboxUnavailable as exc:
+            return str(exc).removeprefix("code.run refuses to run the code: ")
         probe_key = (exe, self._sandbox_uid(), self.settings.interpreter())
         if probe_key in _WORKS:
             return None
-        try:
-            compiled_filter()
-        except SandboxUnavailable as exc:
-            return str(exc).removeprefix("code.run refuses to run the code: ")
         try:
             probe = subprocess.run(self._argv(exe, [], ["/bin/true"], network=False), capture_output=True, env=_BWRAP_ENV,
                                    timeout=10, preexec_fn=self._limits(processes=16, cpu=5, memory_mb=256))
