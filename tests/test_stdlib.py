@@ -431,6 +431,34 @@ def test_fs_refuses_to_change_the_settings_file(call, root: Path) -> None:
     assert "settings" not in call("fs.read", "orgtree.toml")  # reading it is allowed
 
 
+
+def test_fs_refuses_the_settings_file_through_a_symbolic_or_hard_link(call, root: Path) -> None:
+    (root / "conf").mkdir()
+    (root / "conf" / "real.toml").write_text("[sandbox]\nmax_timeout = 5\n")
+    (root / "orgtree.toml").symlink_to("conf/real.toml")
+    for name, args in (("fs.write", ("conf/real.toml", "[sandbox]\nmax_timeout = 9999\n")),
+                       ("fs.append", ("conf/real.toml", "allow_install = true\n"))):
+        with pytest.raises(SkillError, match="settings file"):
+            call(name, *args)
+    assert (root / "conf" / "real.toml").read_text() == "[sandbox]\nmax_timeout = 5\n"
+    os.link(root / "conf" / "real.toml", root / "alias.toml")
+    with pytest.raises(SkillError, match="settings file"):
+        call("fs.append", "alias.toml", "allow_install = true\n")
+    (root / "orgtree.toml").unlink()
+    (root / "orgtree.toml").symlink_to("conf/later.toml")  # dangling: writing its target would create the settings
+    with pytest.raises(SkillError, match="settings file"):
+        call("fs.write", "conf/later.toml", "[http]\nallow = ['https://evil.example']\n")
+    assert not (root / "conf" / "later.toml").exists()
+
+
+def test_fs_write_keeps_the_mode_of_an_existing_file(call, root: Path) -> None:
+    script = root / "run.sh"
+    script.write_text("#!/bin/sh\necho old\n")
+    script.chmod(0o755)
+    call("fs.write", "run.sh", "#!/bin/sh\necho new\n")
+    assert (script.stat().st_mode & 0o777, script.read_text()) == (0o755, "#!/bin/sh\necho new\n")
+
+
 # --- time -------------------------------------------------------------------------------------
 
 
