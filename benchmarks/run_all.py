@@ -69,6 +69,8 @@ BENCHMARKS = (
         Figure("scratchpad / plain SQLite", r"RATIO scratchpad time / baseline time: ([\d.]+)", None, None, "x"),)),
     Benchmark("decompose.py", (), (
         Figure("prompt tokens, 10 MB / 1 KB input", r"ratio 10 MB / 1 KB: ([\d.]+)", None, None, "x"),)),
+    Benchmark("language_tasks/measure.py", (), (
+        Figure("task solutions, lines / idiomatic", r"mean ratio ([\d.]+)", None, None, "x"),)),
 )
 
 
@@ -121,7 +123,9 @@ def main() -> int:
     for line in [header] + rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip())
     listed = {b.script for b in BENCHMARKS}
-    unlisted = sorted(p.name for p in HERE.glob("*.py") if p.name not in listed and p.name != Path(__file__).name)
+    scripts = [p for p in [*HERE.glob("*.py"), *HERE.glob("*/*.py")] if not p.name.startswith("_")]
+    unlisted = sorted(name for name in (p.relative_to(HERE).as_posix() for p in scripts)
+                      if name not in listed and name != Path(__file__).name)
     if unlisted:
         print(f"\nnot in BENCHMARKS (add a line for each): {', '.join(unlisted)}")
     for failure in failed:
