@@ -38,7 +38,8 @@ CREATE TABLE IF NOT EXISTS steps (
     result TEXT,
     error TEXT,
     attempts INTEGER NOT NULL DEFAULT 1,
-    finished REAL NOT NULL
+    finished REAL NOT NULL,
+    statement INTEGER             -- statements the run had started when it asked (`pipe fork --at` counts these)
 );
 CREATE TABLE IF NOT EXISTS checkpoints (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -70,6 +71,7 @@ class StepRecord:
     result: str | None  # encoded value (JSON text)
     error: dict[str, Any] | None
     attempts: int
+    statement: int | None = None  # None in journals written before statements were recorded
 
 
 def input_hash(args: list[Any], kwargs: dict[str, Any]) -> str:
@@ -134,6 +136,7 @@ class Journal:
             if fmt > JOURNAL_FORMAT:
                 raise JournalError(f"the journal {path} has format {fmt}, newer than this orgtree_lang understands "
                                    f"({JOURNAL_FORMAT}); upgrade orgtree_lang to use it")
+            _add_statement_column(connection)
         except (sqlite3.DatabaseError, JournalError) as err:
             if connection is not None:
                 connection.close()
@@ -169,7 +172,8 @@ class Journal:
     # ---- steps --------------------------------------------------------------
 
     def record(self, seq: int, node: str, file: str, line: int, kind: str, name: str, digest: str,
-               source_hash: str, ok: bool, result: str | None, error: dict[str, Any] | None) -> None:
+               source_hash: str, ok: bool, result: str | None, error: dict[str, Any] | None,
+               statement: int | None = None) -> None:
         """Commit one finished step; a repeat of an in-flight step (same seq) replaces it and counts an attempt."""
         with self.db:
             attempts = 1
@@ -179,9 +183,9 @@ class Journal:
             self._high_seq = max(self._high_seq, seq)
             self.db.execute(
                 "INSERT OR REPLACE INTO steps (seq, node, file, line, kind, name, input_hash, source_hash, ok, result,"
-                " error, attempts, finished) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " error, attempts, finished, statement) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (seq, node, file, line, kind, name, digest, source_hash, int(ok), result,
-                 json.dumps(error) if error is not None else None, attempts, time.time()),
+                 json.dumps(error) if error is not None else None, attempts, time.time(), statement),
             )
 
     def forget_steps_from(self, seq: int) -> None:
@@ -192,9 +196,10 @@ class Journal:
 
     def steps(self) -> dict[int, StepRecord]:
         rows = self.db.execute("SELECT seq, node, file, line, kind, name, input_hash, source_hash, ok, result, error,"
-                               " attempts FROM steps ORDER BY seq")
+                               " attempts, statement FROM steps ORDER BY seq")
         return {row[0]: StepRecord(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], bool(row[8]),
-                                   row[9], json.loads(row[10]) if row[10] else None, row[11]) for row in rows}
+                                   row[9], json.loads(row[10]) if row[10] else None, row[11], row[12])
+                for row in rows}
 
     def truncate_steps(self, after_seq: int) -> None:
         """Forget steps after `after_seq` (they belong to a path the run no longer takes)."""
@@ -202,9 +207,11 @@ class Journal:
             self.db.execute("DELETE FROM steps WHERE seq > ?", (after_seq,))
 
     def copy_steps_to(self, other: Journal, up_to_seq: int) -> None:
-        rows = self.db.execute("SELECT * FROM steps WHERE seq <= ? ORDER BY seq", (up_to_seq,)).fetchall()
+        columns = ("seq, node, file, line, kind, name, input_hash, source_hash, ok, result, error, attempts, finished,"
+                   " statement")
+        rows = self.db.execute(f"SELECT {columns} FROM steps WHERE seq <= ? ORDER BY seq", (up_to_seq,)).fetchall()
         with other.db:
-            other.db.executemany("INSERT INTO steps VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            other.db.executemany(f"INSERT INTO steps ({columns}) VALUES ({', '.join('?' * 14)})", rows)
 
     # ---- checkpoints --------------------------------------------------------
 
@@ -227,6 +234,13 @@ class Journal:
 
     def integrity_ok(self) -> bool:
         return self.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def _add_statement_column(db: sqlite3.Connection) -> None:
+    """Journals written before steps recorded their statement get the column (empty for their old steps)."""
+    if _has_steps(db) and "statement" not in {row[1] for row in db.execute("PRAGMA table_info(steps)")}:
+        with db:
+            db.execute("ALTER TABLE steps ADD COLUMN statement INTEGER")
 
 
 def _has_steps(db: sqlite3.Connection) -> bool:
