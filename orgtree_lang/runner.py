@@ -88,7 +88,7 @@ def run_program(program, root: Path, registry, options: RunOptions, source: str 
     from orgtree_lang.vm.trace import Tracer
 
     run_id = options.run_id or new_run_id()
-    workspace = Workspace(root)
+    workspace = Workspace.for_run(root)
     trace_path = options.trace or root / ".orgtree" / "runs" / run_id / "trace.jsonl"
     tracer = Tracer(trace_path, run_id, steps=options.trace_steps)
     recorder = make_recorder(root, options)

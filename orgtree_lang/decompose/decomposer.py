@@ -310,7 +310,7 @@ class Decomposer:
             suffix = re.sub(r"[@#]\d+", "", node[len(machine.state.run_id) + 1:]).replace("/", ".")
             tracer = Tracer(parent_trace.with_name(f"{parent_trace.stem}.{suffix}.jsonl"), node,
                             steps=machine.tracer.steps)
-        child = Machine(program, registry=machine.registry, context=machine.context,
+        child = Machine(program, registry=machine.registry, context=_generated_context(machine.context),
                         budget=_remaining(machine), decomposer=child_decomposer, tracer=tracer,
                         printer=machine.printer, recorder=machine.recorder, meter=machine.meter, parent_node=node,
                         ancestors=(machine.ancestors[0] + machine.state.steps,
@@ -338,6 +338,16 @@ class Decomposer:
                                    f"an {OUTPUTS_RECORD} record", kind="ambiguous")
         reshaper = model_reshaper(author, machine.records, uuid.uuid4().hex) if author is not None else None
         return fit_outputs(outputs, spec, machine.records, reshaper)
+
+
+def _generated_context(context):
+    """The parent's skill context as a generated module gets it: the workspace with program sources read-only."""
+    import dataclasses
+
+    workspace = getattr(context, "workspace", None)
+    if workspace is None or not dataclasses.is_dataclass(context):
+        return context
+    return dataclasses.replace(context, workspace=workspace.for_generated_module())
 
 
 def _remaining(machine):

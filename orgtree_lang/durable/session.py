@@ -45,7 +45,7 @@ def _machine(program, root: Path, registry, options, run_id: str, effects: Effec
     tracer = Tracer(trace, run_id, steps=options.trace_steps)
     # A replay re-executes a recorded run to check it: the run's org tree is already recorded.
     recorder = make_recorder(root, options) if effects.mode != "replay" else None
-    context = SkillContext(Workspace(root), run_id=run_id, models=options.models)
+    context = SkillContext(Workspace.for_run(root), run_id=run_id, models=options.models)
     machine = Machine(program, registry=registry, context=context,
                       budget=options.budget, decomposer=options.decomposer, tracer=tracer,
                       printer=options.printer, progress=options.progress, effects=effects, recorder=recorder)
