@@ -8,7 +8,9 @@ import os
 import subprocess
 import sys
 
-from decompose_testing import NO_CONCERNS
+from decompose_testing import GOOD, NO_CONCERNS
+
+from orgtree_lang.decompose.store import ModuleStore, body_hash
 
 # The parent may use fs; its block asks for a module that overwrites a file with `use code`.
 KEEPER = '''use fs
@@ -109,3 +111,73 @@ def test_a_malformed_writable_sources_setting_is_a_clear_error(tmp_path):
     assert done.returncode == 70
     assert "[fs] writable_sources must be true or false, got 'yes'" in done.stderr
     assert not (tmp_path / "x.txt").exists()
+
+
+# ---- saved modules are checked again on every reuse ----------------------------------------------------
+
+TRIAGE = '''use text
+
+pipeline main(report: str) -> str:
+    ambiguous classify(report: str) -> label: str:
+        """Label the report: bug if it mentions a crash, else question."""
+    return label
+'''
+
+
+def triage_with_saved_module(folder):
+    """A workspace whose triage block has a reviewed module saved by a first run; returns the module's path."""
+    (folder / "triage.pipe").write_text(TRIAGE)
+    first = pipe_in(folder, "run", "triage.pipe", "-i", "report=crash", *models(folder, GOOD))
+    assert first.returncode == 0 and first.stdout == "bug\n", first.stderr
+    return folder / ".orgtree" / "modules" / "triage" / "classify.pipe"
+
+
+def test_a_hand_tampered_use_fs_under_a_use_text_parent_is_refused_even_with_a_matching_body_hash(tmp_path):
+    path = triage_with_saved_module(tmp_path)
+    header, body = ModuleStore(tmp_path).read(path).provenance, ModuleStore(tmp_path).read(path).body
+    tampered = body.replace("use text", "use text, fs").replace(
+        '    return "question"', '    fs.write("stolen.txt", report)\n    return "question"')
+    # The header says the tampered body is the reviewed one: only checking the module against its parent helps.
+    header["body-hash"] = body_hash(tampered)
+    path.write_text("".join(f"# orgtree: {k} = {v}\n" for k, v in header.items()) + "\n" + tampered)
+    done = pipe_in(tmp_path, "run", "triage.pipe", "-i", "report=hello")
+    assert done.returncode == 70
+    assert "`use fs` is not allowed: this block may use only `text`" in done.stderr
+    assert "does not fit block `classify` as its parent declares it now" in done.stderr
+    assert not (tmp_path / "stolen.txt").exists()
+
+
+def test_an_edited_module_is_reported_and_refused_until_a_person_accepts_it(tmp_path):
+    path = triage_with_saved_module(tmp_path)
+    path.write_text(path.read_text().replace('return "question"', 'return "feature"'))
+    listed = pipe_in(tmp_path, "modules", "list")
+    assert "triage/classify.pipe" in listed.stdout and "[changed since review]" in listed.stdout
+    shown = pipe_in(tmp_path, "modules", "show", "classify")
+    assert shown.returncode == 0 and 'return "feature"' in shown.stdout
+    assert "was changed since it was reviewed" in shown.stderr and "pipe modules accept triage/classify" in shown.stderr
+    refused = pipe_in(tmp_path, "run", "triage.pipe", "-i", "report=hello")
+    assert refused.returncode == 70 and "was changed since it was reviewed; it is not run unreviewed" in refused.stderr
+    assert "pipe modules accept triage/classify" in refused.stderr
+    accepted = pipe_in(tmp_path, "modules", "accept", "triage/classify")
+    assert accepted.returncode == 0, accepted.stderr
+    assert "# orgtree: accepted-by = " in path.read_text()
+    assert "[changed" not in pipe_in(tmp_path, "modules", "list").stdout
+    again = pipe_in(tmp_path, "run", "triage.pipe", "-i", "report=hello")
+    assert again.returncode == 0 and again.stdout == "feature\n", again.stderr
+
+
+def test_a_module_with_no_record_of_its_reviewed_body_is_refused(tmp_path):
+    path = triage_with_saved_module(tmp_path)
+    path.write_text("".join(line for line in path.read_text().splitlines(keepends=True)
+                            if not line.startswith("# orgtree: body-hash")))
+    refused = pipe_in(tmp_path, "run", "triage.pipe", "-i", "report=crash")
+    assert refused.returncode == 70 and "has no record of the body its review accepted" in refused.stderr
+
+
+def test_accept_refuses_an_edit_its_parent_would_never_allow(tmp_path):
+    path = triage_with_saved_module(tmp_path)
+    path.write_text(path.read_text().replace("use text", "use text, fs"))
+    refused = pipe_in(tmp_path, "modules", "accept", "classify")
+    assert refused.returncode == 2
+    assert "`use fs` is not allowed: this block may use only `text`" in refused.stderr
+    assert "accepted-by" not in path.read_text()

@@ -14,7 +14,8 @@ from orgtree_lang.decompose.extract import ExtractError, extract_module
 from orgtree_lang.decompose.prompt import CONTEXT_SHARE, PromptTooLarge, build_request, spec_text
 from orgtree_lang.decompose.research import INSTRUCTIONS as RESEARCH_INSTRUCTIONS
 from orgtree_lang.decompose.research import needs_research, record_need
-from orgtree_lang.decompose.reuse import SIMILARITY, ask_reuse, similar_modules
+from orgtree_lang.decompose.reuse import (SIMILARITY, ReuseRefused, ask_reuse, checked_for_reuse,
+                                         similar_modules)
 from orgtree_lang.decompose.spec import OUTPUTS_RECORD, spec_hash
 from orgtree_lang.decompose.store import ModuleStore, SavedModule
 from orgtree_lang.decompose.validate import validate_module
@@ -101,7 +102,13 @@ class Decomposer:
             return self._run_child(program, spec, inputs, machine, saved.path, self._metered(machine, spec, node)[0])
         saved = self.store.find(digest)
         author, reviewer = self._metered(machine, spec, node)
+        program = None
         if saved is not None:
+            try:
+                program = checked_for_reuse(saved, spec, self.registry)
+            except ReuseRefused as err:
+                raise PipeRuntimeError(f"ambiguous block `{spec.name}`: {err}", kind="ambiguous", catchable=False,
+                                       hint=err.hint) from None
             self._note(machine, f"reused {saved.path}")
         elif self.author is None:
             raise PipeRuntimeError(
@@ -127,9 +134,10 @@ class Decomposer:
                 raise PipeRuntimeError(f"ambiguous block `{spec.name}`: {err}", kind=kind, catchable=False,
                                        hint=getattr(err, "hint", None) or "nothing was saved; fix the cause "
                                        "and run again") from err
-        from orgtree_lang.compile.api import compile_source
+        if program is None:
+            from orgtree_lang.compile.api import compile_source
 
-        program = compile_source(saved.path.read_text(encoding="utf-8"), str(saved.path), self.registry).program
+            program = compile_source(saved.text, str(saved.path), self.registry).program
         self._programs[digest] = (saved, program)
         return self._run_child(program, spec, inputs, machine, saved.path, author)
 
