@@ -8,9 +8,20 @@ import os
 import subprocess
 import sys
 
+import pytest
 from decompose_testing import GOOD, NO_CONCERNS
 
+from orgtree_lang.compile.api import compile_source
+from orgtree_lang.decompose.decomposer import Decomposer
 from orgtree_lang.decompose.store import ModuleStore, body_hash
+from orgtree_lang.models.scripted import ScriptedModel
+from orgtree_lang.runtime.errors import PipeRuntimeError
+from orgtree_lang.runtime.skills import SkillContext, default_registry
+from orgtree_lang.runtime.workspace import Workspace
+from orgtree_lang.vm.budget import Budget
+from orgtree_lang.vm.machine import Machine
+
+REGISTRY = default_registry(plugins=False)
 
 # The parent may use fs; its block asks for a module that overwrites a file with `use code`.
 KEEPER = '''use fs
@@ -36,6 +47,11 @@ SETTINGS = "[decompose]\nmax_repairs = 1\n"
 def pipe_in(folder, *args) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "orgtree_lang.cli.main", *args], cwd=folder, timeout=120,
                           capture_output=True, text=True, env=dict(os.environ, PIPE_NO_PLUGINS="1"))
+
+
+def write_rules(path, reply: str):
+    path.write_text(json.dumps([{"reply": reply}]))
+    return path
 
 
 def models(folder, author_reply: str) -> tuple[str, ...]:
@@ -181,3 +197,86 @@ def test_accept_refuses_an_edit_its_parent_would_never_allow(tmp_path):
     assert refused.returncode == 2
     assert "`use fs` is not allowed: this block may use only `text`" in refused.stderr
     assert "accepted-by" not in path.read_text()
+
+
+# ---- every generated module runs within default limits ---------------------------------------------------
+
+LOOPER = '''```pipe
+pipeline main(report: str) -> str:
+    n = 0
+    while true:
+        n = n + 1
+    return "never"
+```'''
+DOUBLER = '''```pipe
+pipeline main(report: str) -> str:
+    label = report
+    for i in range(18):
+        label = label + label
+    return label
+```'''
+
+
+def test_an_endless_child_stops_at_the_default_step_limit_when_the_parent_has_none(tmp_path):
+    author = ScriptedModel.from_file(write_rules(tmp_path / "author.json", LOOPER), role="author")
+    reviewer = ScriptedModel.from_file(write_rules(tmp_path / "reviewer.json", NO_CONCERNS), role="reviewer")
+    program = compile_source(TRIAGE, "triage.pipe", REGISTRY).program
+    decomposer = Decomposer(author=author, reviewer=reviewer, registry=REGISTRY, workspace=tmp_path,
+                            parent_file="triage.pipe", parent_source=TRIAGE)
+    machine = Machine(program, registry=REGISTRY, context=SkillContext(Workspace(tmp_path)), decomposer=decomposer,
+                      budget=Budget(max_steps=None, max_seconds=60))  # no step limit; the clock only stops a hang
+    machine.start(None, {"report": "crash"})
+    with pytest.raises(PipeRuntimeError) as info:
+        machine.run()
+    assert info.value.kind == "budget" and not info.value.catchable
+    assert "went over the 1,000,000 steps ([decompose] child_max_steps) a generated module may take" \
+        in info.value.message
+
+
+def test_a_child_over_its_step_limit_is_marked_so_later_runs_refuse_it(tmp_path):
+    (tmp_path / "triage.pipe").write_text(TRIAGE)
+    (tmp_path / "orgtree.toml").write_text("[decompose]\nchild_max_steps = 2000\n")
+    stopped = pipe_in(tmp_path, "run", "triage.pipe", "-i", "report=crash", *models(tmp_path, LOOPER))
+    assert stopped.returncode == 70
+    assert "went over the 2,000 steps ([decompose] child_max_steps) a generated module may take" in stopped.stderr
+    path = tmp_path / ".orgtree" / "modules" / "triage" / "classify.pipe"
+    assert "# orgtree: budget-failed = " in path.read_text()
+    assert "[over its limits]" in pipe_in(tmp_path, "modules", "list").stdout
+    # The next run refuses the module at once, with no model configured and nothing run.
+    refused = pipe_in(tmp_path, "run", "triage.pipe", "-i", "report=crash", "--max-seconds", "20")
+    assert refused.returncode == 70
+    assert "went over the limits of a generated module in an earlier run" in refused.stderr
+    assert "pipe modules accept triage/classify" in refused.stderr
+
+
+def test_the_child_limits_are_settings_and_hold_for_seconds_too(tmp_path):
+    (tmp_path / "triage.pipe").write_text(TRIAGE)
+    (tmp_path / "orgtree.toml").write_text("[decompose]\nchild_max_steps = 1000000000\nchild_max_seconds = 1\n")
+    stopped = pipe_in(tmp_path, "run", "triage.pipe", "-i", "report=crash", *models(tmp_path, LOOPER))
+    assert stopped.returncode == 70
+    assert "went over the 1 s of wall-clock time ([decompose] child_max_seconds)" in stopped.stderr
+    (tmp_path / "orgtree.toml").write_text("[decompose]\nchild_max_steps = 0\n")
+    bad = pipe_in(tmp_path, "run", "triage.pipe", "-i", "report=crash")
+    assert bad.returncode == 2 and "[decompose] child_max_steps must be more than 0, got 0" in bad.stderr
+
+
+def test_a_child_stopped_by_the_runs_own_budget_is_not_marked(tmp_path):
+    (tmp_path / "triage.pipe").write_text(TRIAGE)
+    stopped = pipe_in(tmp_path, "run", "triage.pipe", "-i", "report=crash", "--max-steps", "5000",
+                      *models(tmp_path, LOOPER))
+    assert stopped.returncode == 70 and "steps budget exceeded: limit 5000 steps" in stopped.stderr
+    assert "budget-failed" not in (tmp_path / ".orgtree" / "modules" / "triage" / "classify.pipe").read_text()
+
+
+def test_an_oversized_answer_is_refused_and_marked(tmp_path):
+    (tmp_path / "triage.pipe").write_text(TRIAGE)
+    refused = pipe_in(tmp_path, "run", "triage.pipe", "-i", "report=crash", *models(tmp_path, DOUBLER))
+    assert refused.returncode == 70
+    assert "went over the 1,000,000 characters of output ([decompose] max_output_chars)" in refused.stderr
+    assert refused.stdout == ""
+    path = tmp_path / ".orgtree" / "modules" / "triage" / "classify.pipe"
+    assert "budget-failed" in path.read_text()
+    (tmp_path / "orgtree.toml").write_text("[decompose]\nmax_output_chars = 2000000\n")
+    assert pipe_in(tmp_path, "modules", "accept", "classify").returncode == 0
+    allowed = pipe_in(tmp_path, "run", "triage.pipe", "-i", "report=crash")
+    assert allowed.returncode == 0 and len(allowed.stdout) == 5 * 2 ** 18 + 1, allowed.stderr

@@ -11,6 +11,7 @@ from typing import Any
 
 from orgtree_lang.compile.code import AmbiguousSpec
 from orgtree_lang.decompose.extract import ExtractError, extract_module
+from orgtree_lang.decompose.limits import ChildLimits, output_size
 from orgtree_lang.decompose.prompt import CONTEXT_SHARE, PromptTooLarge, build_request, spec_text
 from orgtree_lang.decompose.research import INSTRUCTIONS as RESEARCH_INSTRUCTIONS
 from orgtree_lang.decompose.research import needs_research, record_need
@@ -45,14 +46,26 @@ class DecomposeSettings:
     max_depth: int = 3  # generated modules inside generated modules
     context_share: float = CONTEXT_SHARE  # of the author's context window, for the synthesis request
     similarity: float = SIMILARITY  # word overlap for a saved module of another block to be offered for reuse
+    child_max_steps: int = ChildLimits.steps  # what each generated module may take, even when its parent has
+    child_max_seconds: float = ChildLimits.seconds  # no limit (decompose/limits.py)
+    max_output_chars: int = ChildLimits.output_chars
+
+    @property
+    def limits(self) -> ChildLimits:
+        return ChildLimits(self.child_max_steps, self.child_max_seconds, self.max_output_chars)
 
     @classmethod
     def from_config(cls, path: Path | str = "orgtree.toml") -> DecomposeSettings:
-        from orgtree_lang.runtime.config import config_section
+        from orgtree_lang.runtime.config import ConfigError, config_section
 
         section = config_section("decompose", path, types={
             "max_repairs": int, "max_review_rounds": int, "max_depth": int, "context_share": (int, float),
-            "similarity": (int, float)})
+            "similarity": (int, float), "child_max_steps": int, "child_max_seconds": (int, float),
+            "max_output_chars": int})
+        for key in ("child_max_steps", "child_max_seconds", "max_output_chars"):
+            if key in section and section[key] <= 0:
+                raise ConfigError(f"{path}: [decompose] {key} must be more than 0, got {section[key]!r} (a generated "
+                                  "module's limits can be raised, not switched off)")
         return cls(**{k: v for k, v in section.items() if k in cls.__dataclass_fields__})
 
 
@@ -99,7 +112,7 @@ class Decomposer:
         if digest in self._programs:  # reached again in this run: no file is read, nothing is compiled again
             saved, program = self._programs[digest]
             self._note(machine, f"reused {saved.path}")
-            return self._run_child(program, spec, inputs, machine, saved.path, self._metered(machine, spec, node)[0])
+            return self._run_child(program, spec, inputs, machine, saved, self._metered(machine, spec, node)[0])
         saved = self.store.find(digest)
         author, reviewer = self._metered(machine, spec, node)
         program = None
@@ -139,7 +152,7 @@ class Decomposer:
 
             program = compile_source(saved.text, str(saved.path), self.registry).program
         self._programs[digest] = (saved, program)
-        return self._run_child(program, spec, inputs, machine, saved.path, author)
+        return self._run_child(program, spec, inputs, machine, saved, author)
 
     @staticmethod
     def _note(machine, detail: str) -> None:
@@ -296,14 +309,15 @@ class Decomposer:
 
     # ---- running it ------------------------------------------------------------
 
-    def _run_child(self, program, spec: AmbiguousSpec, inputs: dict[str, Any], machine, path: Path, author):
+    def _run_child(self, program, spec: AmbiguousSpec, inputs: dict[str, Any], machine, saved: SavedModule,
+                   author):
         from orgtree_lang.decompose.coerce import fit_outputs, model_reshaper
         from orgtree_lang.vm.machine import Machine
 
+        path = saved.path
         child_decomposer = Decomposer(
             author=self.author, reviewer=self.reviewer, registry=self.registry, workspace=self.workspace,
-            parent_file=str(path), parent_source=path.read_text(encoding="utf-8"), settings=self.settings,
-            depth=self.depth + 1)
+            parent_file=str(path), parent_source=saved.text, settings=self.settings, depth=self.depth + 1)
         # The child run is named after its org tree node, so a block reached twice makes two children.
         node = getattr(machine, "block_node", None) or f"{machine.state.run_id}/{spec.name}"
         tracer = None
@@ -318,16 +332,26 @@ class Decomposer:
             suffix = re.sub(r"[@#]\d+", "", node[len(machine.state.run_id) + 1:]).replace("/", ".")
             tracer = Tracer(parent_trace.with_name(f"{parent_trace.stem}.{suffix}.jsonl"), node,
                             steps=machine.tracer.steps)
+        # Every child runs within a generated module's limits, even when the parent has none.
+        limits = self.settings.limits
+        parent_budget = _remaining(machine)
+        steps_before = machine.ancestors[0] + machine.state.steps + machine.meter.steps
+        budget = limits.budget(parent_budget, steps_before)
         child = Machine(program, registry=machine.registry, context=_generated_context(machine.context),
-                        budget=_remaining(machine), decomposer=child_decomposer, tracer=tracer,
+                        budget=budget, decomposer=child_decomposer, tracer=tracer,
                         printer=machine.printer, recorder=machine.recorder, meter=machine.meter, parent_node=node,
                         ancestors=(machine.ancestors[0] + machine.state.steps,
                                    machine.ancestors[1] + machine.state.skill_calls),
                         effects=machine.effects, parent=machine)
         child.start("main", dict(inputs), run_id=node)
+        started = time.monotonic()
         try:
             child.run()
         except PipeRuntimeError as err:
+            over = limits.exceeded(parent_budget, budget, child.ancestors[0] + child.state.steps + machine.meter.steps,
+                                   time.monotonic() - started) if err.kind == "budget" else None
+            if over is not None:
+                raise self._over_limits(spec, saved, limits.describe(over), err) from err
             raise PipeRuntimeError(f"the generated module for `{spec.name}` ({path}) failed: {err.message}",
                                    kind=err.kind, hint=err.hint or f"read or fix it: {path}",
                                    catchable=err.catchable) from err
@@ -344,8 +368,25 @@ class Decomposer:
         else:
             raise PipeRuntimeError(f"the generated module for `{spec.name}` returned {display(result, True)}, not "
                                    f"an {OUTPUTS_RECORD} record", kind="ambiguous")
+        if limits.output_chars is not None and output_size(outputs, limits.output_chars) > limits.output_chars:
+            raise self._over_limits(spec, saved, limits.describe("output"), None)
         reshaper = model_reshaper(author, machine.records, uuid.uuid4().hex) if author is not None else None
         return fit_outputs(outputs, spec, machine.records, reshaper)
+
+    def _over_limits(self, spec: AmbiguousSpec, saved: SavedModule, limit: str, err: PipeRuntimeError | None):
+        """The error for a child that went over a generated module's limit, after marking its module so that later
+        runs refuse it rather than run it again with no model."""
+        from orgtree_lang.decompose.reuse import accept_name
+
+        self.store.mark_budget_failure(saved, f"went over {limit}")
+        self._programs.pop(spec_hash(spec), None)
+        where = f"; stopped at {err.span}" if err is not None and err.span else ""
+        return PipeRuntimeError(
+            f"the generated module for `{spec.name}` ({saved.path}) went over the {limit} a generated module may "
+            f"take{where}", kind="budget", span=err.span if err is not None else None, catchable=False,
+            hint=f"later runs refuse it until a person acts: fix it and approve it with `pipe modules accept "
+                 f"{accept_name(saved)}`, raise the limit in orgtree.toml and approve it, or delete the file and a "
+                 "model writes a new one")
 
 
 def _generated_context(context):

@@ -1,0 +1,78 @@
+"""The limits every generated module runs within, whatever its parent's budget: steps, seconds and output size."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from orgtree_lang.runtime.values import RecordValue
+
+CHILD_MAX_STEPS = 1_000_000  # an endless loop stops in about a second (untraced), not at an outside timeout
+CHILD_MAX_SECONDS = 300.0  # wall clock, model and skill calls included
+MAX_OUTPUT_CHARS = 1_000_000  # a block's outputs are values a program goes on with, not bulk data
+
+# The [decompose] key that sets each limit, for errors and the module's header.
+SETTING = {"steps": "child_max_steps", "seconds": "child_max_seconds", "output": "max_output_chars"}
+
+
+@dataclass(frozen=True)
+class ChildLimits:
+    """What one generated module (with the modules it generates) may take, counted from its start."""
+
+    steps: int | None = CHILD_MAX_STEPS
+    seconds: float | None = CHILD_MAX_SECONDS
+    output_chars: int | None = MAX_OUTPUT_CHARS
+
+    def budget(self, parent_budget, steps_before: int):
+        """The child's budget: the parent's (already reduced to what it has left) tightened to these limits.
+
+        `steps_before` is what the run tree had counted when the child starts; the child's steps are checked
+        against the tree's total, so its own allowance is added to that."""
+        changes: dict[str, Any] = {}
+        if self.steps is not None:
+            own = steps_before + self.steps
+            if parent_budget.max_steps is None or own < parent_budget.max_steps:
+                changes["max_steps"] = own
+        if self.seconds is not None and (parent_budget.max_seconds is None or self.seconds < parent_budget.max_seconds):
+            changes["max_seconds"] = self.seconds
+        return dataclasses.replace(parent_budget, **changes)
+
+    def exceeded(self, parent_budget, child_budget, steps_used: int, seconds_used: float) -> str | None:
+        """Which of these limits (not the parent's) a stopped child went over: "steps" or "seconds", else None."""
+        if child_budget.max_steps != parent_budget.max_steps and steps_used >= child_budget.max_steps:
+            return "steps"
+        if child_budget.max_seconds != parent_budget.max_seconds and seconds_used > child_budget.max_seconds:
+            return "seconds"
+        return None
+
+    def describe(self, limit: str) -> str:
+        amount = {"steps": f"{self.steps:,} steps", "seconds": f"{self.seconds:g} s of wall-clock time",
+                  "output": f"{self.output_chars:,} characters of output"}[limit]
+        return f"{amount} ([decompose] {SETTING[limit]})"
+
+
+def output_size(value: Any, stop: int | None = None) -> int:
+    """About how many characters `value` takes written out: text by its length, other scalars by their
+    spelling, containers by their parts plus one per part. Counting ends early once past `stop`."""
+    size = 0
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            size += len(item)
+        elif isinstance(item, RecordValue):
+            pending.extend(item.fields.values())
+            size += len(item.fields)
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+            size += len(item)
+        elif isinstance(item, (list, tuple)):
+            pending.extend(item)
+            size += len(item)
+        else:
+            size += len(repr(item))
+        if stop is not None and size > stop:
+            break
+    return size
