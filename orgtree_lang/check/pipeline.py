@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from orgtree_lang import types as t
+from orgtree_lang.check.capabilities import capability_allowed
 from orgtree_lang.check.module import CallTarget, CheckedModule, PipelineInfo, resolve_type
 from orgtree_lang.check.typing import ExprTyper
 from orgtree_lang.runtime.builtins import BUILTINS
 from orgtree_lang.syntax import nodes as n
+from orgtree_lang.syntax import types as t
 from orgtree_lang.syntax.diagnostics import DiagnosticSink
 
 _TERMINATORS = (n.Return, n.Fail, n.Break, n.Continue, n.Goto)
@@ -223,8 +224,6 @@ class PipelineChecker:
 
     def _narrowing(self, stmt: n.Ambiguous) -> None:
         """A block's `use` lines may only narrow the module's: each must be covered by a module `use`."""
-        from orgtree_lang.decompose.spec import capability_allowed
-
         parent = tuple(self.checked.uses)
         for use in stmt.uses:
             if not capability_allowed(use.name, parent):
