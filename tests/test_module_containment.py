@@ -16,11 +16,11 @@ from orgtree_lang.decompose.decomposer import Decomposer
 from orgtree_lang.decompose.store import ModuleStore, body_hash
 from orgtree_lang.models.scripted import ScriptedModel
 from orgtree_lang.runtime.errors import PipeRuntimeError
+from orgtree_lang.engine.factory import plain_machine
 from orgtree_lang.engine.registries import default_registry
 from orgtree_lang.runtime.skills import SkillContext
 from orgtree_lang.runtime.workspace import Workspace
 from orgtree_lang.vm.budget import Budget
-from orgtree_lang.vm.machine import Machine
 
 REGISTRY = default_registry(plugins=False)
 
@@ -224,8 +224,9 @@ def test_an_endless_child_stops_at_the_default_step_limit_when_the_parent_has_no
     program = compile_source(TRIAGE, "triage.pipe", REGISTRY).program
     decomposer = Decomposer(author=author, reviewer=reviewer, registry=REGISTRY, workspace=tmp_path,
                             parent_file="triage.pipe", parent_source=TRIAGE)
-    machine = Machine(program, registry=REGISTRY, context=SkillContext(Workspace(tmp_path)), decomposer=decomposer,
-                      budget=Budget(max_steps=None, max_seconds=60))  # no step limit; the clock only stops a hang
+    # No step limit; the clock is only there so that a regression fails instead of hanging.
+    machine = plain_machine(program, registry=REGISTRY, context=SkillContext(Workspace(tmp_path)),
+                            resolver=decomposer, budget=Budget(max_steps=None, max_seconds=60))
     machine.start(None, {"report": "crash"})
     with pytest.raises(PipeRuntimeError) as info:
         machine.run()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,27 +23,11 @@ class ChildLimits:
     seconds: float | None = CHILD_MAX_SECONDS
     output_chars: int | None = MAX_OUTPUT_CHARS
 
-    def budget(self, parent_budget, steps_before: int):
-        """The child's budget: the parent's (already reduced to what it has left) tightened to these limits.
+    def budget(self):
+        """The child's own limits as a vm Budget for BlockContext.run_child (the others stay the tree's)."""
+        from orgtree_lang.vm.budget import Budget
 
-        `steps_before` is what the run tree had counted when the child starts; the child's steps are checked
-        against the tree's total, so its own allowance is added to that."""
-        changes: dict[str, Any] = {}
-        if self.steps is not None:
-            own = steps_before + self.steps
-            if parent_budget.max_steps is None or own < parent_budget.max_steps:
-                changes["max_steps"] = own
-        if self.seconds is not None and (parent_budget.max_seconds is None or self.seconds < parent_budget.max_seconds):
-            changes["max_seconds"] = self.seconds
-        return dataclasses.replace(parent_budget, **changes)
-
-    def exceeded(self, parent_budget, child_budget, steps_used: int, seconds_used: float) -> str | None:
-        """Which of these limits (not the parent's) a stopped child went over: "steps" or "seconds", else None."""
-        if child_budget.max_steps != parent_budget.max_steps and steps_used >= child_budget.max_steps:
-            return "steps"
-        if child_budget.max_seconds != parent_budget.max_seconds and seconds_used > child_budget.max_seconds:
-            return "seconds"
-        return None
+        return Budget(max_steps=self.steps, max_seconds=self.seconds)
 
     def describe(self, limit: str) -> str:
         amount = {"steps": f"{self.steps:,} steps", "seconds": f"{self.seconds:g} s of wall-clock time",
