@@ -282,3 +282,22 @@ def test_an_oversized_answer_is_refused_and_marked(tmp_path):
     assert pipe_in(tmp_path, "modules", "accept", "classify").returncode == 0
     allowed = pipe_in(tmp_path, "run", "triage.pipe", "-i", "report=crash")
     assert allowed.returncode == 0 and len(allowed.stdout) == 5 * 2 ** 18 + 1, allowed.stderr
+
+
+LIST_DOUBLER = '''```pipe
+pipeline main(report: str) -> str:
+    xs = [report]
+    for i in range(60):
+        xs = xs + xs
+    return "never"
+```'''
+
+
+def test_a_child_building_a_huge_value_stops_at_its_memory_limit_and_is_marked(tmp_path):
+    (tmp_path / "triage.pipe").write_text(TRIAGE)
+    (tmp_path / "orgtree.toml").write_text("[decompose]\nchild_max_memory = 10000000\n")
+    stopped = pipe_in(tmp_path, "run", "triage.pipe", "-i", "report=crash", *models(tmp_path, LIST_DOUBLER))
+    assert stopped.returncode == 70
+    assert "went over the 10,000,000 bytes for one value ([decompose] child_max_memory) a generated module may " \
+           "take" in stopped.stderr
+    assert "budget-failed" in (tmp_path / ".orgtree" / "modules" / "triage" / "classify.pipe").read_text()

@@ -40,6 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="stop once the models of the whole run tree have used N tokens (prompt + completion)")
     run.add_argument("--max-cost", type=_positive(float, "an amount in USD"), metavar="USD",
                      help="stop once the models of the whole run tree have cost USD dollars")
+    run.add_argument("--max-memory", type=memory_size, metavar="SIZE",
+                     help="stop when the program builds one value (a string, list or dict) larger than SIZE "
+                          "(bytes, or with K, M or G)")
     run.add_argument("--trace", metavar="FILE", help="write the JSONL trace here "
                                                      "(default: WORKSPACE/.orgtree/runs/<id>/trace.jsonl)")
     run.add_argument("--workspace", metavar="DIR", help="workspace root for fs skills and .orgtree/ "
@@ -127,7 +130,14 @@ def _positive(convert, what: str):
     return parse
 
 
+def _bytes(text: str) -> int:
+    """`500M`, `2G`, `64K` or a number of bytes."""
+    scale = {"K": 1024, "M": 1024**2, "G": 1024**3}.get(text[-1:].upper(), 1)
+    return int(float(text[:-1] if scale > 1 else text) * scale)
+
+
 _positive_int = _positive(int, "a whole number")
+memory_size = _positive(_bytes, "a size like 500M or 2G")
 _positive_float = _positive(float, "a number of seconds")
 
 

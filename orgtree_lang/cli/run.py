@@ -126,7 +126,7 @@ def budget_from_args(args):
 
     return Budget(max_steps=args.max_steps or Budget().max_steps, max_seconds=args.max_seconds,
                   max_skill_calls=args.max_skill_calls, max_tokens=getattr(args, "max_tokens", None),
-                  max_cost=getattr(args, "max_cost", None))
+                  max_cost=getattr(args, "max_cost", None), max_memory=getattr(args, "max_memory", None))
 
 
 class RunSession:

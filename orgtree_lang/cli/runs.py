@@ -7,7 +7,8 @@ import sys
 import time
 from pathlib import Path
 
-from orgtree_lang.cli.main import EXIT_COMPILE, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, add_model_options
+from orgtree_lang.cli.main import (EXIT_COMPILE, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, add_model_options,
+                                   memory_size)
 
 
 def add_run_commands(commands) -> None:
@@ -22,6 +23,8 @@ def add_run_commands(commands) -> None:
         parser.add_argument("--max-skill-calls", type=int, metavar="N", help="new limit on skill calls")
         parser.add_argument("--max-tokens", type=int, metavar="N", help="new limit on model tokens (so far count)")
         parser.add_argument("--max-cost", type=float, metavar="USD", help="new limit on model cost (so far counts)")
+        parser.add_argument("--max-memory", type=memory_size, metavar="SIZE",
+                            help="limit on the bytes one value may take (500M, 2G, or bytes)")
         parser.add_argument("--json", action="store_true", help="print one JSON envelope")
         parser.add_argument("--debug", action="store_true", help="show Python tracebacks for internal errors")
         add_model_options(parser)

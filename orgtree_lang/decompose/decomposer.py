@@ -49,10 +49,11 @@ class DecomposeSettings:
     child_max_steps: int = ChildLimits.steps  # what each generated module may take, even when its parent has
     child_max_seconds: float = ChildLimits.seconds  # no limit (decompose/limits.py)
     max_output_chars: int = ChildLimits.output_chars
+    child_max_memory: int = ChildLimits.memory
 
     @property
     def limits(self) -> ChildLimits:
-        return ChildLimits(self.child_max_steps, self.child_max_seconds, self.max_output_chars)
+        return ChildLimits(self.child_max_steps, self.child_max_seconds, self.max_output_chars, self.child_max_memory)
 
     @classmethod
     def from_config(cls, path: Path | str = "orgtree.toml") -> DecomposeSettings:
@@ -61,8 +62,8 @@ class DecomposeSettings:
         section = config_section("decompose", path, types={
             "max_repairs": int, "max_review_rounds": int, "max_depth": int, "context_share": (int, float),
             "similarity": (int, float), "child_max_steps": int, "child_max_seconds": (int, float),
-            "max_output_chars": int})
-        for key in ("child_max_steps", "child_max_seconds", "max_output_chars"):
+            "max_output_chars": int, "child_max_memory": int})
+        for key in ("child_max_steps", "child_max_seconds", "max_output_chars", "child_max_memory"):
             if key in section and section[key] <= 0:
                 raise ConfigError(f"{path}: [decompose] {key} must be more than 0, got {section[key]!r} (a generated "
                                   "module's limits can be raised, not switched off)")

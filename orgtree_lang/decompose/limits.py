@@ -9,10 +9,12 @@ from orgtree_lang.runtime.values import RecordValue
 
 CHILD_MAX_STEPS = 1_000_000  # an endless loop stops in about a second (untraced), not at an outside timeout
 CHILD_MAX_SECONDS = 300.0  # wall clock, model and skill calls included
+CHILD_MAX_MEMORY = 512 * 1024 * 1024  # bytes one value may take (vm/memory.py): list doubling stops here
 MAX_OUTPUT_CHARS = 1_000_000  # a block's outputs are values a program goes on with, not bulk data
 
 # The [decompose] key that sets each limit, for errors and the module's header.
-SETTING = {"steps": "child_max_steps", "seconds": "child_max_seconds", "output": "max_output_chars"}
+SETTING = {"steps": "child_max_steps", "seconds": "child_max_seconds", "memory": "child_max_memory",
+           "output": "max_output_chars"}
 
 
 @dataclass(frozen=True)
@@ -22,15 +24,17 @@ class ChildLimits:
     steps: int | None = CHILD_MAX_STEPS
     seconds: float | None = CHILD_MAX_SECONDS
     output_chars: int | None = MAX_OUTPUT_CHARS
+    memory: int | None = CHILD_MAX_MEMORY
 
     def budget(self):
         """The child's own limits as a vm Budget for BlockContext.run_child (the others stay the tree's)."""
         from orgtree_lang.vm.budget import Budget
 
-        return Budget(max_steps=self.steps, max_seconds=self.seconds)
+        return Budget(max_steps=self.steps, max_seconds=self.seconds, max_memory=self.memory)
 
     def describe(self, limit: str) -> str:
         amount = {"steps": f"{self.steps:,} steps", "seconds": f"{self.seconds:g} s of wall-clock time",
+                  "memory": f"{self.memory:,} bytes for one value",
                   "output": f"{self.output_chars:,} characters of output"}[limit]
         return f"{amount} ([decompose] {SETTING[limit]})"
 

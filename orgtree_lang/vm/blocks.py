@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import time
 from typing import Any, Protocol
 
 from orgtree_lang.syntax import types as t
@@ -11,7 +10,7 @@ from orgtree_lang.compile.code import AmbiguousSpec
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.records import RecordTypes
 from orgtree_lang.runtime.values import conforms
-from orgtree_lang.vm.budget import Budget, NodeSpend
+from orgtree_lang.vm.budget import Budget, BudgetExceeded, NodeSpend
 from orgtree_lang.vm.effects import EffectStep, Effects
 from orgtree_lang.vm.state import Frame
 
@@ -28,7 +27,7 @@ class BlockResolver(Protocol):
 class ChildOverLimit(PipeRuntimeError):
     """A generated child stopped by one of its own limits (`run_child(limits=...)`), not by the tree's budget."""
 
-    limit: str = ""  # "steps" or "seconds"
+    limit: str = ""  # "steps", "seconds" or "memory"
 
 
 @dataclasses.dataclass
@@ -82,18 +81,13 @@ class BlockContext:
         child = build(machine, self, program, resolver, budget, context)
         # The child run is named after its org tree node, so a block reached twice makes two children.
         child.start("main", dict(self.inputs), run_id=self.node)
-        started = time.monotonic()
         try:
             child.run()
-        except PipeRuntimeError as err:
-            if err.kind != "budget" or not own:
-                raise
-            if "max_steps" in own and child.state.steps + child.steps_elsewhere() >= own["max_steps"]:
+        except BudgetExceeded as err:
+            # Where the child's own limit is tighter than the tree's, it is the one a stop of that kind hit.
+            if f"max_{err.budget}" in own:
                 raise ChildOverLimit(err.message, kind="budget", span=err.span, catchable=False,
-                                     limit="steps") from err
-            if "max_seconds" in own and time.monotonic() - started > own["max_seconds"]:
-                raise ChildOverLimit(err.message, kind="budget", span=err.span, catchable=False,
-                                     limit="seconds") from err
+                                     limit=err.budget) from err
             raise
         finally:
             child.release()
@@ -111,8 +105,10 @@ def _own_limits(budget: Budget, limits: Budget | None, steps_before: int) -> dic
         steps = steps_before + limits.max_steps
         if budget.max_steps is None or steps < budget.max_steps:
             own["max_steps"] = steps
-    if limits.max_seconds is not None and (budget.max_seconds is None or limits.max_seconds < budget.max_seconds):
-        own["max_seconds"] = limits.max_seconds
+    for name in ("max_seconds", "max_memory"):
+        mine, tree = getattr(limits, name), getattr(budget, name)
+        if mine is not None and (tree is None or mine < tree):
+            own[name] = mine
     return own
 
 
