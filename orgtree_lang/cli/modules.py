@@ -6,30 +6,37 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from orgtree_lang.cli.main import EXIT_OK, EXIT_USAGE
+from orgtree_lang.cli.options import EXIT_OK, add_sub_verbs, add_verb, add_workspace_option
+from orgtree_lang.runtime.errors import UsageError
 
 
-def add_module_commands(commands) -> None:
-    modules = commands.add_parser("modules", help="list or show generated child modules",
-                                  description="Generated modules live in WORKSPACE/.orgtree/modules as .pipe source.")
-    actions = modules.add_subparsers(dest="action", metavar="ACTION", required=True)
-    listing = actions.add_parser("list", help="one line per saved module")
-    listing.add_argument("--workspace", metavar="DIR", default=".", help="the workspace (default: this folder)")
-    listing.set_defaults(handler=command_list)
-    show = actions.add_parser("show", help="a module's source with its provenance header")
+def register(commands) -> None:
+    modules = add_verb(commands, "modules", help="list or show generated child modules",
+                       description="Generated modules live in WORKSPACE/.orgtree/modules as .pipe source.",
+                       examples=["pipe modules list", "pipe modules show classify --review"])
+    actions = add_sub_verbs(modules)
+    listing = add_verb(actions, "list", handler=command_list, help="one line per saved module",
+                       description="One line per saved module: its path, block, parent program and review rounds.",
+                       examples=["pipe modules list --workspace examples"])
+    add_workspace_option(listing)
+    show = add_verb(actions, "show", handler=command_show, help="a module's source with its provenance header",
+                    description="Print a saved module's source with its provenance header, and on request its "
+                                "review ledger and the author's attempts.",
+                    examples=["pipe modules show classify", "pipe modules show triage/classify --attempts"])
     show.add_argument("name", metavar="NAME", help="a block name, PARENT/BLOCK, or the module's path")
     show.add_argument("--review", action="store_true", help="also print the module's concern ledger")
     show.add_argument("--attempts", action="store_true",
                       help="also print every answer the author gave while writing it, with its problems")
-    show.add_argument("--workspace", metavar="DIR", default=".", help="the workspace (default: this folder)")
-    show.set_defaults(handler=command_show)
-    accept = actions.add_parser("accept", help="approve a module edited since its review, so runs reuse it again",
-                                description="Record that a person read the module as it is now and approves it: "
-                                            "runs refuse a module whose body changed since its review, or that "
-                                            "went over a generated module's limits, until it is accepted.")
+    add_workspace_option(show)
+    accept = add_verb(actions, "accept", handler=command_accept,
+                      help="approve a module edited since its review, so runs reuse it again",
+                      description="Record that a person read the module as it is now and approves it: runs refuse "
+                                  "a module whose body changed since its review, or that went over a generated "
+                                  "module's limits, until it is accepted. Its signature and capabilities are still "
+                                  "checked against its parent on every reuse.",
+                      examples=["pipe modules accept triage/classify"])
     accept.add_argument("name", metavar="NAME", help="a block name, PARENT/BLOCK, or the module's path")
-    accept.add_argument("--workspace", metavar="DIR", default=".", help="the workspace (default: this folder)")
-    accept.set_defaults(handler=command_accept)
+    add_workspace_option(accept)
 
 
 def command_list(args) -> int:
@@ -57,29 +64,25 @@ def _warnings(module) -> list[str]:
     return warnings
 
 
-def _one_module(store, name: str, command: str):
-    """The saved module NAME names, or None after saying why on stderr."""
-    matches = [m for m in store.all() if _matches(m, name, store.root)]
+def _one_module(store, name: str):
+    """The saved module NAME names; UsageError if none or several."""
+    matches = matching_modules(store, name)
     if not matches:
         names = ", ".join(str(m.path.relative_to(store.root)) for m in store.all()) or "none"
-        print(f"pipe modules {command}: no module `{name}` (saved modules: {names})", file=sys.stderr)
-        return None
+        raise UsageError(f"no module `{name}` (saved modules: {names})")
     if len(matches) > 1:
         names = ", ".join(str(m.path.relative_to(store.root)) for m in matches)
-        print(f"pipe modules {command}: `{name}` names several modules ({names}); write PARENT/BLOCK",
-              file=sys.stderr)
-        return None
+        raise UsageError(f"`{name}` names several modules ({names}); write PARENT/BLOCK")
     return matches[0]
 
 
 def command_show(args) -> int:
-    from orgtree_lang.decompose.reuse import accept_name
     from orgtree_lang.decompose.store import ModuleStore
 
+    from orgtree_lang.decompose.reuse import accept_name
+
     store = ModuleStore(Path(args.workspace))
-    module = _one_module(store, args.name, "show")
-    if module is None:
-        return EXIT_USAGE
+    module = _one_module(store, args.name)
     sys.stdout.write(module.text)
     if module.changed_since_review:
         print(f"pipe modules show: {module.path} was changed since it was reviewed (its body no longer matches the "
@@ -123,9 +126,7 @@ def command_accept(args) -> int:
     from orgtree_lang.engine.registries import default_registry
 
     store = ModuleStore(Path(args.workspace))
-    module = _one_module(store, args.name, "accept")
-    if module is None:
-        return EXIT_USAGE
+    module = _one_module(store, args.name)
     if not module.changed_since_review and not module.budget_failure:
         print(f"pipe modules accept: {module.path} is as its review accepted it; nothing to accept", file=sys.stderr)
         return EXIT_OK
@@ -134,9 +135,8 @@ def command_accept(args) -> int:
     if spec is not None:
         problems = validate_module(module.text, spec, registry, str(module.path)).problems
         if problems:
-            print(f"pipe modules accept: {module.path} does not fit block `{spec.name}` of its parent, so runs "
-                  "would refuse it even accepted:\n" + "\n".join(problems), file=sys.stderr)
-            return EXIT_USAGE
+            raise UsageError(f"{module.path} does not fit block `{spec.name}` of its parent, so runs would refuse "
+                             "it even accepted:\n" + "\n".join(problems))
     try:
         user = getpass.getuser()
     except (KeyError, OSError):
@@ -144,13 +144,17 @@ def command_accept(args) -> int:
     try:
         store.accept(module, user, registry)
     except StoreError as err:
-        print(f"pipe modules accept: {err}", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(str(err)) from None
     print(f"accepted {module.path}: runs reuse it as it is now (still checked against its parent's signature and "
           "capabilities on every reuse)", file=sys.stderr)
     return EXIT_OK
 
 
-def _matches(module, name: str, root: Path) -> bool:
-    relative = str(module.path.relative_to(root))
-    return name in (module.provenance.get("block"), relative, relative.removesuffix(".pipe"), str(module.path))
+def matching_modules(store, name: str) -> list:
+    """The saved modules of `store` that `name` names: a block name, PARENT/BLOCK (with or without .pipe), or a path."""
+
+    def named(module) -> bool:
+        relative = str(module.path.relative_to(store.root))
+        return name in (module.provenance.get("block"), relative, relative.removesuffix(".pipe"), str(module.path))
+
+    return [module for module in store.all() if named(module)]

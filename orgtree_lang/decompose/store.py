@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from orgtree_lang.runtime.errors import PipeError
 from orgtree_lang.runtime.files import write_atomic
 
 HEADER = "# orgtree: "
@@ -14,7 +15,7 @@ BODY_HASH = "body-hash"  # the sha256 of the body its review (or a person's `pip
 BUDGET_FAILED = "budget-failed"  # set when a run of the module went over the limits of a generated module
 
 
-class StoreError(Exception):
+class StoreError(PipeError):
     """A module the store refuses to save (it does not compile), or a saved file it cannot read."""
 
 
