@@ -9,6 +9,7 @@ from orgtree_lang.compile.code import AmbiguousSpec, Program
 from orgtree_lang.decompose.prompt import spec_text, spec_words, words
 from orgtree_lang.decompose.store import ModuleStore, SavedModule
 from orgtree_lang.decompose.validate import validate_module
+from orgtree_lang.runtime.errors import PipeError
 
 SIMILARITY = 0.3  # the least word overlap (Jaccard) between two blocks' descriptions for a module to be offered
 CANDIDATES = 2  # saved modules offered to the reviewer, most similar first
@@ -27,12 +28,8 @@ Accept it only if running it does exactly what the new step's description asks, 
 get. Answer with one JSON object: {"accept": true or false, "reasons": "..."}."""
 
 
-class ReuseRefused(Exception):
+class ReuseRefused(PipeError):
     """A saved module that may not run for a block as it stands: edited since review, over its limits, or unfit."""
-
-    def __init__(self, message: str, hint: str) -> None:
-        super().__init__(message)
-        self.hint = hint
 
 
 def accept_name(module: SavedModule) -> str:
