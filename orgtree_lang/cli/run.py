@@ -10,7 +10,7 @@ from typing import Any
 from orgtree_lang.cli.options import (EXIT_OK, add_budget_options, add_model_options, add_verb, add_workspace_option,
                                       budget_from_args)
 from orgtree_lang.runtime.errors import PipeRuntimeError, UsageError
-from orgtree_lang.runtime.inputs import InputError, parse_input
+from orgtree_lang.runtime.inputs import InputError, check_depth, parse_input, too_deep
 
 
 def register(commands) -> None:
@@ -30,7 +30,6 @@ def register(commands) -> None:
     add_workspace_option(run, default=None, help="workspace root for fs skills and .orgtree/ "
                                                  "(default: the program's folder)")
     run.add_argument("--json", action="store_true", help="print one JSON envelope: output, run id, status, usage")
-    run.add_argument("--debug", action="store_true", help="show Python tracebacks for internal errors")
     add_model_options(run)
     run.add_argument("--durability", choices=("power", "process"), default="power",
                      help="power (default): every journaled step is on disk before the run moves on; process: "
@@ -272,9 +271,11 @@ def collect_inputs(code, pairs: list[str], inputs_file: str | None, program=None
             raise InputError(f"cannot read {inputs_file}: {err.strerror}") from None
         except json.JSONDecodeError as err:
             raise InputError(f"{inputs_file}:{err.lineno}:{err.colno}: invalid JSON: {err.msg}") from None
+        except RecursionError:
+            raise too_deep(inputs_file) from None
         if not isinstance(data, dict):
             raise InputError(f"{inputs_file} must hold a JSON object of inputs, got {type(data).__name__}")
-        inputs.update(data)
+        inputs.update({key: check_depth(key, value) for key, value in data.items()})
     params = {p.name: p for p in code.params}
     for pair in pairs:
         key, sep, text = pair.partition("=")

@@ -23,7 +23,6 @@ def register(commands) -> None:
     def with_attempt_options(parser):
         add_budget_options(parser, resumed=True)
         parser.add_argument("--json", action="store_true", help="print one JSON envelope")
-        parser.add_argument("--debug", action="store_true", help="show Python tracebacks for internal errors")
         add_model_options(parser)
         return parser
 
@@ -36,6 +35,8 @@ def register(commands) -> None:
                 description="Show a saved run.", examples=["pipe show 3f2a", "pipe show 3f2a9c1d7e0b --json"])
     show.add_argument("run", metavar="RUN", help="a run id (or a unique prefix of one)")
     show.add_argument("--json", action="store_true", help="print JSON")
+    show.add_argument("--steps", action="store_true",
+                      help="list the journaled steps with the statement each ran in (`pipe fork --at` counts these)")
 
     resume = with_attempt_options(verb(
         "resume", handler=command_resume, help="continue a crashed, stopped or failed run",
@@ -93,6 +94,22 @@ def command_runs(args) -> int:
     return EXIT_OK
 
 
+def _print_steps(meta, steps, as_json: bool) -> int:
+    """One line per journaled step: its number, the statement it ran in, what it called, where and in which node."""
+    rows = [{"seq": r.seq, "statement": r.statement, "kind": r.kind, "name": r.name, "at": f"{r.file}:{r.line}",
+             "node": r.node, "ok": r.ok} for r in steps.values()]
+    if as_json:
+        print(json.dumps({"id": meta["run_id"], "statements": meta.get("steps", 0), "steps": rows}, indent=1))
+        return EXIT_OK
+    print(f"run {meta['run_id']}: {meta.get('steps', 0)} statements, {len(rows)} journaled steps "
+          "(`pipe fork RUN --at N` starts after statement N; --at 0 is the start)")
+    for row in rows:
+        statement = "?" if row["statement"] is None else row["statement"]
+        print(f"  step {row['seq']:>4}  statement {statement:>6}  {row['kind']} {row['name']}  {row['at']}  "
+              f"{row['node']}{'' if row['ok'] else '  (failed)'}")
+    return EXIT_OK
+
+
 def command_show(args) -> int:
     from orgtree_lang.durable.journal import Journal
     from orgtree_lang.durable.runs import effective_status, find_run
@@ -109,6 +126,8 @@ def command_show(args) -> int:
         journal.close()
     status = effective_status(run_dir, meta)
     inputs = to_plain(decode(meta.get("inputs", {})))
+    if args.steps:
+        return _print_steps(meta, steps, args.json)
     if args.json:
         print(json.dumps({"id": meta["run_id"], "program": meta.get("program"), "status": status,
                           "inputs": inputs, "result": to_plain(decode(meta.get("result"))),
