@@ -112,25 +112,26 @@ def _print_steps(meta, steps, as_json: bool) -> int:
 
 def command_show(args) -> int:
     from orgtree_lang.durable.journal import Journal
-    from orgtree_lang.durable.runs import effective_status, find_run
+    from orgtree_lang.durable.runs import effective_status, find_run, view_meta
     from orgtree_lang.durable.resume import node_names
     from orgtree_lang.runtime.values import decode, display, to_plain
 
     run_dir = find_run(Path(args.workspace), args.run)
     journal = Journal.open(run_dir)
     try:
-        meta = journal.meta()
+        meta = view_meta(run_dir, journal)
         steps = journal.steps()
         nodes = sorted(node_names(journal, meta))
     finally:
         journal.close()
     status = effective_status(run_dir, meta)
     inputs = to_plain(decode(meta.get("inputs", {})))
+    defaults = to_plain(decode(meta.get("defaults", {})))
     if args.steps:
         return _print_steps(meta, steps, args.json)
     if args.json:
         print(json.dumps({"id": meta["run_id"], "program": meta.get("program"), "status": status,
-                          "inputs": inputs, "result": to_plain(decode(meta.get("result"))),
+                          "inputs": inputs, "defaults": defaults, "result": to_plain(decode(meta.get("result"))),
                           "printed": meta.get("output", []), "error": meta.get("error"), "nodes": nodes,
                           "steps": meta.get("steps", 0), "journaled_steps": len(steps),
                           "attempts": meta.get("attempts", 0), "parent_run": meta.get("parent_run")}, indent=1))
@@ -140,7 +141,9 @@ def command_show(args) -> int:
     print(f"program: {meta.get('program')} (pipeline {meta.get('entry')})")
     if meta.get("parent_run"):
         print(f"forked from run {meta['parent_run']} at step {meta.get('fork_step')}")
-    print("inputs: " + (", ".join(f"{k}={display(v, True)}" for k, v in inputs.items()) or "(none)"))
+    given = [f"{k}={display(v, True)}" for k, v in inputs.items()]
+    given += [f"{k}={display(v, True)} (default)" for k, v in defaults.items()]
+    print("inputs: " + (", ".join(given) or "(none)"))
     if meta.get("output"):
         print("printed:")
         for line in meta["output"]:

@@ -117,6 +117,9 @@ def start(program, root: Path, registry, options, source: str, program_path: Pat
         "run_id": run_id, "program": str(Path(program_path).resolve()), "file": program.file,
         "entry": program.entry(options.entry).name,
         "inputs": encode(options.inputs), "source_hash": digest, "sources": {digest: source}, "budget": budget,
+        # The parameters the run took from their defaults: shown by `pipe show`, kept apart so resume is unchanged.
+        "defaults": encode({p.name: p.default for p in program.entry(options.entry).params
+                            if p.has_default and p.name not in options.inputs}),
         "created": time.time(), "status": "running", "attempts": 0, "workspace": str(root),
         "durability": options.durability,
     })
