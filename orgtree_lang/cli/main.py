@@ -132,6 +132,17 @@ _positive_float = _positive(float, "a number of seconds")
 
 
 def main(argv: list[str] | None = None) -> int:
+    from orgtree_lang.runtime.state_db import StateSchemaError
+
+    try:
+        return _dispatch(argv)
+    except StateSchemaError as err:
+        # A newer orgtree-lang wrote this workspace: a usage problem, not a failure of the program.
+        print(f"error: {err.message}\n  = hint: {err.hint}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _dispatch(argv: list[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     from orgtree_lang.cli.pool import ACTIONS, run_action
 

@@ -17,6 +17,7 @@ from typing import Any, Callable
 from orgtree_lang import types as T
 from orgtree_lang.runtime.docstrings import parse_docstring
 from orgtree_lang.runtime.errors import SkillArgumentError, SkillError
+from orgtree_lang.runtime.state_db import StateConnection, open_state_db, state_db_path
 from orgtree_lang.runtime.values import RecordValue, conforms, display, to_plain
 from orgtree_lang.runtime.workspace import Workspace
 from orgtree_lang.types import PipeType
@@ -70,6 +71,17 @@ class SkillContext:
     # Set by the VM (vm.budget.ModelSpend): a skill's model calls are checked against and charged to the run
     # tree's --max-tokens / --max-cost, and to the calling skill's org tree node. None outside a VM.
     spend: Any = None
+
+    def state_db(self, *, create: bool = True, timeout: float = 10) -> StateConnection | None:
+        """The workspace's state.db, migrated to the newest schema, for a skill that keeps durable records.
+
+        The only way a skill reaches the database: its tables are declared in runtime/schema.py, and writes go
+        through `runtime.state_db.Transaction` (the connection's write lock, then BEGIN IMMEDIATE). The caller
+        closes the connection. None when the workspace has no state.db yet and `create` is false."""
+        path = state_db_path(self.workspace.root)
+        if not create and not path.exists():
+            return None
+        return open_state_db(path, timeout=timeout)
 
 
 @dataclass(frozen=True, eq=False)
