@@ -1,8 +1,8 @@
 """Append bytes to a workspace file at most once per idempotency key, across crashes, with a ledger in state.db.
 
 The ledger is the table `fs_appends` in `<workspace>/.orgtree/state.db` (SQLite, WAL, synchronous=FULL), declared
-in runtime/schema.py and reached only through the skill context (`ctx.state_db()`), writing through its shared
-write lock.
+in runtime/schema.py and reached only through the skill context (`ctx.state_db()`), writing through the connection's shared write
+lock (`conn.transaction()`).
 A keyed append is a small write-ahead log:
 
 1. under an exclusive lock on the file, first roll forward every interrupted append to that file;
@@ -27,8 +27,6 @@ from typing import Iterator
 
 from orgtree_lang.runtime.errors import SkillError
 from orgtree_lang.runtime.skills import SkillContext
-from orgtree_lang.runtime.state_db import Transaction
-from orgtree_lang.runtime.state_db import state_db_path as _state_db_path
 from orgtree_lang.runtime.workspace import Workspace
 
 try:
@@ -36,11 +34,13 @@ try:
 except ImportError:  # Windows: appends are still exactly-once for one process at a time
     fcntl = None  # type: ignore[assignment]
 
+STATE_DB_NAME = "state.db"
 BUSY_TIMEOUT_MS = 30_000
 
 
 def state_db_path(workspace: Workspace) -> Path:
-    return _state_db_path(workspace.root)
+    """Where the ledger is, for messages; it is opened only through the skill context."""
+    return workspace.state_dir / STATE_DB_NAME
 
 
 def open_ledger(ctx: SkillContext, *, create: bool) -> sqlite3.Connection | None:
@@ -74,7 +74,7 @@ def append(ctx: SkillContext, real: Path, data: bytes) -> int:
             if size is not None:  # done by an earlier attempt, or rolled forward just now
                 return size
             offset = os.fstat(fd).st_size
-            with Transaction(conn):
+            with conn.transaction():
                 conn.execute(
                     "INSERT INTO fs_appends (key, path, offset, size, digest, data, done) VALUES (?, ?, ?, ?, ?, ?, 0)",
                     (key, rel, offset, len(data), digest, data),
@@ -113,7 +113,7 @@ def _roll_forward(conn: sqlite3.Connection, fd: int, rel: str) -> None:
             # The file was replaced or cut since (e.g. by fs.write), taking any partial bytes with it:
             # the append starts again at the new end, and the ledger must say so before anything is written.
             offset = size
-            with Transaction(conn):
+            with conn.transaction():
                 conn.execute("UPDATE fs_appends SET offset = ? WHERE key = ?", (offset, key))
         os.ftruncate(fd, offset)
         _write_all(fd, bytes(data))
@@ -122,7 +122,7 @@ def _roll_forward(conn: sqlite3.Connection, fd: int, rel: str) -> None:
 
 
 def _mark_done(conn: sqlite3.Connection, key: str) -> None:
-    with Transaction(conn):
+    with conn.transaction():
         conn.execute("UPDATE fs_appends SET done = 1, data = NULL WHERE key = ?", (key,))
 
 

@@ -76,7 +76,7 @@ class SkillContext:
         """The workspace's state.db, migrated to the newest schema, for a skill that keeps durable records.
 
         The only way a skill reaches the database: its tables are declared in runtime/schema.py, and writes go
-        through `runtime.state_db.Transaction` (the connection's write lock, then BEGIN IMMEDIATE). The caller
+        through `with db.transaction():` (the connection's write lock, then BEGIN IMMEDIATE). The caller
         closes the connection. None when the workspace has no state.db yet and `create` is false."""
         path = state_db_path(self.workspace.root)
         if not create and not path.exists():

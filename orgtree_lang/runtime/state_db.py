@@ -96,6 +96,10 @@ class StateConnection(sqlite3.Connection):
         super().__init__(*args, **kwargs)
         self.write_lock = threading.RLock()
 
+    def transaction(self) -> Transaction:
+        """`with db.transaction():` the same as `with Transaction(db):`, for callers that hold only the connection."""
+        return Transaction(self)
+
 
 class Transaction:
     """`with Transaction(db):` one BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error), serialized across threads."""
