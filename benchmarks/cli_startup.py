@@ -45,7 +45,8 @@ def best_of(repeat: int, command: list[str]) -> float:
 
 def heavy_modules(setup: str) -> list[str]:
     code = _HEAVY_PROBE.format(setup=setup, heavy=HEAVY)
-    result = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PIPE_NO_PLUGINS="1"),
+    # -P: measure the installed package, never the checkout that cwd=REPO would put first on sys.path.
+    result = subprocess.run([sys.executable, "-P", "-c", code], env=dict(os.environ, PIPE_NO_PLUGINS="1"),
                             capture_output=True, text=True, cwd=REPO)
     if result.returncode != 0:
         raise SystemExit(f"probe failed:\n{result.stderr}")
@@ -58,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     baseline = best_of(args.repeat, [sys.executable, "-c", "pass"])
-    help_module = best_of(args.repeat, [sys.executable, "-m", "orgtree_lang.cli.main", "--help"])
+    help_module = best_of(args.repeat, [sys.executable, "-P", "-m", "orgtree_lang.cli.main", "--help"])
     print(f"python -c pass                          {baseline:.3f} s")
     print(f"python -m orgtree_lang.cli.main --help  {help_module:.3f} s  "
           f"({help_module - baseline:.3f} s over the bare interpreter)")

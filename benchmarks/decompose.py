@@ -26,7 +26,8 @@ from orgtree_lang.decompose.decomposer import LANGUAGE_NOTES, Decomposer
 from orgtree_lang.decompose.prompt import CONTEXT_SHARE, build_request
 from orgtree_lang.models.scripted import ScriptedModel
 from orgtree_lang.models.tokens import count_tokens
-from orgtree_lang.runtime.skills import SkillContext, default_registry
+from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.runtime.skills import SkillContext
 from orgtree_lang.runtime.workspace import Workspace
 from orgtree_lang.vm.machine import Machine
 

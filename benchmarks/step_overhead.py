@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Callable
 
 from orgtree_lang.runner import RunOptions, run_file
-from orgtree_lang.runtime.skills import default_registry
+from orgtree_lang.engine.registries import default_registry
 
 TARGET_RATIO = 5.0
 

@@ -57,7 +57,7 @@ def run_file(path: str | Path, options: RunOptions | None = None):
     Raises CompileError for a program that does not compile and PipeRuntimeError when the run fails
     (the machine's state then says where)."""
     from orgtree_lang.compile.api import compile_file
-    from orgtree_lang.runtime.skills import default_registry
+    from orgtree_lang.engine.registries import default_registry
 
     options = options or RunOptions()
     path = Path(path)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Optional, Union
 
-import orgtree_lang.types as T
+import orgtree_lang.syntax.types as T
 from orgtree_lang.runtime.errors import SkillError
 
 _HINT = ('give the fields and their .pipe types, e.g. {"name": "str", "age": "int", "tags": "list[str]"}, '

@@ -151,14 +151,14 @@ def integrity(path: Path) -> str:
 def main() -> int:
     log = os.environ.get(EXEC_LOG_ENV)
     if log:
-        from orgtree_lang.runtime import skills
+        from orgtree_lang.engine import registries
 
-        original = skills.default_registry
+        original = registries.default_registry
 
         def default_registry(*args, **kwargs):
             return counting_registry(original(*args, **kwargs), log, os.environ.get(KILL_AFTER_ENV))
 
-        skills.default_registry = default_registry
+        registries.default_registry = default_registry
     from orgtree_lang.cli.main import main as pipe_main
 
     return pipe_main(sys.argv[1:])

@@ -22,6 +22,13 @@ def test_bytecode_doc_is_the_generator_output() -> None:
     )
 
 
+def test_the_example_declares_the_stdlib_skills_it_calls_as_the_stdlib_does(registry) -> None:
+    for declared in docgen.example_registry():
+        real = registry.get(declared.name)
+        assert (declared.signature(), declared.params, declared.pure, declared.description) == \
+               (real.signature(), real.params, real.pure, real.description), declared.name
+
+
 def test_every_opcode_has_a_row_in_the_instruction_table() -> None:
     page = docgen.render()
     for opcode in OPCODES:

@@ -9,7 +9,7 @@ import pytest
 from orgtree_lang.compile.api import cache_key, compile_file, compile_source
 from orgtree_lang.compile.code import FORMAT_VERSION, Program
 from orgtree_lang.runtime.errors import PipeRuntimeError
-from orgtree_lang.runtime.skills import default_registry
+from orgtree_lang.engine.registries import default_registry
 from orgtree_lang.vm.machine import Machine
 
 REGISTRY = default_registry(plugins=False)

@@ -6,14 +6,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orgtree_lang import types as t
+from orgtree_lang.check.capabilities import capability_allowed
 from orgtree_lang.compile.api import compile_source
 from orgtree_lang.compile.code import AmbiguousSpec
 from orgtree_lang.decompose.extract import ExtractError, extract_module
-from orgtree_lang.decompose.spec import capability_allowed, required_signature, spec_hash
+from orgtree_lang.decompose.spec import required_signature, spec_hash
 from orgtree_lang.decompose.store import ModuleStore, StoreError
 from orgtree_lang.decompose.validate import validate_module
-from orgtree_lang.runtime.skills import default_registry
+from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.syntax import types as t
 from orgtree_lang.syntax.diagnostics import CompileError
 from orgtree_lang.syntax.spans import Span
 

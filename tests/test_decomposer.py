@@ -17,7 +17,8 @@ from orgtree_lang.decompose.store import ModuleStore
 from orgtree_lang.models.scripted import ScriptedModel
 from orgtree_lang.review.ledger import ConcernLedger
 from orgtree_lang.runtime.errors import PipeRuntimeError
-from orgtree_lang.runtime.skills import SkillContext, default_registry
+from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.runtime.skills import SkillContext
 from orgtree_lang.runtime.workspace import Workspace
 from orgtree_lang.vm.machine import Machine
 

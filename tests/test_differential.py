@@ -37,7 +37,7 @@ from hypothesis import strategies as st
 from orgtree_lang.compile.api import compile_source
 from orgtree_lang.runtime.builtins import MAX_SEQUENCE
 from orgtree_lang.runtime.errors import PipeRuntimeError
-from orgtree_lang.runtime.skills import default_registry
+from orgtree_lang.engine.registries import default_registry
 from orgtree_lang.syntax.diagnostics import CompileError
 from orgtree_lang.vm.budget import Budget
 from orgtree_lang.vm.machine import Machine

@@ -24,7 +24,8 @@ from orgtree_lang.durable.journal import JournalError
 from orgtree_lang.durable.runs import RunLock
 from orgtree_lang.runner import RunOptions, run_file
 from orgtree_lang.runtime.errors import PipeRuntimeError
-from orgtree_lang.runtime.skills import SkillRegistry, default_registry, skill
+from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.runtime.skills import SkillRegistry, skill
 from orgtree_lang.vm.budget import Budget
 
 EXIT_USAGE, EXIT_RUNTIME = 2, 70

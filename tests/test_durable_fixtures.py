@@ -15,7 +15,7 @@ import pytest
 from durable_testing import exec_log, journal_snapshot, pipe
 from orgtree_lang.durable import session
 from orgtree_lang.durable.journal import JOURNAL_FORMAT
-from orgtree_lang.runtime.skills import default_registry
+from orgtree_lang.engine.registries import default_registry
 from orgtree_lang.runtime.values import to_plain
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "journals"

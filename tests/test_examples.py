@@ -24,8 +24,10 @@ def pipe(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
     env = dict(os.environ, PIPE_NO_PLUGINS="1", PYTHONIOENCODING="utf-8")
     env.pop("PIPE_MODEL", None)  # the examples must run, or fail clearly, without a model
     env.pop("PIPE_REVIEW_MODEL", None)
+    # -P: with the repository as the working folder, import the installed package, not the checkout beside it
+    # (a non-editable install, as in .ci/run, has grammar/ and stdlib/ only inside the installed copy).
     return subprocess.run(
-        [sys.executable, "-m", "orgtree_lang.cli.main", *args],
+        [sys.executable, "-P", "-m", "orgtree_lang.cli.main", *args],
         cwd=cwd, env=env, capture_output=True, text=True, timeout=60,
     )
 

@@ -211,7 +211,8 @@ _APPENDER = textwrap.dedent(
     """
     import sys
     from dataclasses import replace
-    from orgtree_lang.runtime.skills import SkillContext, default_registry
+    from orgtree_lang.engine.registries import default_registry
+    from orgtree_lang.runtime.skills import SkillContext
     from orgtree_lang.runtime.workspace import Workspace
 
     skill = default_registry(plugins=False).get("fs.append")

@@ -22,7 +22,8 @@ from orgtree_lang.orgtree.render import render_tree
 from orgtree_lang.orgtree.store import TreeNode, TreeStore
 from orgtree_lang.review.ledger import ConcernLedger
 from orgtree_lang.runtime.errors import PipeRuntimeError
-from orgtree_lang.runtime.skills import SkillContext, default_registry
+from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.runtime.skills import SkillContext
 from orgtree_lang.runtime.state_db import state_db_path
 from orgtree_lang.runtime.workspace import Workspace
 from orgtree_lang.vm.budget import Budget

@@ -42,6 +42,12 @@ def test_wheel_contains_grammar_and_stdlib(wheel):
     assert any(n.endswith("entry_points.txt") and "pipe" in zipfile.ZipFile(wheel).read(n).decode() for n in names)
 
 
+def test_wheel_contains_every_package_of_the_checkout(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    packages = [p.parent.relative_to(REPO).as_posix() for p in (REPO / "orgtree_lang").rglob("__init__.py")]
+    assert packages and [p for p in packages if f"{p}/__init__.py" not in names] == []
+
+
 def test_unpacked_wheel_runs_a_program_from_another_folder(wheel, tmp_path):
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)

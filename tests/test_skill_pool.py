@@ -16,7 +16,7 @@ from orgtree_lang.pool.bugs import review_bug
 from orgtree_lang.pool.history import workspace_history
 from orgtree_lang.pool.learned import LearnedStore
 from orgtree_lang.pool.promote import promote
-from orgtree_lang.pool.registry import workspace_registry
+from orgtree_lang.engine.registries import workspace_registry
 from orgtree_lang.pool.store import PoolError, PoolStore
 from orgtree_lang.review.errors import SelfReviewError
 from orgtree_lang.runner import RunOptions, run_program

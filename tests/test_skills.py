@@ -12,6 +12,7 @@ from typing import Any
 import pydantic
 import pytest
 
+from orgtree_lang.engine.registries import default_registry
 from orgtree_lang.runtime.docstrings import parse_docstring
 from orgtree_lang.runtime.errors import SkillArgumentError, SkillError
 from orgtree_lang.runtime.skills import (
@@ -20,13 +21,12 @@ from orgtree_lang.runtime.skills import (
     Skill,
     SkillContext,
     SkillRegistry,
-    default_registry,
     make_skill,
     skill,
 )
 from orgtree_lang.runtime.values import RecordValue
 from orgtree_lang.runtime.workspace import Workspace
-from orgtree_lang.types import INT, STR, list_of, optional
+from orgtree_lang.syntax.types import INT, STR, list_of, optional
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from orgtree_lang.compile.api import compile_source
 from orgtree_lang.runner import RunOptions, run_program
-from orgtree_lang.runtime.skills import default_registry
+from orgtree_lang.engine.registries import default_registry
 
 PROGRAM = '''\
 use text

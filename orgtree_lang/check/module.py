@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from orgtree_lang import types as t
 from orgtree_lang.runtime.builtins import BUILTINS, ERROR_FIELDS, ERROR_RECORD
 from orgtree_lang.syntax import nodes as n
+from orgtree_lang.syntax import types as t
 from orgtree_lang.syntax.diagnostics import CompileError, Diagnostic, DiagnosticSink, did_you_mean
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from orgtree_lang import types as t
+from orgtree_lang.check.capabilities import capability_allowed
 from orgtree_lang.check.module import CallTarget, CheckedModule, PipelineInfo, resolve_type
 from orgtree_lang.check.typing import ExprTyper
 from orgtree_lang.runtime.builtins import BUILTINS
 from orgtree_lang.syntax import nodes as n
+from orgtree_lang.syntax import types as t
 from orgtree_lang.syntax.diagnostics import DiagnosticSink
 
 _TERMINATORS = (n.Return, n.Fail, n.Break, n.Continue, n.Goto)
@@ -38,6 +39,7 @@ class PipelineChecker:
             self._block(self.decl.body, block=0, loops=0)
         self.typer.report = True
         self._block(self.decl.body, block=0, loops=0)
+        self._check_ending()
 
     @property
     def report(self) -> bool:
@@ -211,10 +213,17 @@ class PipelineChecker:
             self.sink.error(f"pipeline `{self.decl.name}` returns {declared}, but this is {value}",
                             stmt.value.span, hint)
 
+    def _check_ending(self) -> None:
+        declared = self.info.returns
+        if declared.kind in ("none", "optional", "any") or not falls_through(self.decl.body):
+            return
+        last = self.decl.body[-1].span if self.decl.body else self.decl.name_span
+        self.sink.error(f"pipeline `{self.decl.name}` returns {declared}, but can reach its end without `return`",
+                        last, f"end every path with `return VALUE` (or `fail MESSAGE`); declare `-> {declared}?` "
+                              "if `none` is a valid answer")
+
     def _narrowing(self, stmt: n.Ambiguous) -> None:
         """A block's `use` lines may only narrow the module's: each must be covered by a module `use`."""
-        from orgtree_lang.decompose.spec import capability_allowed
-
         parent = tuple(self.checked.uses)
         for use in stmt.uses:
             if not capability_allowed(use.name, parent):
@@ -276,6 +285,42 @@ class _Quiet(DiagnosticSink):
 
 
 _QUIET = _Quiet("<quiet>")
+
+
+def falls_through(body: tuple[n.Stmt, ...]) -> bool:
+    """Whether running `body` can reach its end: no return, fail, jump or endless loop stops every path.
+
+    A `label` makes what follows reachable again, since a goto may land there."""
+    reachable = True
+    for stmt in body:
+        if isinstance(stmt, n.Label):
+            reachable = True
+        elif reachable and _stops(stmt):
+            reachable = False
+    return reachable
+
+
+def _stops(stmt: n.Stmt) -> bool:
+    if isinstance(stmt, _TERMINATORS):
+        return True
+    if isinstance(stmt, n.If):
+        return stmt.orelse is not None and not any(falls_through(b) for b in (*stmt.bodies, stmt.orelse))
+    if isinstance(stmt, n.Try):
+        return not falls_through(stmt.body) and not falls_through(stmt.handler)
+    if isinstance(stmt, n.While):
+        endless = isinstance(stmt.test, n.Const) and stmt.test.value is True
+        return endless and not _breaks(stmt.body)
+    return False
+
+
+def _breaks(body: tuple[n.Stmt, ...]) -> bool:
+    """Whether a `break` in `body` leaves the loop `body` belongs to (breaks of nested loops do not)."""
+    for stmt in body:
+        if isinstance(stmt, n.Break):
+            return True
+        if isinstance(stmt, (n.If, n.Try)) and any(_breaks(sub) for sub in _sub_blocks(stmt)):
+            return True
+    return False
 
 
 def _sub_blocks(stmt: n.Stmt) -> list[tuple[n.Stmt, ...]]:

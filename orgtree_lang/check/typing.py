@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from orgtree_lang import types as t
 from orgtree_lang.check.module import CallTarget, CheckedModule
 from orgtree_lang.runtime.builtins import BUILTINS, ERROR_RECORD
 from orgtree_lang.syntax import nodes as n
+from orgtree_lang.syntax import types as t
 from orgtree_lang.syntax.diagnostics import DiagnosticSink, did_you_mean
 
 _NUMERIC = ("int", "float", "bool")

@@ -127,7 +127,7 @@ def history(args) -> int:
 def report(args) -> int:
     import uuid
 
-    from orgtree_lang.pool.registry import workspace_registry
+    from orgtree_lang.engine.registries import workspace_registry
     from orgtree_lang.pool.store import PoolError, PoolStore
 
     registry = workspace_registry(Path(args.workspace))
@@ -148,7 +148,7 @@ def report(args) -> int:
 
 
 def review(args) -> int:
-    from orgtree_lang.pool.registry import workspace_registry
+    from orgtree_lang.engine.registries import workspace_registry
     from orgtree_lang.pool.store import PoolStore
 
     store = PoolStore.for_workspace(Path(args.workspace))
@@ -219,7 +219,7 @@ def promote(args) -> int:
     from orgtree_lang.cli.modules import _matches
     from orgtree_lang.decompose.store import ModuleStore
     from orgtree_lang.pool.promote import promote as promote_module
-    from orgtree_lang.pool.registry import workspace_registry
+    from orgtree_lang.engine.registries import workspace_registry
 
     root = Path(args.workspace)
     store = ModuleStore(root)

@@ -18,7 +18,7 @@ from orgtree_lang.runtime.inputs import parse_input
 def command_run(args) -> int:
     from orgtree_lang.compile.api import compile_file
     from orgtree_lang.runner import new_run_id, run_program, workspace_for
-    from orgtree_lang.pool.registry import workspace_registry
+    from orgtree_lang.engine.registries import workspace_registry
     from orgtree_lang.syntax.diagnostics import CompileError
 
     path = Path(args.file)
@@ -103,6 +103,7 @@ def make_decomposer(args, program, source: str, file: str, root: Path, registry,
 
 def make_models(args, program=None):
     """The run's models from --model/--review-model/--api-base/--record (or PIPE_MODEL, orgtree.toml); made lazily."""
+    from orgtree_lang.models.backends import is_offline
     from orgtree_lang.models.base import ModelError
     from orgtree_lang.models.roles import RunModels
 
@@ -114,7 +115,7 @@ def make_models(args, program=None):
         any(code.ambiguous for code in program.pipelines.values())
     if uses_models:
         for spec in dict.fromkeys(s for s in (models.author_spec, models.review_spec) if s):
-            if spec.startswith(("scripted:", "replay:")):
+            if is_offline(spec):
                 print(f"pipe run: model answers come from {spec}, not from a live model", file=sys.stderr)
                 args.scripted_models = True
     return models

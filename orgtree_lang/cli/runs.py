@@ -158,7 +158,7 @@ def _attempt(args, command: str, action, source_for_errors) -> int:
     from orgtree_lang.cli.run import RunSession, budget_from_args, make_decomposer
     from orgtree_lang.durable.journal import JournalError
     from orgtree_lang.models.roles import RunModels
-    from orgtree_lang.pool.registry import workspace_registry
+    from orgtree_lang.engine.registries import workspace_registry
     from orgtree_lang.runtime.inputs import InputError
     from orgtree_lang.syntax.diagnostics import CompileError
 
@@ -258,7 +258,7 @@ def command_fork(args) -> int:
 def command_replay(args) -> int:
     from orgtree_lang.durable import session
     from orgtree_lang.durable.journal import JournalError
-    from orgtree_lang.pool.registry import workspace_registry
+    from orgtree_lang.engine.registries import workspace_registry
     from orgtree_lang.syntax.diagnostics import CompileError
 
     printer = None if args.quiet else print

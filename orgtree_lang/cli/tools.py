@@ -12,7 +12,7 @@ from orgtree_lang.cli.main import EXIT_COMPILE, EXIT_OK, EXIT_USAGE
 
 def _registry(near: str | Path = "."):
     """The skills a program in the workspace of `near` (a file or folder) sees, learned.* and pool changes included."""
-    from orgtree_lang.pool.registry import workspace_registry
+    from orgtree_lang.engine.registries import workspace_registry
 
     near = Path(near)
     return workspace_registry(near if near.is_dir() else near.resolve().parent)

@@ -7,9 +7,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from orgtree_lang import types as t
 from orgtree_lang.compile.opcodes import BY_NAME, OPCODES
 from orgtree_lang.runtime.values import decode, encode
+from orgtree_lang.syntax import types as t
 from orgtree_lang.syntax.spans import Span
 
 FORMAT_VERSION = 1

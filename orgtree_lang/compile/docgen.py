@@ -227,12 +227,41 @@ def _row(opcode: Opcode) -> str:
             f"{_cell(effect_formula(opcode))} | {jump} | {_cell(opcode.doc)} |")
 
 
+def example_registry():
+    """The two stdlib skills the example calls, declared here because the compiler sits below the stdlib;
+    tests/test_bytecode_doc.py checks that their signatures are the stdlib's."""
+    from orgtree_lang.runtime.skills import SkillRegistry, skill
+
+    @skill("text.upper", pure=True)
+    def upper(text: str) -> str:
+        """The string in upper case.
+
+        Args:
+            text: The string to convert.
+        """
+        return text.upper()
+
+    @skill("text.strip", pure=True)
+    def strip(text: str, chars: str | None = None) -> str:
+        """The string without leading and trailing whitespace (or the given characters).
+
+        Args:
+            text: The string to trim.
+            chars: The set of characters to remove from both ends; none means whitespace.
+        """
+        return text.strip(chars)
+
+    registry = SkillRegistry()
+    registry.register(upper, origin="stdlib")
+    registry.register(strip, origin="stdlib")
+    return registry
+
+
 def _example() -> tuple[str, str]:
     from orgtree_lang.compile.api import compile_source
     from orgtree_lang.compile.disassemble import disassemble
-    from orgtree_lang.runtime.skills import default_registry
 
-    program = compile_source(EXAMPLE_SOURCE, EXAMPLE_FILE, default_registry(plugins=False)).program
+    program = compile_source(EXAMPLE_SOURCE, EXAMPLE_FILE, example_registry()).program
     return disassemble(program), _json_lines(program.to_json())
 
 

@@ -31,7 +31,3 @@ def required_signature(spec: AmbiguousSpec) -> str:
     fields = "\n".join(f"    {name}: {ptype}" for name, ptype in spec.outputs)
     return f"record {OUTPUTS_RECORD}:\n{fields}\n\npipeline main({params}) -> {OUTPUTS_RECORD}"
 
-
-def capability_allowed(use: str, parent_uses: tuple[str, ...] | list[str]) -> bool:
-    """A child may `use` a namespace or skill only if one of its parent's `use` lines covers it."""
-    return any(use == allowed or use.startswith(allowed + ".") for allowed in parent_uses)

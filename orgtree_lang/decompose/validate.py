@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from orgtree_lang.check.capabilities import capability_allowed
 from orgtree_lang.compile.code import AmbiguousSpec, Program
-from orgtree_lang.decompose.spec import OUTPUTS_RECORD, capability_allowed, required_signature
+from orgtree_lang.decompose.spec import OUTPUTS_RECORD, required_signature
 
 
 @dataclass

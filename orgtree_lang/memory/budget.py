@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from orgtree_lang.models.backends import is_offline
 from orgtree_lang.models.tokens import DEFAULT_CONTEXT_WINDOW
 
 MODEL_MAP_FILE = "model_prices_and_context_window_backup.json"
@@ -49,7 +50,7 @@ def window_of(model_name: str) -> int:
             size = info.get("max_input_tokens") or info.get("max_tokens")
             if size:
                 return int(size)
-    if model_name.startswith(("scripted:", "replay:")):
+    if is_offline(model_name):
         return DEFAULT_CONTEXT_WINDOW
     raise BudgetError(f"the context window of model {model_name!r} is not in litellm's model map; "
                       f"give it as `{model_name}:TOKENS` (e.g. `{model_name}:32000`) or pass context_window=")

@@ -87,6 +87,11 @@ class CassetteModel(Model):
         for entry in data["interactions"]:
             self._by_hash.setdefault(entry["hash"], []).append(entry)
 
+    @classmethod
+    def from_spec(cls, argument: str, role: str = "author") -> CassetteModel:
+        """`replay:FILE`: the cassette in FILE, whatever the role (a cassette records its own model's answers)."""
+        return cls(argument)
+
     def _complete(self, messages: list[Message], *, schema: type | None,
                   conversation_id: str | None) -> Completion:
         key = request_hash(messages)

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from orgtree_lang.models.backends import is_offline
 from orgtree_lang.models.base import Completion, Message, Model, ModelError
 from orgtree_lang.runtime.errors import SkillError
 
@@ -68,7 +69,7 @@ class RunModels:
                 raise ModelError(f"no {role} model is configured", "config", NO_MODEL_HINT)
             from orgtree_lang.models.select import model_from_spec
 
-            live = not spec.startswith(("scripted:", "replay:"))
+            live = not is_offline(spec)
             model = model_from_spec(spec, role=role, **(self.extra if live else {}))
             if self.record is not None:
                 from orgtree_lang.models.cassette import RecordingModel

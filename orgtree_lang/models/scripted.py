@@ -120,6 +120,11 @@ class ScriptedModel(Model):
         label = str(path)
         return cls(load_rules(Path(path), label), f"scripted:{label}", role)
 
+    @classmethod
+    def from_spec(cls, argument: str, role: str = "author") -> ScriptedModel:
+        """`scripted:FILE`: the rules in FILE."""
+        return cls.from_file(argument, role)
+
     def _complete(self, messages: list[Message], *, schema: type | None,
                   conversation_id: str | None) -> Completion:
         text = last_user_text(messages)

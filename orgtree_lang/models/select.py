@@ -2,28 +2,27 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from orgtree_lang.models.backends import backend_of
 from orgtree_lang.models.base import Model, ModelError
 from orgtree_lang.runtime.config import ConfigError, config_section
 
 
 def model_from_spec(spec: str, *, role: str = "author", **kw: Any) -> Model:
-    """`scripted:FILE`, `replay:FILE`, or any litellm model name (keyword arguments go to LiteLLMModel)."""
+    """A spec of a backend in models/backends.py (`scripted:FILE`, `replay:FILE`), or any litellm model name (keyword arguments go to LiteLLMModel)."""
     spec = spec.strip()
     if not spec:
         raise ModelError("no model named", "config", "pass --model, set PIPE_MODEL, or add [model] name to orgtree.toml")
-    if spec.startswith("scripted:"):
-        from orgtree_lang.models.scripted import ScriptedModel
-
-        return ScriptedModel.from_file(spec.split(":", 1)[1], role=role)
-    if spec.startswith("replay:"):
-        from orgtree_lang.models.cassette import CassetteModel
-
-        return CassetteModel(spec.split(":", 1)[1])
+    named = backend_of(spec)
+    if named is not None:
+        backend, argument = named
+        model_class = getattr(importlib.import_module(backend.module), backend.model_class)
+        return model_class.from_spec(argument, role=role)
     from orgtree_lang.models.litellm_backend import LiteLLMModel
 
     return LiteLLMModel(spec, **kw)

@@ -7,6 +7,8 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
+from orgtree_lang.models.backends import is_offline
+
 DEFAULT_CONTEXT_WINDOW = 8192
 # Encodings litellm ships in its tokenizers folder; any other would be downloaded, so it is never asked for.
 OFFLINE_ENCODINGS = ("o200k_base", "cl100k_base", "p50k_base")
@@ -75,7 +77,7 @@ def context_window(model_name: str, default: int = DEFAULT_CONTEXT_WINDOW) -> in
     """The input context window of `model_name`: an override, else litellm's model map, else `default`."""
     if model_name in _context_overrides:
         return _context_overrides[model_name]
-    if model_name.startswith(("scripted:", "replay:")) or importlib.util.find_spec("litellm") is None:
+    if is_offline(model_name) or importlib.util.find_spec("litellm") is None:
         return default
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     try:

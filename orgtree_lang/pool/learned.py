@@ -115,7 +115,7 @@ def learned_skill(module: LearnedModule, registry, notes: list[str] = ()):
                              f"({p.type}), which other modules cannot build", hint="take a dict instead")
     returns = main.returns
     if _has_record(returns):
-        from orgtree_lang import types as T
+        from orgtree_lang.syntax import types as T
 
         returns = T.dict_of(T.primitive("any")) if returns.kind == "record" else T.primitive("any")
     params = tuple(Param(p.name, p.type, p.default if p.has_default else MISSING) for p in main.params)

@@ -39,8 +39,8 @@ def _fresh() -> str:
 
 def learned_spec(module: LearnedModule):
     """The AmbiguousSpec a promoted module answers (from its header), for validating a corrected version."""
-    from orgtree_lang import types as T
     from orgtree_lang.compile.code import AmbiguousSpec
+    from orgtree_lang.syntax import types as T
     from orgtree_lang.syntax.spans import Span
 
     p = module.provenance

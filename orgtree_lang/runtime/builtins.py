@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from orgtree_lang import types as t
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.values import RecordValue, display
+from orgtree_lang.syntax import types as t
 
 # Materialized lists (range, repetition) larger than this are refused rather than exhausting memory.
 MAX_SEQUENCE = 10_000_000

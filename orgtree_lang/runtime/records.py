@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from orgtree_lang import types as t
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.values import RecordValue, display
+from orgtree_lang.syntax import types as t
 
 
 class RecordTypes:

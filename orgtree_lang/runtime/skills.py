@@ -6,7 +6,6 @@ import difflib
 import hashlib
 import importlib.metadata
 import inspect
-import os
 import re
 import time
 import typing
@@ -14,13 +13,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePath
 from typing import Any, Callable
 
-from orgtree_lang import types as T
 from orgtree_lang.runtime.docstrings import parse_docstring
 from orgtree_lang.runtime.errors import SkillArgumentError, SkillError
 from orgtree_lang.runtime.state_db import StateConnection, open_state_db, state_db_path
 from orgtree_lang.runtime.values import RecordValue, conforms, display, to_plain
 from orgtree_lang.runtime.workspace import Workspace
-from orgtree_lang.types import PipeType
+from orgtree_lang.syntax import types as T
+from orgtree_lang.syntax.types import PipeType
 
 PLUGIN_GROUP = "orgtree_lang.skills"
 _NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
@@ -495,20 +494,3 @@ class SkillRegistry:
     def __repr__(self) -> str:
         return f"<SkillRegistry {len(self)} skills>"
 
-
-def plugins_disabled_by_env() -> bool:
-    value = os.environ.get("PIPE_NO_PLUGINS", "")
-    return value not in ("", "0")
-
-
-def default_registry(*, plugins: bool | None = None) -> SkillRegistry:
-    """A fresh registry with the stdlib and, unless switched off, every installed skill plugin."""
-    from orgtree_lang import stdlib  # the stdlib registers through the same public hook as a plugin
-
-    registry = SkillRegistry()
-    stdlib.register(registry)
-    if plugins is None:
-        plugins = not plugins_disabled_by_env()
-    if plugins:
-        registry.load_plugins()
-    return registry

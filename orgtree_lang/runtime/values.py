@@ -6,7 +6,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from orgtree_lang.types import PipeType
+    from orgtree_lang.syntax.types import PipeType
 
 
 class RecordValue:

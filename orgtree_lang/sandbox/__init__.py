@@ -1,1 +1,1 @@
-"""Run untrusted code and fetch from the network inside fences: sandbox backends, code requests and URL allowlists."""
+"""Run untrusted code inside fences: sandbox backends, environments, code requests and the URL allowlist web fetches obey."""

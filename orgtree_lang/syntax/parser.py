@@ -15,6 +15,7 @@ from lark.indenter import DedentError, Indenter
 from orgtree_lang.syntax import nodes as n
 from orgtree_lang.syntax.diagnostics import CompileError, DiagnosticSink
 from orgtree_lang.syntax.parse_errors import RESERVED, parse_error_diagnostic
+from orgtree_lang.syntax.python_habits import find_habits
 from orgtree_lang.syntax.spans import Span
 
 # Words of the language that can never be names (RESERVED, in parse_errors, holds those kept for later).
@@ -62,12 +63,23 @@ def parse(source: str, file: str = "<string>") -> n.Module:
     try:
         tree = lark_parser().parse(source, start="start")
     except (UnexpectedInput, DedentError) as err:
-        raise CompileError([parse_error_diagnostic(err, source, file)], {file: source}) from None
+        diagnostic = parse_error_diagnostic(err, source, file)
+        # A Python spelling at or before the place the parser stopped is the likely cause: say that instead.
+        habits = [h for h in find_habits(source, file) if h.span.line <= diagnostic.span.line]
+        raise CompileError(habits or [diagnostic], {file: source}) from None
     sink = DiagnosticSink(file)
     module = _Builder(file, sink).transform(tree)
     if sink.has_errors:
-        raise CompileError(sink.items, {file: source})
+        raise CompileError(_explain_habits(sink.items, source, file), {file: source})
     return module
+
+
+def _explain_habits(diagnostics: list, source: str, file: str) -> list:
+    """Replace the errors on a line holding a Python habit by the habit's own diagnostic."""
+    error_lines = {d.span.line for d in diagnostics if d.severity == "error"}
+    habits = {h.span.line: h for h in find_habits(source, file) if h.span.line in error_lines}
+    kept = [d for d in diagnostics if d.span.line not in habits]
+    return sorted(kept + list(habits.values()), key=lambda d: (d.span.line, d.span.col))
 
 
 def parse_expr(text: str, file: str, line: int, col: int, sink: DiagnosticSink) -> n.Expr | None:
@@ -490,6 +502,12 @@ class _FStringReader:
             return pos + 1
         if hash_at is not None and (colon is None or hash_at < colon):  # a `#` in the format spec is fine
             self._error("f-string expression cannot contain `#`", hash_at, "move the comment out of the f-string")
+            return pos + 1
+        conversion = re.search(r"!\s*([rsa])\s*$", expr_text)
+        if conversion is not None:
+            self._error(f"f-strings have no `!{conversion.group(1)}` conversion", start + 1 + conversion.start(),
+                        f"drop it: `{{{expr_text[:conversion.start()].strip()}}}` shows the value as `print` does; "
+                        "to see a string in quotes, write the quotes around the field: f\"'{x}'\"")
             return pos + 1
         line, col = self.token.line, self.token.column + 2 + start + 1
         expr = parse_expr(expr_text, self.builder.file, line, col, self.builder.sink)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import operator
 from typing import Callable
 
-from orgtree_lang import types as t
 from orgtree_lang.runtime.builtins import MAX_SEQUENCE
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.values import RecordValue, display
+from orgtree_lang.syntax import types as t
 
 # Each handler takes (machine, frame, stack, arg) and returns a new pc to jump to, or None.
 

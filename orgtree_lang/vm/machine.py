@@ -7,13 +7,13 @@ import time
 import uuid
 from typing import Any, Callable, Protocol
 
-from orgtree_lang import types as t
 from orgtree_lang.compile.code import AmbiguousSpec, CodeObject, Program
 from orgtree_lang.compile.opcodes import BY_NAME
 from orgtree_lang.runtime.builtins import BUILTINS, error_value
 from orgtree_lang.runtime.errors import PipeRuntimeError, SkillError, StackEntry
 from orgtree_lang.runtime.records import RecordTypes
 from orgtree_lang.runtime.values import UNBOUND, conforms
+from orgtree_lang.syntax import types as t
 from orgtree_lang.syntax.spans import Span
 from orgtree_lang.durable.effects import EffectLog, EffectStep
 from orgtree_lang.vm.budget import Budget, ModelSpend, TreeMeter, budget_exceeded

@@ -1,11 +1,31 @@
-"""The skills of one workspace: the installed ones, minus those a reviewer removed, plus usage notes and learned.*."""
+"""Build skill registries: the stdlib plus installed plugins, and one workspace's view of them with its pool applied."""
 
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 
 from orgtree_lang.runtime.errors import SkillError
+from orgtree_lang.runtime.skills import SkillRegistry
+
+
+def plugins_disabled_by_env() -> bool:
+    value = os.environ.get("PIPE_NO_PLUGINS", "")
+    return value not in ("", "0")
+
+
+def default_registry(*, plugins: bool | None = None) -> SkillRegistry:
+    """A fresh registry with the stdlib and, unless switched off, every installed skill plugin."""
+    from orgtree_lang import stdlib  # the stdlib registers through the same public hook as a plugin
+
+    registry = SkillRegistry()
+    stdlib.register(registry)
+    if plugins is None:
+        plugins = not plugins_disabled_by_env()
+    if plugins:
+        registry.load_plugins()
+    return registry
 
 
 def workspace_registry(root: Path | str, base=None, *, plugins: bool | None = None):
@@ -15,7 +35,6 @@ def workspace_registry(root: Path | str, base=None, *, plugins: bool | None = No
     Reads nothing (and creates nothing) when the workspace has no pool state yet."""
     from orgtree_lang.pool.learned import LearnedStore, learned_skill
     from orgtree_lang.pool.store import PoolStore, state_db
-    from orgtree_lang.runtime.skills import SkillRegistry, default_registry
 
     base = base if base is not None else default_registry(plugins=plugins)
     notes: dict[str, list[str]] = {}

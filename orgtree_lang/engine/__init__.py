@@ -1,0 +1,1 @@
+"""Assemble runs: registries, services and machines, above every layer they wire together."""
