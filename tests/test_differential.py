@@ -17,6 +17,9 @@ Intended differences, each checked rather than skipped:
 - .pipe is statically typed: an expression with an ill-typed part is rejected at compile time even when
   Python would never evaluate that part (`false and 1 + "a"`, `2 < 1 < "a"`). A compile error where Python
   gives a value is accepted only if evaluating every part eagerly, without short-circuits, hits a TypeError.
+- Equality is strict across kinds in .pipe: `true == 1` and `[true] == [1]` are false, `1 == 1.0` stays true, and
+  `in`/`not in` on a list use that equality. Python's side is evaluated with `==`, `!=`, `in` and `not in` on
+  lists rewritten to calls of `strict_eq` below, an implementation of that rule written independently of the VM's.
 - `str % value` is Python's printf formatting in both, so it is not a difference here, though it shows
   `True`/`None` in Python's spelling (noted in the language docs as Python's formatting).
 """
@@ -279,8 +282,46 @@ UNKNOWN = Unknown()
 
 _BIN = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
         ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
-_CMP = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Eq: operator.eq,
-        ast.NotEq: operator.ne, ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
+
+
+def strict_eq(a, b) -> bool:
+    """.pipe's `==`: bools equal only bools; ints and floats compare as numbers; containers item by item."""
+    numbers = (int, float)
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, numbers) and isinstance(b, numbers):
+        return a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(strict_eq(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+def strict_in(item, container) -> bool:
+    if isinstance(container, list):
+        return any(strict_eq(item, x) for x in container)
+    return item in container
+
+
+_CMP = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Eq: strict_eq,
+        ast.NotEq: lambda a, b: not strict_eq(a, b), ast.In: strict_in, ast.NotIn: lambda a, b: not strict_in(a, b)}
+_STRICT = {ast.Eq: "strict_eq", ast.NotEq: "strict_ne", ast.In: "strict_in", ast.NotIn: "strict_not_in"}
+
+
+class _StrictComparisons(ast.NodeTransformer):
+    """Rewrites `a == b` (and !=, in, not in) into calls of the strict functions; chains become `and`s of pairs,
+    which is the same for these side-effect-free expressions."""
+
+    def visit_Compare(self, node: ast.Compare):
+        self.generic_visit(node)
+        operands = [node.left, *node.comparators]
+        pairs = []
+        for op, left, right in zip(node.ops, operands, operands[1:]):
+            if type(op) in _STRICT:
+                pairs.append(ast.Call(ast.Name(_STRICT[type(op)], ast.Load()), [left, right], []))
+            else:
+                pairs.append(ast.Compare(left, [op], [right]))
+        result = pairs[0] if len(pairs) == 1 else ast.BoolOp(ast.And(), pairs)
+        return ast.copy_location(result, node)
 
 
 def _check_limits(op, a, b) -> None:
@@ -407,9 +448,12 @@ def run_pipe(text: str) -> Outcome:
 def run_python(text: str) -> Outcome:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # e.g. SyntaxWarning for `5[0]`
-        code = compile(text, "<expr>", "eval")
+        tree = ast.fix_missing_locations(_StrictComparisons().visit(ast.parse(text, mode="eval")))
+        code = compile(tree, "<expr>", "eval")
+        names = {"__builtins__": {}, "len": len, "strict_eq": strict_eq, "strict_in": strict_in,
+                 "strict_ne": lambda a, b: not strict_eq(a, b), "strict_not_in": lambda a, b: not strict_in(a, b)}
         try:
-            return Outcome(eval(code, {"__builtins__": {}, "len": len}))  # noqa: S307 - generated arithmetic
+            return Outcome(eval(code, names))  # noqa: S307 - generated arithmetic
         except Exception as err:  # noqa: BLE001 - any Python error counts as "an error"
             return Outcome(error=err)
 
@@ -519,6 +563,8 @@ def test_mixed_expressions_agree_or_both_fail(e):
     ("7 // -2", None), ("-7 % 3", None), ("1 < 2 == 2 > 1", None), ("[1, 2][1:] + [3] * 2", None),
     ('"abc"[::-1]', None), ("len([1, [2, 3]]) ** 2", None), ("none == false", "None == False"),
     ("true + true", "True + True"), ('"a" in "cat" and not [] or 5', None),
+    ("true == 1", "True == 1"), ("[1, 2.0] == [1.0, 2]", None), ("1 in [true]", "1 in [True]"),
+    ("0 != false", "0 != False"), ("1 < 2 == true", "1 < 2 == True"),
 ])
 def test_hand_picked_expressions_agree(pipe_text, py_text):
     check_agreement(atom(pipe_text, py_text))
@@ -534,3 +580,11 @@ def test_hand_picked_expressions_agree(pipe_text, py_text):
 def test_the_comparison_catches_disagreements(pipe_text, py_text):
     with pytest.raises(AssertionError):
         check_agreement(atom(pipe_text, py_text))
+
+
+def test_the_python_side_compares_strictly_across_kinds():
+    assert run_python("True == 1").value is False
+    assert run_python("1 == 1.0 == 1").value is True
+    assert run_python("[1, True] != [1, 1]").value is True
+    assert run_python("1 in [True, 2.0]").value is False
+    assert run_python("2 in [True, 2.0]").value is True

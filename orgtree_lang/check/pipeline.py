@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from orgtree_lang.check.capabilities import capability_allowed
 from orgtree_lang.check.module import CallTarget, CheckedModule, PipelineInfo, resolve_type
 from orgtree_lang.check.typing import ExprTyper
@@ -133,12 +135,17 @@ class PipelineChecker:
         elif isinstance(stmt, n.ExprStmt):
             typer.expr(stmt.expr)
         elif isinstance(stmt, n.If):
-            for test in stmt.tests:
-                typer.expr(test)
-            for body in stmt.bodies:
-                next_block = self._block(body, next_block, loops)
+            # Each branch sees its own test as true and the earlier ones as false (type tests narrow types).
+            earlier: dict[str, t.PipeType] = {}
+            for test, body in zip(stmt.tests, stmt.bodies):
+                with self._narrowed(earlier):
+                    typer.expr(test)
+                    with self._narrowed(self._known_types(test, True)):
+                        next_block = self._block(body, next_block, loops)
+                earlier = {**earlier, **self._known_types(test, False)}
             if stmt.orelse is not None:
-                next_block = self._block(stmt.orelse, next_block, loops)
+                with self._narrowed(earlier):
+                    next_block = self._block(stmt.orelse, next_block, loops)
         elif isinstance(stmt, n.While):
             typer.expr(stmt.test)
             next_block = self._block(stmt.body, next_block, loops + 1)
@@ -175,6 +182,40 @@ class PipelineChecker:
                             stmt.span, "put `use` lines at the top of the module; inside an ambiguous block they "
                                        "narrow the skills its module may use")
         return next_block
+
+    def _known_types(self, test: n.Expr, holds: bool) -> dict[str, t.PipeType]:
+        """The variable types known while `test` is `holds` (true or false), from the type tests in it."""
+        if isinstance(test, n.UnaryOp) and test.op == "not":
+            return self._known_types(test.operand, not holds)
+        if isinstance(test, n.BoolOp) and (test.op == "and") == holds:
+            return {**self._known_types(test.left, holds), **self._known_types(test.right, holds)}
+        if not isinstance(test, n.TypeTest) or not isinstance(test.value, n.Name) or test.type.args:
+            return {}
+        name = test.value.id
+        current = self.variables.get(name)
+        tested = self.checked.types.get(test.type)
+        if current is None or tested is None:
+            return {}
+        if holds != test.negated:  # the value is a `tested`
+            inner = current.arg if current.kind == "optional" else current
+            if tested.kind == inner.kind and (tested.kind != "record" or tested.name == inner.name):
+                return {name: inner}  # keeps what is known of the items, e.g. list[int]
+            return {name: tested}
+        if tested.kind == "none" and current.kind == "optional":  # the value is not none
+            return {name: current.arg}
+        return {}
+
+    @contextlib.contextmanager
+    def _narrowed(self, types: dict[str, t.PipeType]):
+        """Give variables narrower types for a while; an assignment meanwhile widens them back afterwards."""
+        saved = {name: self.variables[name] for name in types}
+        self.variables.update(types)
+        try:
+            yield
+        finally:
+            for name, before in saved.items():
+                after = self.variables[name]
+                self.variables[name] = before if after == types[name] else t.join(before, after)
 
     def _bind(self, name: str, value: t.PipeType) -> None:
         old = self.variables.get(name)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from orgtree_lang.check.module import CallTarget, CheckedModule
+from orgtree_lang.check.module import CallTarget, CheckedModule, resolve_type
 from orgtree_lang.runtime.builtins import BUILTINS, ERROR_RECORD
 from orgtree_lang.syntax import nodes as n
 from orgtree_lang.syntax import types as t
@@ -136,6 +136,13 @@ class ExprTyper:
             left = right
         return t.BOOL
 
+    def _TypeTest(self, e: n.TypeTest) -> t.PipeType:
+        self.expr(e.value)
+        if not e.type.args:
+            sink = self.sink if self.report else DiagnosticSink("<quiet>")
+            resolve_type(e.type, self.checked.records, sink, self.checked)
+        return t.BOOL
+
     def _check_membership(self, item: t.PipeType, container: t.PipeType, span) -> None:
         if container.kind == "str" and _unwrap(item).kind not in ("str", "any", "path"):
             self.error(f"`in` on a str needs a str on the left, got {item}", span)
@@ -223,7 +230,10 @@ class ExprTyper:
             if name in self.checked.records:
                 return self._record_call(e, name, arg_types, kw_types)
             candidates = set(BUILTINS) | set(self.checked.pipelines) | set(self.checked.records)
-            self.error(f"undefined function `{name}`", func.span, did_you_mean(name, candidates))
+            hint = did_you_mean(name, candidates)
+            if name in ("isinstance", "type"):
+                hint = "test a value's kind with `is`: `x is int`, `x is list`, `x is MyRecord`, `x is none`"
+            self.error(f"undefined function `{name}`", func.span, hint)
             return t.ANY
         dotted = n.dotted_name(func)
         if dotted is not None and "." in dotted:

@@ -437,6 +437,11 @@ class _PipelineCompiler:
         self._emit(op.POP, None, e.span)
         self._place(end)
 
+    def _TypeTest(self, e: n.TypeTest) -> None:
+        self._expr(e.value)
+        self._emit(op.LOAD_CONST, self._const(_type_tag(self.checked.types[e.type])), e.type.span)
+        self._emit(op.COMPARE, "is not" if e.negated else "is", e.span)
+
     def _Call(self, e: n.Call) -> None:
         target = self.checked.calls[e]
         for arg in e.args:
@@ -466,3 +471,10 @@ class _PipelineCompiler:
     def _Attribute(self, e: n.Attribute) -> None:
         self._expr(e.value)
         self._emit(op.GET_ATTR, e.attr, e.attr_span)
+
+
+def _type_tag(ptype) -> str:
+    """The constant a type test compares a value's kind with (see runtime.values.is_kind)."""
+    if ptype.kind == "optional":
+        return _type_tag(ptype.arg) + "?"
+    return ptype.name if ptype.kind == "record" else ptype.kind

@@ -58,7 +58,8 @@ _TABLE = [
     ("BINARY_CONST", "binop_const", "a -- a<op>const", _fixed(0), None,
      "Apply operator `arg[1]` to the top of the stack and constant `arg[0]` (LOAD_CONST + BINARY fused)."),
     ("COMPARE", "compare", "a b -- bool", _fixed(-1), None,
-     "Compare the two top items with operator `arg` (< <= > >= == != in, not in)."),
+     "Compare the two top items with operator `arg` (< <= > >= == != in, not in); `is`/`is not` test the "
+     "kind of `a` against the type tag `b` (a constant: `int`, `list`, a record name, `T?`, ...)."),
     ("COMPARE_JUMP_IF_FALSE", "compare_jump", "a b --", _fixed(-2), -2,
      "Compare the two top items with operator `arg[0]` and jump to `arg[1]` if the result is false "
      "(COMPARE + JUMP_IF_FALSE fused)."),
@@ -115,5 +116,5 @@ BY_NAME: dict[str, Opcode] = {op.name: op for op in OPCODES}
 globals().update({op.name: op.code for op in OPCODES})
 
 BINARY_OPS = ("+", "-", "*", "/", "//", "%", "**")
-COMPARE_OPS = ("<", "<=", ">", ">=", "==", "!=", "in", "not in")
+COMPARE_OPS = ("<", "<=", ">", ">=", "==", "!=", "in", "not in", "is", "is not")
 UNARY_OPS = ("-", "+", "not")

@@ -49,6 +49,49 @@ class Unbound:
 UNBOUND = Unbound()
 
 
+def strict_equal(a: Any, b: Any) -> bool:
+    """`==` of .pipe: equal values of the same kind, all the way down; `true == 1` is false, `1 == 1.0` true."""
+    kind_a, kind_b = type(a), type(b)
+    if kind_a is kind_b:
+        if kind_a is list:
+            return len(a) == len(b) and all(strict_equal(x, y) for x, y in zip(a, b))
+        if kind_a is dict:
+            return a.keys() == b.keys() and all(strict_equal(v, b[k]) for k, v in a.items())
+        if kind_a is RecordValue:
+            return a.record_name == b.record_name and strict_equal(a.fields, b.fields)
+        return a == b
+    return kind_a in _NUMBERS and kind_b in _NUMBERS and a == b
+
+
+_NUMBERS = (int, float)
+
+
+def strict_contains(container: Any, item: Any) -> bool:
+    """`in` of .pipe: a substring of a str, a key of a dict, or an item of a list equal by `strict_equal`."""
+    if isinstance(container, list):
+        return item in container and any(strict_equal(item, x) for x in container)
+    return item in container
+
+
+# A type test's tag (from the compiler) -> the Python types of the values of that kind.
+_KINDS: dict[str, tuple[type, ...]] = {
+    "int": (int,), "float": (float,), "str": (str,), "path": (str,), "bool": (bool,), "none": (type(None),),
+    "list": (list,), "dict": (dict,),
+}
+
+
+def is_kind(value: Any, tag: str) -> bool:
+    """A type test: `tag` is a kind (`int`, `list`, `none`, ...), a record name, `any`, or one of those plus `?`."""
+    if tag.endswith("?"):
+        return value is None or is_kind(value, tag[:-1])
+    if tag == "any":
+        return True
+    kinds = _KINDS.get(tag)
+    if kinds is not None:
+        return type(value) in kinds
+    return isinstance(value, RecordValue) and value.record_name == tag
+
+
 def display(value: Any, nested: bool = False) -> str:
     """How `print` and f-strings show a value: strings bare at top level, quoted inside containers."""
     if value is None:

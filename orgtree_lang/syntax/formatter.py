@@ -24,7 +24,7 @@ def level(e: n.Expr) -> int:
         return _OR if e.op == "or" else _AND
     if isinstance(e, n.UnaryOp):
         return _NOT if e.op == "not" else _UNARY
-    if isinstance(e, n.Compare):
+    if isinstance(e, (n.Compare, n.TypeTest)):
         return _COMPARE
     if isinstance(e, n.BinOp):
         return _BINARY_LEVEL[e.op]
@@ -292,6 +292,8 @@ class _Printer:
             for op, comparator in zip(e.ops, e.comparators):
                 parts.append(f"{op} {self._wrap(comparator, _SUM)}")
             return " ".join(parts)
+        if isinstance(e, n.TypeTest):
+            return f"{self._wrap(e.value, _SUM)} is {'not ' if e.negated else ''}{e.type}"
         if isinstance(e, n.Call):
             args = [self.expr(a) for a in e.args] + [f"{k.name}={self.expr(k.value)}" for k in e.keywords]
             return f"{self._wrap(e.func, _POSTFIX)}({', '.join(args)})"

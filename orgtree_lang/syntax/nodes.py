@@ -144,6 +144,16 @@ class Compare(Expr):
 
 
 @node
+class TypeTest(Expr):
+    """`value is T` / `value is not T`: whether a value is of a kind (int, list, a record, none, ...)."""
+
+    span: Span
+    value: Expr
+    type: TypeExpr
+    negated: bool = False
+
+
+@node
 class Keyword(Node):
     span: Span
     name: str

@@ -21,9 +21,13 @@ from orgtree_lang.syntax.spans import Span
 # Words of the language that can never be names (RESERVED, in parse_errors, holds those kept for later).
 KEYWORDS = frozenset(
     {"use", "record", "pipeline", "if", "elif", "else", "while", "for", "in", "break", "continue",
-     "pass", "try", "except", "fail", "return", "ambiguous", "and", "or", "not", "true", "false", "none"}
+     "pass", "try", "except", "fail", "return", "ambiguous", "and", "or", "not", "is", "true", "false", "none"}
 )
 SOFT_KEYWORDS = ("label", "goto")
+# Python's names for types, in a type test, with the .pipe name to write instead.
+_PYTHON_TYPE_NAMES = {"None": "none", "NoneType": "none", "String": "str", "string": "str",
+                      "integer": "int", "Int": "int", "number": "int` or `is float", "boolean": "bool",
+                      "Bool": "bool", "List": "list", "Dict": "dict", "tuple": "list", "set": "list"}
 
 
 class PipeIndenter(Indenter):
@@ -333,6 +337,18 @@ class _Builder(Transformer):
 
     def comp_op(self, meta, children):
         return " ".join(str(c) for c in children)
+
+    is_op = comp_op
+
+    def type_test(self, meta, children):
+        value, op, type_ = children
+        if type_.args:
+            self.sink.error(f"a type test checks the kind of a value, not its items: write `is {type_.name}`",
+                            type_.span, "test the items one by one in a loop if they matter")
+        elif type_.name in _PYTHON_TYPE_NAMES:
+            self.sink.error(f"`{type_.name}` is not a .pipe type", type_.span,
+                            f"write `is {_PYTHON_TYPE_NAMES[type_.name]}`")
+        return n.TypeTest(self._span(meta), value, type_, op == "is not")
 
     def add_op(self, meta, children):
         return str(children[0])

@@ -7,7 +7,7 @@ from typing import Callable
 
 from orgtree_lang.runtime.builtins import MAX_SEQUENCE
 from orgtree_lang.runtime.errors import PipeRuntimeError
-from orgtree_lang.runtime.values import RecordValue, display
+from orgtree_lang.runtime.values import RecordValue, display, is_kind, strict_contains, strict_equal
 from orgtree_lang.syntax import types as t
 
 # Each handler takes (machine, frame, stack, arg) and returns a new pc to jump to, or None.
@@ -34,7 +34,7 @@ def _repeat(a, b):
 
 
 def _not_in(a, b):
-    return a not in b
+    return not strict_contains(b, a)
 
 
 BINARY_FUNCS: dict[str, Callable] = {
@@ -42,8 +42,9 @@ BINARY_FUNCS: dict[str, Callable] = {
     "%": operator.mod, "**": _power,
 }
 COMPARE_FUNCS: dict[str, Callable] = {
-    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
-    "!=": operator.ne, "in": lambda a, b: a in b, "not in": _not_in,
+    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": strict_equal,
+    "!=": lambda a, b: not strict_equal(a, b), "in": lambda a, b: strict_contains(b, a), "not in": _not_in,
+    "is": is_kind, "is not": lambda value, tag: not is_kind(value, tag),
 }
 UNARY_FUNCS: dict[str, Callable] = {"-": operator.neg, "+": operator.pos, "not": operator.not_}
 _OPERAND_FUNCS = {"binop": BINARY_FUNCS, "compare": COMPARE_FUNCS, "unary": UNARY_FUNCS}
