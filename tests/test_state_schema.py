@@ -243,6 +243,7 @@ def _newer(root: Path) -> Path:
     path = state_db_path(root)
     path.parent.mkdir(parents=True, exist_ok=True)
     db = _raw(path)
+    db.execute("PRAGMA journal_mode=DELETE")
     db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     db.commit()
     db.close()
@@ -257,6 +258,7 @@ def test_a_newer_state_db_is_refused_and_left_untouched(tmp_path: Path) -> None:
     db = _raw(path)
     assert db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
     assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 1
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
     db.close()
 
 

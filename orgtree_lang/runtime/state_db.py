@@ -47,10 +47,13 @@ def open_state_db(path: Path | str, *, synchronous: str = "FULL", timeout: float
     db = sqlite3.connect(str(path), isolation_level=None, timeout=timeout, check_same_thread=False,
                          factory=StateConnection)
     db.row_factory = sqlite3.Row
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute(f"PRAGMA synchronous={synchronous}")
-    db.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
     try:
+        db.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+        # Checked before anything is set, so that a newer workspace is left exactly as it was.
+        if schema_version(db) > migrations[-1].version:
+            raise StateSchemaError(path, schema_version(db), migrations[-1].version)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(f"PRAGMA synchronous={synchronous}")
         migrate(db, path, migrations)
     except BaseException:
         db.close()
