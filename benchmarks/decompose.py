@@ -29,7 +29,7 @@ from orgtree_lang.models.tokens import count_tokens
 from orgtree_lang.engine.registries import default_registry
 from orgtree_lang.runtime.skills import SkillContext
 from orgtree_lang.runtime.workspace import Workspace
-from orgtree_lang.vm.machine import Machine
+from orgtree_lang.engine.factory import plain_machine
 
 REPO = Path(__file__).resolve().parent.parent
 PARENT = REPO / "examples" / "ambiguous_triage.pipe"
@@ -65,8 +65,8 @@ def decompose_once(workspace: Path, registry, report: str) -> tuple[str, Countin
     reviewer = Counting(ScriptedModel.from_file(REVIEWER, role="reviewer"))
     decomposer = Decomposer(author=author, reviewer=reviewer, registry=registry, workspace=workspace,
                             parent_file=PARENT_NAME, parent_source=source)
-    machine = Machine(program, registry=registry, context=SkillContext(Workspace(workspace)),
-                      decomposer=decomposer, printer=lambda line: None)
+    machine = plain_machine(program, registry=registry, context=SkillContext(Workspace(workspace)),
+                      resolver=decomposer, printer=lambda line: None)
     started = time.perf_counter()
     machine.start("main", {"report": report})
     result = machine.run().result

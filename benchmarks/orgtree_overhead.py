@@ -22,6 +22,7 @@ from orgtree_lang.orgtree.recorder import recorder_for
 from orgtree_lang.engine.registries import default_registry
 from orgtree_lang.runtime.skills import SkillContext
 from orgtree_lang.runtime.workspace import Workspace
+from orgtree_lang.engine.factory import plain_machine
 from orgtree_lang.vm.machine import Machine
 
 SOURCE = '''\
@@ -56,7 +57,7 @@ CASES = (("skill calls", "skills", 150_000), ("pipeline calls", "calls", 100_000
 
 def one_run(program, registry, root: Path, entry: str, n: int, recorded: bool) -> float:
     recorder = recorder_for(root) if recorded else None
-    machine = Machine(program, registry=registry, context=SkillContext(Workspace(root)), recorder=recorder)
+    machine = plain_machine(program, registry=registry, context=SkillContext(Workspace(root)), recorder=recorder)
     started = time.perf_counter()
     machine.start(entry, {"n": n})
     machine.run()

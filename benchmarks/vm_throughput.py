@@ -21,6 +21,7 @@ from orgtree_lang.runtime.skills import SkillContext
 from orgtree_lang.runtime.workspace import Workspace
 from orgtree_lang.vm.budget import Budget
 from orgtree_lang.vm.machine import Machine
+from orgtree_lang.vm.services import Services
 
 TARGET_ARITHMETIC_RATIO = 30.0
 
@@ -164,8 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     workspace = Workspace(tempfile.mkdtemp(prefix="pipe-bench-"))
 
     def run_vm(name: str, n: int) -> Any:
-        machine = Machine(program, registry=registry, context=SkillContext(workspace, run_id="bench"),
-                          budget=Budget(max_steps=None))
+        machine = Machine(program, Services(registry=registry, context=SkillContext(workspace, run_id="bench"),
+                                            budget=Budget(max_steps=None)))
         machine.start(name, {"n": n})
         return machine.run().result
 

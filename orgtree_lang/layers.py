@@ -43,8 +43,7 @@ LAYERS: tuple[Layer, ...] = (
     Layer("decompose", ("decompose",),
           "ambiguous-block resolution (gets a narrow block context from the vm, never the Machine)"),
     Layer("pool", ("pool",), "call history, bug reports, promotion, learned skills"),
-    # `runner` is orgtree_lang/runner.py, the run factory's first part, until it moves into engine/.
-    Layer("engine", ("engine", "runner"), "the run factory: assembles registries, services and machines"),
+    Layer("engine", ("engine",), "the run factory: assembles registries, services and machines"),
     Layer("cli", ("cli",), "the `pipe` command"),
 )
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from orgtree_lang.compile.api import Compiled, compile_source
-from orgtree_lang.runner import RunOptions, run_program
+from orgtree_lang.engine.runner import RunOptions, run_program
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.engine.registries import default_registry
 

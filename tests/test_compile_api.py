@@ -9,8 +9,8 @@ import pytest
 from orgtree_lang.compile.api import cache_key, compile_file, compile_source
 from orgtree_lang.compile.code import FORMAT_VERSION, Program
 from orgtree_lang.runtime.errors import PipeRuntimeError
+from orgtree_lang.engine.factory import plain_machine
 from orgtree_lang.engine.registries import default_registry
-from orgtree_lang.vm.machine import Machine
 
 REGISTRY = default_registry(plugins=False)
 SOURCE = 'use text\n\npipeline main(x: str = "a") -> str:\n    return text.upper(x) + "!"\n'
@@ -66,7 +66,7 @@ def test_serialized_program_runs_identically():
     loaded = Program.loads(program.dumps())
     results = []
     for p in (program, loaded):
-        machine = Machine(p, registry=REGISTRY)
+        machine = plain_machine(p, registry=REGISTRY)
         machine.start(None, {"x": "hey"})
         results.append(machine.run().result)
     assert results == ["HEY!", "HEY!"]
@@ -92,11 +92,11 @@ def test_decomposer_hook_gets_spec_and_inputs_and_binds_outputs():
     program = compile_source(AMBIGUOUS, "a.pipe", REGISTRY).program
     calls = []
 
-    def decomposer(spec, inputs, machine):
-        calls.append((spec, inputs))
-        return {"label": "bug" if "crash" in inputs["report"] else "question", "score": 0.5}
+    def decomposer(block):
+        calls.append((block.spec, block.inputs))
+        return {"label": "bug" if "crash" in block.inputs["report"] else "question", "score": 0.5}
 
-    machine = Machine(program, registry=REGISTRY, decomposer=decomposer)
+    machine = plain_machine(program, registry=REGISTRY, resolver=decomposer)
     machine.start(None, {"report": "it crashed"})
     assert machine.run().result == "bug 0.5"
     (spec, inputs), = calls
@@ -110,7 +110,7 @@ def test_decomposer_hook_gets_spec_and_inputs_and_binds_outputs():
 
 def test_decomposer_output_of_the_wrong_type_is_a_runtime_error():
     program = compile_source(AMBIGUOUS, "a.pipe", REGISTRY).program
-    machine = Machine(program, registry=REGISTRY, decomposer=lambda spec, inputs, m: {"label": 3, "score": 1.0})
+    machine = plain_machine(program, registry=REGISTRY, resolver=lambda block: {"label": 3, "score": 1.0})
     machine.start(None, {"report": "x"})
     with pytest.raises(PipeRuntimeError, match="output `label` of ambiguous block classify expected str"):
         machine.run()
@@ -121,7 +121,7 @@ def test_without_a_decomposer_the_error_is_not_catchable():
         '        """Classify', '            """Classify').replace(
         '    return f"', '    except err:\n        return "caught"\n    return f"')
     program = compile_source(source, "a.pipe", REGISTRY).program
-    machine = Machine(program, registry=REGISTRY)
+    machine = plain_machine(program, registry=REGISTRY)
     machine.start(None, {"report": "x"})
     with pytest.raises(PipeRuntimeError) as info:
         machine.run()
@@ -133,7 +133,7 @@ def test_long_runs_report_progress_about_once_a_second():
                              "p.pipe", REGISTRY).program
     ticks = iter(range(0, 10**9, 1))  # a fake clock: one second per reading
     reports = []
-    machine = Machine(program, registry=REGISTRY, clock=lambda: float(next(ticks)),
+    machine = plain_machine(program, registry=REGISTRY, clock=lambda: float(next(ticks)),
                       progress=lambda state, span: reports.append((state.steps, span.line)))
     machine.start()
     machine.run()

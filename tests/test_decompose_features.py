@@ -27,7 +27,7 @@ from orgtree_lang.runtime.records import RecordTypes
 from orgtree_lang.engine.registries import default_registry
 from orgtree_lang.runtime.skills import SkillContext
 from orgtree_lang.runtime.workspace import Workspace
-from orgtree_lang.vm.machine import Machine
+from orgtree_lang.engine.factory import plain_machine
 
 REGISTRY = default_registry(plugins=False)
 
@@ -66,7 +66,7 @@ def run(tmp_path, source: str, author, reviewer, report: str, file: str = "triag
     program = compile_source(source, file, REGISTRY).program
     decomposer = Decomposer(author=author, reviewer=reviewer, registry=REGISTRY, workspace=tmp_path,
                             parent_file=file, parent_source=source, settings=DecomposeSettings(**settings))
-    machine = Machine(program, registry=REGISTRY, context=SkillContext(Workspace(tmp_path)), decomposer=decomposer)
+    machine = plain_machine(program, registry=REGISTRY, context=SkillContext(Workspace(tmp_path)), resolver=decomposer)
     machine.start(None, {"report": report})
     return machine.run().result
 

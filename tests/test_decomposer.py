@@ -20,7 +20,7 @@ from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.engine.registries import default_registry
 from orgtree_lang.runtime.skills import SkillContext
 from orgtree_lang.runtime.workspace import Workspace
-from orgtree_lang.vm.machine import Machine
+from orgtree_lang.engine.factory import plain_machine
 
 REGISTRY = default_registry(plugins=False)
 PARENT = '''use text
@@ -55,7 +55,7 @@ def run(tmp_path, author, reviewer, report: str):
     program = compile_source(PARENT, "triage.pipe", REGISTRY).program
     decomposer = Decomposer(author=author, reviewer=reviewer, registry=REGISTRY, workspace=tmp_path,
                             parent_file="triage.pipe", parent_source=PARENT)
-    machine = Machine(program, registry=REGISTRY, context=SkillContext(Workspace(tmp_path)), decomposer=decomposer)
+    machine = plain_machine(program, registry=REGISTRY, context=SkillContext(Workspace(tmp_path)), resolver=decomposer)
     machine.start(None, {"report": report})
     return machine.run().result
 

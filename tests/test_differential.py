@@ -43,7 +43,7 @@ from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.engine.registries import default_registry
 from orgtree_lang.syntax.diagnostics import CompileError
 from orgtree_lang.vm.budget import Budget
-from orgtree_lang.vm.machine import Machine
+from orgtree_lang.engine.factory import plain_machine
 
 REGISTRY = default_registry(plugins=False)
 
@@ -436,7 +436,7 @@ def run_pipe(text: str) -> Outcome:
         program = compile_source(source, "diff.pipe", REGISTRY).program
     except CompileError:
         return Outcome(compile_error=True)
-    machine = Machine(program, registry=REGISTRY, budget=Budget(max_steps=100))
+    machine = plain_machine(program, registry=REGISTRY, budget=Budget(max_steps=100))
     machine.start()
     try:
         machine.run()

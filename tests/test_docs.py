@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from orgtree_lang.compile.api import compile_source
-from orgtree_lang.runner import RunOptions, run_program
+from orgtree_lang.engine.runner import RunOptions, run_program
 from orgtree_lang.runtime.builtins import BUILTINS
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.engine.registries import default_registry

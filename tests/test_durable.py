@@ -18,11 +18,13 @@ import pytest
 
 from durable_testing import (counting_registry, exec_log, journal_meta, journal_snapshot, journal_steps, only_run_id,
                              pipe)
-from orgtree_lang.durable import session
+from orgtree_lang.durable import attempt as durable_attempt
+from orgtree_lang.durable import replay as durable_replay
+from orgtree_lang.engine import runs as durable_runs
 from orgtree_lang.durable.effects import NonDeterminismError
 from orgtree_lang.durable.journal import JournalError
 from orgtree_lang.durable.runs import RunLock
-from orgtree_lang.runner import RunOptions, run_file
+from orgtree_lang.engine.runner import RunOptions, run_file
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.engine.registries import default_registry
 from orgtree_lang.runtime.skills import SkillRegistry, skill
@@ -271,7 +273,7 @@ pipeline main(n: int = 10) -> int:
         run_file(program, options)
     assert stopped.value.kind == "budget"
     assert calls == list(range(len(calls))) and 0 < len(calls) < 10
-    machine = session.resume(tmp_path, "apirun", registry, RunOptions(budget=Budget(max_steps=1000)))
+    machine = durable_runs.resume(tmp_path, "apirun", registry, RunOptions(budget=Budget(max_steps=1000)))
     assert machine.state.result == sum(i * i for i in range(10))
     assert calls == list(range(10))  # no call twice
 
@@ -300,16 +302,16 @@ def test_replay_makes_no_outside_call_and_sees_the_same_time_random_values_and_i
     printed, result = first.stdout.splitlines()
     refused_by: list = []
 
-    class Spy(session.SealedRegistry):
+    class Spy(durable_replay.SealedRegistry):
         def __init__(self, registry) -> None:
             super().__init__(registry)
             refused_by.append(self)
 
-    monkeypatch.setattr(session, "SealedRegistry", Spy)
+    monkeypatch.setattr(durable_replay, "SealedRegistry", Spy)
     counted = w.root.parent / "api.exec.log"
     for _ in range(2):
         lines: list[str] = []
-        report = session.replay(w.root, run_id, counting_registry(default_registry(plugins=False), str(counted)),
+        report = durable_runs.replay(w.root, run_id, counting_registry(default_registry(plugins=False), str(counted)),
                                 printer=lines.append)
         assert report.identical, report.differences
         assert report.outside_calls == 0 and report.reused == 5 and report.trace_compared
@@ -326,7 +328,7 @@ def test_replay_makes_no_outside_call_and_sees_the_same_time_random_values_and_i
 
 
 def test_a_sealed_registry_refuses_side_effecting_skills_and_lets_pure_ones_run() -> None:
-    sealed = session.SealedRegistry(default_registry(plugins=False))
+    sealed = durable_replay.SealedRegistry(default_registry(plugins=False))
     assert sealed.get("text.upper").func is default_registry(plugins=False).get("text.upper").func
     with pytest.raises(RuntimeError, match="replay tried to call the side-effecting skill fs.append"):
         sealed.get("fs.append").func(path="x", text="y")
@@ -430,7 +432,7 @@ pipeline main() -> list[str]:
                                            use_cache=False))
     assert machine.state.result == ["A", "?", "C"] and calls == ["a", "b", "c"]
     broken.clear()
-    machine = session.retry(tmp_path, "r", registry, RunOptions(), "main/get#2")
+    machine = durable_runs.retry(tmp_path, "r", registry, RunOptions(), "main/get#2")
     assert machine.state.result == ["A", "B", "C"]
     assert calls == ["a", "b", "c", "b"]  # one call: the retried child; its siblings' results were reused
 
@@ -536,20 +538,20 @@ def test_a_run_killed_before_its_first_attempt_began_resumes_and_replays(tmp_pat
     program = tmp_path / "prog.pipe"
     program.write_text(EFFECTS, encoding="utf-8")
     registry = default_registry(plugins=False)
-    real_attempt = session._attempt
+    real_attempt = durable_attempt.attempt
 
     def killed(*args, **kwargs):
         raise SystemExit("killed")
 
-    monkeypatch.setattr(session, "_attempt", killed)
+    monkeypatch.setattr(durable_attempt, "attempt", killed)
     with pytest.raises(SystemExit):
         run_file(program, RunOptions(durable=True, registry=registry, workspace=tmp_path, run_id="k", use_cache=False))
-    monkeypatch.setattr(session, "_attempt", real_attempt)
+    monkeypatch.setattr(durable_attempt, "attempt", real_attempt)
     meta = journal_meta(tmp_path / ".orgtree" / "runs" / "k")
     assert (meta["status"], meta["attempts"]) == ("running", 0)
-    machine = session.resume(tmp_path, "k", registry, RunOptions())
+    machine = durable_runs.resume(tmp_path, "k", registry, RunOptions())
     assert machine.state.status == "done" and journal_meta(tmp_path / ".orgtree" / "runs" / "k")["attempts"] == 1
-    report = session.replay(tmp_path, "k", registry)
+    report = durable_runs.replay(tmp_path, "k", registry)
     assert report.identical, report.differences
     assert report.outside_calls == 0 and not report.trace_compared  # the trace holds a resume: not comparable
 
@@ -668,7 +670,7 @@ def test_a_journal_from_a_newer_format(failed_run) -> None:
     _all_refused(w, run_id, f"the journal {journal} has format 99, newer than this orgtree_lang understands (1); "
                  "upgrade orgtree_lang to use it", check_unchanged=run_id)
     with pytest.raises(JournalError, match="has format 99"):
-        session.replay(w.root, run_id, default_registry(plugins=False))
+        durable_runs.replay(w.root, run_id, default_registry(plugins=False))
 
 
 def test_a_journal_that_is_not_a_journal(failed_run) -> None:
@@ -715,7 +717,7 @@ def test_a_run_in_use_cannot_be_resumed_twice(failed_run) -> None:
             assert (f"pipe {command}: run {run_id} is in use by process {os.getpid()}; wait for it to finish or "
                     "stop it first") in done.stderr
         with pytest.raises(JournalError, match="is in use by process"):
-            session.resume(w.root, run_id, default_registry(plugins=False), RunOptions())
+            durable_runs.resume(w.root, run_id, default_registry(plugins=False), RunOptions())
         # Reading is fine while it runs.
         assert w.pipe("show", run_id).returncode == 0
     assert (w.run_dir(run_id) / "journal.db").read_bytes() == journal_bytes
@@ -732,6 +734,6 @@ def test_the_api_raises_non_determinism_errors_with_the_state(tmp_path: Path) ->
                                      use_cache=False))
     program.write_text(FIX_ME.replace('fs.read("input.txt")', 'fs.exists("input.txt")'), encoding="utf-8")
     with pytest.raises(NonDeterminismError) as info:
-        session.resume(tmp_path, "r1", registry, RunOptions())
+        durable_runs.resume(tmp_path, "r1", registry, RunOptions())
     assert info.value.kind == "nondeterminism" and not info.value.catchable
     assert "at step 4 (it is another step)" in info.value.message

@@ -43,7 +43,7 @@ import pytest
 
 from durable_testing import (cli_command, cli_env, counting_registry, exec_log, integrity, journal_meta,
                              journal_steps, pipe, run_dirs)
-from orgtree_lang.durable import session
+from orgtree_lang.engine import runs as durable_runs
 from orgtree_lang.durable.runs import list_runs
 from orgtree_lang.engine.registries import default_registry
 
@@ -338,7 +338,7 @@ class Trial:
         # The finished run replays offline, identically, with no outside call (in this process: the same code
         # as `pipe replay`, with every non-pure skill counting its real executions in the log).
         before = len(executions)
-        report = session.replay(self.ws, run_id, counting_registry(default_registry(plugins=False), str(self.log)))
+        report = durable_runs.replay(self.ws, run_id, counting_registry(default_registry(plugins=False), str(self.log)))
         assert report.identical and report.outside_calls == 0, report.differences
         assert report.output == meta["output"] and report.result == meta["result"]
         assert len(exec_log(self.log)) == before

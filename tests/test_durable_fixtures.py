@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from durable_testing import exec_log, journal_snapshot, pipe
-from orgtree_lang.durable import session
+from orgtree_lang.durable import replay as durable_replay
+from orgtree_lang.engine import runs as durable_runs
 from orgtree_lang.durable.journal import JOURNAL_FORMAT
 from orgtree_lang.engine.registries import default_registry
 from orgtree_lang.runtime.values import to_plain
@@ -45,8 +46,8 @@ def _fingerprint() -> str:
     return digest.hexdigest()
 
 
-class _SpyingSealedRegistry(session.SealedRegistry):
-    instances: list[session.SealedRegistry] = []
+class _SpyingSealedRegistry(durable_replay.SealedRegistry):
+    instances: list[durable_replay.SealedRegistry] = []
 
     def __init__(self, registry) -> None:
         super().__init__(registry)
@@ -95,10 +96,10 @@ def test_cli_replay_of_a_fixture_makes_no_outside_call_and_is_identical(name: st
 def test_replay_needs_neither_the_program_file_nor_a_model(name: str, tmp_path: Path, monkeypatch) -> None:
     """The API: the sealed registry refuses nothing because nothing is asked of it; no decomposer is given."""
     ws, run_id, expected = _install(name, tmp_path, with_program=False)
-    monkeypatch.setattr(session, "SealedRegistry", _SpyingSealedRegistry)
+    monkeypatch.setattr(durable_replay, "SealedRegistry", _SpyingSealedRegistry)
     _SpyingSealedRegistry.instances.clear()
     printed: list[str] = []
-    report = session.replay(ws, run_id, default_registry(plugins=False), printer=printed.append)
+    report = durable_runs.replay(ws, run_id, default_registry(plugins=False), printer=printed.append)
     assert report.identical, report.differences
     assert report.outside_calls == 0 and report.reused == len(expected["steps"])
     assert len(_SpyingSealedRegistry.instances) == 1 and _SpyingSealedRegistry.instances[0].refused == []
@@ -113,7 +114,7 @@ def test_time_random_and_ids_are_the_same_on_every_replay(tmp_path: Path) -> Non
     registry = default_registry(plugins=False)
     outputs = []
     for _ in range(3):
-        report = session.replay(ws, run_id, registry)
+        report = durable_runs.replay(ws, run_id, registry)
         assert report.identical and report.outside_calls == 0
         outputs.append((report.output, report.result))
     assert outputs == [(expected["printed"], expected["result"])] * 3
@@ -153,6 +154,6 @@ def test_replay_of_an_edited_journal_is_a_non_determinism_error(edit, step, old,
     assert exec_log(log) == []  # it stops; it never falls back to calling the skill
     assert journal_snapshot(ws / ".orgtree" / "runs" / run_id) == before
 
-    report = session.replay(ws, run_id, default_registry(plugins=False))
+    report = durable_runs.replay(ws, run_id, default_registry(plugins=False))
     assert not report.identical and report.outside_calls == 0
     assert report.error.startswith(f"the program no longer matches the journal of run {run_id} at step {step}")

@@ -9,7 +9,7 @@ import pytest
 from orgtree_lang.compile.api import compile_source
 from orgtree_lang.models.roles import RunModels
 from orgtree_lang.models.scripted import ScriptedModel
-from orgtree_lang.runner import RunOptions, run_program
+from orgtree_lang.engine.runner import RunOptions, run_program
 from orgtree_lang.runtime.errors import PipeRuntimeError
 
 
@@ -116,14 +116,14 @@ def test_without_a_model_the_error_says_how_to_configure_one(tmp_path, registry)
 
 
 def test_model_answers_are_journaled_so_replay_calls_no_model(tmp_path, registry):
-    from orgtree_lang.durable import session
+    from orgtree_lang.engine import runs as durable_runs
 
     model = scripted(tmp_path, [{"reply": "forty-two"}])
     machine = run(tmp_path, registry, 'use llm\n\npipeline main() -> str:\n    a = llm.ask("q1")\n'
                                       '    return a + "/" + llm.ask("q2")\n', model, durable=True)
     assert machine.state.result == "forty-two/forty-two"
     assert model.calls == 2
-    report = session.replay(tmp_path, machine.state.run_id, registry)
+    report = durable_runs.replay(tmp_path, machine.state.run_id, registry)
     assert report.outside_calls == 0 and report.identical
     assert model.calls == 2
 

@@ -23,7 +23,7 @@ from orgtree_lang.compile.stack import StackError, compute_max_stack, stack_dept
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.skills import SkillContext
 from orgtree_lang.runtime.workspace import Workspace
-from orgtree_lang.vm.machine import Machine
+from orgtree_lang.engine.factory import plain_machine
 from pipe_testing import compile_text, example_files, golden_files, golden_id, read_expectations, registry
 
 REG = registry()
@@ -51,8 +51,8 @@ NOT_EMITTED: set[str] = set()
 
 def test_every_opcode_the_code_generator_names_is_in_the_table():
     source = Path(codegen.__file__).read_text(encoding="utf-8")
-    named = set(re.findall(r"\bop\.([A-Z][A-Z0-9_]*)\b", source))
-    assert named, "the code generator should name opcodes as op.NAME"
+    named = set(re.findall(r'\bCODE\["([A-Z][A-Z0-9_]*)"\]', source))
+    assert named, 'the code generator should name opcodes as CODE["NAME"]'
     assert named <= set(BY_NAME), f"not in the table: {sorted(named - set(BY_NAME))}"
 
 
@@ -120,7 +120,7 @@ def test_stack_depths_are_consistent_and_max_stack_agrees(name, program):
 @pytest.mark.parametrize("name,program", PROGRAMS, ids=IDS)
 def test_static_depths_are_the_vm_depths_at_every_statement(name, program, tmp_path):
     depths = {code.name: stack_depths(code) for code in program.pipelines.values()}
-    machine = Machine(program, registry=REG, context=SkillContext(Workspace(tmp_path)))
+    machine = plain_machine(program, registry=REG, context=SkillContext(Workspace(tmp_path)))
     machine.start()
     checked = 0
     while True:
@@ -153,7 +153,7 @@ def test_json_round_trip_disassembles_and_runs_identically(name, program, tmp_pa
 def _run(program: Program, root: Path):
     root.mkdir()
     printed: list[str] = []
-    machine = Machine(program, registry=REG, context=SkillContext(Workspace(root)), printer=printed.append)
+    machine = plain_machine(program, registry=REG, context=SkillContext(Workspace(root)), printer=printed.append)
     machine.start()
     try:
         machine.run()

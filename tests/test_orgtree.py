@@ -27,7 +27,7 @@ from orgtree_lang.runtime.skills import SkillContext
 from orgtree_lang.runtime.state_db import state_db_path
 from orgtree_lang.runtime.workspace import Workspace
 from orgtree_lang.vm.budget import Budget
-from orgtree_lang.vm.machine import Machine
+from orgtree_lang.engine.factory import plain_machine
 
 REGISTRY = default_registry(plugins=False)
 
@@ -299,7 +299,7 @@ def test_skill_calls_past_the_cap_are_counted_per_caller_and_skill(tmp_path):
     store = TreeStore(tmp_path / "state.db")
     recorder = TreeRecorder(store, max_skill_nodes=3)
     program = compile_source(CAPPED, "capped.pipe", REGISTRY).program
-    machine = Machine(program, registry=REGISTRY, context=SkillContext(Workspace(tmp_path)), recorder=recorder)
+    machine = plain_machine(program, registry=REGISTRY, context=SkillContext(Workspace(tmp_path)), recorder=recorder)
     machine.start(None, {}, run_id="r1")
     assert machine.run().result == "X"
     recorder.finish()
@@ -322,7 +322,7 @@ def test_a_folded_line_counts_the_calls_an_overflow_node_stands_for(tmp_path):
     store = TreeStore(tmp_path / "state.db")
     recorder = TreeRecorder(store, max_skill_nodes=3)
     program = compile_source(CAPPED, "capped.pipe", REGISTRY).program
-    machine = Machine(program, registry=REGISTRY, context=SkillContext(Workspace(tmp_path)), recorder=recorder)
+    machine = plain_machine(program, registry=REGISTRY, context=SkillContext(Workspace(tmp_path)), recorder=recorder)
     machine.start(None, {}, run_id="r1")
     machine.run()
     recorder.finish()
@@ -462,7 +462,7 @@ def run_in_process(folder: Path, source: str, inputs: dict, budget: Budget, cost
     decomposer = Decomposer(author=author, reviewer=reviewer, registry=REGISTRY, workspace=folder,
                             parent_file="parent.pipe", parent_source=source)
     recorder = TreeRecorder(TreeStore.for_workspace(folder))
-    machine = Machine(program, registry=REGISTRY, context=SkillContext(Workspace(folder)), decomposer=decomposer,
+    machine = plain_machine(program, registry=REGISTRY, context=SkillContext(Workspace(folder)), resolver=decomposer,
                       budget=budget, recorder=recorder)
     machine.start(None, inputs, run_id="r1")
     error = None
@@ -721,7 +721,7 @@ pipeline main() -> int:
     program = compile_source(source, "fib.pipe", registry).program
     store = TreeStore(tmp_path / "state.db")
     recorder = TreeRecorder(store, max_pipeline_nodes=20)
-    machine = Machine(program, registry=registry, context=SkillContext(Workspace(tmp_path)), recorder=recorder)
+    machine = plain_machine(program, registry=registry, context=SkillContext(Workspace(tmp_path)), recorder=recorder)
     machine.start("main", {}, run_id="r")
     assert machine.run().result == 55
     recorder.finish()

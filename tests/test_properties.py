@@ -27,7 +27,7 @@ from orgtree_lang.runtime.workspace import Workspace
 from orgtree_lang.syntax.diagnostics import CompileError
 from orgtree_lang.syntax.parser import grammar_text
 from orgtree_lang.vm.budget import Budget
-from orgtree_lang.vm.machine import Machine
+from orgtree_lang.engine.factory import plain_machine
 from pipe_testing import golden_files
 
 pytestmark = pytest.mark.slow
@@ -114,7 +114,7 @@ def run_briefly(program) -> None:
     for code in program.pipelines.values():
         stack_depths(code)
     with tempfile.TemporaryDirectory() as root:
-        machine = Machine(program, registry=REGISTRY, context=SkillContext(Workspace(Path(root))),
+        machine = plain_machine(program, registry=REGISTRY, context=SkillContext(Workspace(Path(root))),
                           budget=Budget(max_steps=300, max_seconds=5, max_skill_calls=50))
         try:
             machine.start()

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from orgtree_lang.compile.api import compile_source
-from orgtree_lang.runner import RunOptions, run_program
+from orgtree_lang.engine.runner import RunOptions, run_program
 from orgtree_lang.runtime.errors import SkillArgumentError, SkillError
 from orgtree_lang.engine.registries import default_registry
 from orgtree_lang.runtime.skills import SkillContext, SkillRegistry

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from orgtree_lang.runtime.errors import PipeRuntimeError
+from orgtree_lang.engine.factory import plain_machine
 from orgtree_lang.vm.machine import Machine
 from orgtree_lang.vm.state import RunState
 from pipe_testing import compile_text, registry, run_source
@@ -47,7 +48,7 @@ def test_printing_a_deeply_nested_value_is_a_runtime_error(tmp_path):
                           "recursion limit (~1000) cannot be checkpointed")
 def test_run_state_holding_a_deeply_nested_value_round_trips():
     program = compile_text(DEEP).program
-    machine = Machine(program, registry=registry())
+    machine = plain_machine(program, registry=registry())
     machine.start()
     state = machine.run(pause_after=3002)  # inside `deep`, with the value about 3000 levels deep
     assert state.status == "paused"
@@ -69,7 +70,7 @@ pipeline main(report: str) -> str:
 
 def _run_with(decomposer, report="crash on start"):
     program = compile_text(TRIAGE).program
-    machine = Machine(program, registry=registry(), decomposer=decomposer)
+    machine = plain_machine(program, registry=registry(), resolver=decomposer)
     machine.start(inputs={"report": report})
     machine.run()
     return machine.state.result
@@ -78,8 +79,8 @@ def _run_with(decomposer, report="crash on start"):
 def test_the_decomposer_gets_the_spec_and_inputs_and_its_outputs_are_bound_by_name():
     seen = {}
 
-    def decomposer(spec, inputs, machine):
-        seen.update(spec=spec, inputs=inputs)
+    def decomposer(block):
+        seen.update(spec=block.spec, inputs=block.inputs)
         return {"score": 7, "label": "bug"}
 
     assert _run_with(decomposer) == "bug:7"
@@ -94,9 +95,9 @@ def test_the_decomposer_gets_the_spec_and_inputs_and_its_outputs_are_bound_by_na
 
 def test_a_decomposer_output_of_the_wrong_type_is_a_runtime_error():
     with pytest.raises(PipeRuntimeError, match="output `score` of ambiguous block classify expected int"):
-        _run_with(lambda spec, inputs, machine: {"label": "bug", "score": "high"})
+        _run_with(lambda block: {"label": "bug", "score": "high"})
 
 
 def test_a_missing_decomposer_output_is_a_runtime_error():
     with pytest.raises(PipeRuntimeError, match="gave no output `label`"):
-        _run_with(lambda spec, inputs, machine: {"score": 1})
+        _run_with(lambda block: {"score": 1})

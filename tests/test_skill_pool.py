@@ -19,7 +19,7 @@ from orgtree_lang.pool.promote import promote
 from orgtree_lang.engine.registries import workspace_registry
 from orgtree_lang.pool.store import PoolError, PoolStore
 from orgtree_lang.review.errors import SelfReviewError
-from orgtree_lang.runner import RunOptions, run_program
+from orgtree_lang.engine.runner import RunOptions, run_program
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.syntax.diagnostics import CompileError
 

@@ -17,6 +17,7 @@ from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.skills import SkillContext
 from orgtree_lang.runtime.values import RecordValue, UNBOUND, decode, encode
 from orgtree_lang.runtime.workspace import Workspace
+from orgtree_lang.engine.factory import plain_machine
 from orgtree_lang.vm.machine import Machine
 from orgtree_lang.vm.state import Frame, RunState
 from pipe_testing import (
@@ -63,7 +64,7 @@ def _workspace(tmp: Path, path: Path) -> Path:
 
 
 def _machine(program, reg, root: Path, printed: list[str]) -> Machine:
-    return Machine(program, registry=reg, context=SkillContext(Workspace(root), run_id="roundtrip"),
+    return plain_machine(program, registry=reg, context=SkillContext(Workspace(root), run_id="roundtrip"),
                    printer=printed.append)
 
 

@@ -17,8 +17,8 @@ from orgtree_lang.runtime.inputs import parse_input
 
 def command_run(args) -> int:
     from orgtree_lang.compile.api import compile_file
-    from orgtree_lang.runner import new_run_id, run_program, workspace_for
     from orgtree_lang.engine.registries import workspace_registry
+    from orgtree_lang.engine.runner import new_run_id, run_program, workspace_for
     from orgtree_lang.syntax.diagnostics import CompileError
 
     path = Path(args.file)
@@ -139,7 +139,7 @@ class RunSession:
         self.progress = _ProgressLine() if sys.stderr.isatty() else None
 
     def options(self, **fields):
-        from orgtree_lang.runner import RunOptions
+        from orgtree_lang.engine.runner import RunOptions
 
         printer = self.printed.append if self.args.json else _echo
         trace = getattr(self.args, "trace", None)

@@ -103,7 +103,7 @@ def command_runs(args) -> int:
 def command_show(args) -> int:
     from orgtree_lang.durable.journal import Journal, JournalError
     from orgtree_lang.durable.runs import effective_status, find_run
-    from orgtree_lang.durable.session import node_names
+    from orgtree_lang.durable.resume import node_names
     from orgtree_lang.runtime.values import decode, display, to_plain
 
     try:
@@ -223,23 +223,23 @@ def _current_source(args):
 
 
 def command_resume(args) -> int:
-    from orgtree_lang.durable import session
+    from orgtree_lang.engine import runs as durable_runs
 
-    return _attempt(args, "resume", lambda root, registry, options: session.resume(
+    return _attempt(args, "resume", lambda root, registry, options: durable_runs.resume(
         root, args.run, registry, options, from_scratch=args.from_scratch,
         program_path=Path(args.program) if args.program else None), _current_source(args))
 
 
 def command_retry(args) -> int:
-    from orgtree_lang.durable import session
+    from orgtree_lang.engine import runs as durable_runs
 
-    return _attempt(args, "retry", lambda root, registry, options: session.retry(
+    return _attempt(args, "retry", lambda root, registry, options: durable_runs.retry(
         root, args.run, registry, options, args.node), _current_source(args))
 
 
 def command_fork(args) -> int:
-    from orgtree_lang.durable import session
-    from orgtree_lang.runner import new_run_id
+    from orgtree_lang.engine import runs as durable_runs
+    from orgtree_lang.engine.runner import new_run_id
 
     changes = {}
     for pair in args.changes:
@@ -248,7 +248,7 @@ def command_fork(args) -> int:
             return _fail("fork", f"-i expects NAME=VALUE, got {pair!r}")
         changes[key] = value
     args.new_run_id = new_run_id()
-    code = _attempt(args, "fork", lambda root, registry, options: session.fork(
+    code = _attempt(args, "fork", lambda root, registry, options: durable_runs.fork(
         root, args.run, registry, options, args.at, changes), _current_source(args))
     if code in (EXIT_OK, EXIT_RUNTIME) and (Path(args.workspace) / ".orgtree" / "runs" / args.new_run_id).is_dir():
         print(f"forked run {args.run} at step {args.at} into run {args.new_run_id}", file=sys.stderr)
@@ -256,14 +256,14 @@ def command_fork(args) -> int:
 
 
 def command_replay(args) -> int:
-    from orgtree_lang.durable import session
+    from orgtree_lang.engine import runs as durable_runs
     from orgtree_lang.durable.journal import JournalError
     from orgtree_lang.engine.registries import workspace_registry
     from orgtree_lang.syntax.diagnostics import CompileError
 
     printer = None if args.quiet else print
     try:
-        report = session.replay(Path(args.workspace), args.run, workspace_registry(Path(args.workspace)),
+        report = durable_runs.replay(Path(args.workspace), args.run, workspace_registry(Path(args.workspace)),
                                 printer=printer)
     except JournalError as err:
         return _fail("replay", str(err))

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from orgtree_lang.check.module import CheckedModule, PipelineInfo
-from orgtree_lang.compile import opcodes as op
 from orgtree_lang.compile.code import AmbiguousSpec, CallSite, CodeObject, Param, Program, RecordSpec
+from orgtree_lang.compile.opcodes import CODE
 from orgtree_lang.compile.stack import compute_max_stack
 from orgtree_lang.syntax import nodes as n
 from orgtree_lang.syntax.spans import Span
@@ -112,8 +112,8 @@ class _PipelineCompiler:
         self._body(decl.body)
         last = _last_line_span(decl.body) if decl.body else decl.name_span
         end = Span(decl.span.file, last.end_line, last.end_col, last.end_line, last.end_col)
-        self._emit(op.LOAD_CONST, self._const(None), end)
-        self._emit(op.RETURN, None, end)
+        self._emit(CODE["LOAD_CONST"], self._const(None), end)
+        self._emit(CODE["RETURN"], None, end)
         for pc, label in self.fixups:
             if isinstance(self.code.args[pc], list):
                 self.code.args[pc][1] = label.pc
@@ -128,7 +128,7 @@ class _PipelineCompiler:
         fused = self._fuse(opcode, arg, pc)
         if fused is not None:
             code.ops[pc - 1], code.args[pc - 1] = fused
-            if opcode == op.BINARY:
+            if opcode == CODE["BINARY"]:
                 self._set_span(pc - 1, span)
             return pc - 1
         code.ops.append(opcode)
@@ -141,14 +141,14 @@ class _PipelineCompiler:
         if pc == 0 or pc in self.label_pcs:
             return None
         previous, previous_arg = self.code.ops[pc - 1], self.code.args[pc - 1]
-        if opcode == op.LOAD_LOCAL and previous == op.LOAD_LOCAL:
-            return op.LOAD_LOCAL2, [previous_arg, arg]
-        if opcode == op.BINARY and previous == op.LOAD_CONST:
-            return op.BINARY_CONST, [previous_arg, arg]
-        if opcode == op.JUMP_IF_FALSE and previous == op.COMPARE:
-            return op.COMPARE_JUMP_IF_FALSE, [previous_arg, arg]
-        if opcode == op.STORE_LOCAL and previous == op.FOR_ITER:
-            return op.FOR_ITER_STORE, [arg, previous_arg]
+        if opcode == CODE["LOAD_LOCAL"] and previous == CODE["LOAD_LOCAL"]:
+            return CODE["LOAD_LOCAL2"], [previous_arg, arg]
+        if opcode == CODE["BINARY"] and previous == CODE["LOAD_CONST"]:
+            return CODE["BINARY_CONST"], [previous_arg, arg]
+        if opcode == CODE["JUMP_IF_FALSE"] and previous == CODE["COMPARE"]:
+            return CODE["COMPARE_JUMP_IF_FALSE"], [previous_arg, arg]
+        if opcode == CODE["STORE_LOCAL"] and previous == CODE["FOR_ITER"]:
+            return CODE["FOR_ITER_STORE"], [arg, previous_arg]
         return None
 
     def _set_span(self, pc: int, span: Span) -> None:
@@ -202,10 +202,10 @@ class _PipelineCompiler:
         """Emit the cleanup for leaving `blocks` (innermost last) by a jump."""
         for block in reversed(blocks):
             if block.kind == "for":
-                self._emit(op.POP, None, span)
-                self._emit(op.POP, None, span)
+                self._emit(CODE["POP"], None, span)
+                self._emit(CODE["POP"], None, span)
             elif block.kind == "try":
-                self._emit(op.POP_TRY, None, span)
+                self._emit(CODE["POP_TRY"], None, span)
 
     # -- statements
 
@@ -216,29 +216,29 @@ class _PipelineCompiler:
     def _stmt(self, s: n.Stmt) -> None:
         if isinstance(s, n.Label):
             self._place(self.label_targets[s.name])
-        self._emit(op.STMT, None, s.span)
+        self._emit(CODE["STMT"], None, s.span)
         method = getattr(self, "_" + type(s).__name__)
         method(s)
 
     def _Assign(self, s: n.Assign) -> None:
         self._expr(s.value)
         if len(s.targets) == 1:
-            self._emit(op.STORE_LOCAL, self._slot(s.targets[0].id), s.targets[0].span)
+            self._emit(CODE["STORE_LOCAL"], self._slot(s.targets[0].id), s.targets[0].span)
             return
-        self._emit(op.UNPACK, len(s.targets), s.value.span)
+        self._emit(CODE["UNPACK"], len(s.targets), s.value.span)
         for target in s.targets:
-            self._emit(op.STORE_LOCAL, self._slot(target.id), target.span)
+            self._emit(CODE["STORE_LOCAL"], self._slot(target.id), target.span)
 
     def _AugAssign(self, s: n.AugAssign) -> None:
         slot = self._slot(s.target.id)
-        self._emit(op.LOAD_LOCAL, slot, s.target.span)
+        self._emit(CODE["LOAD_LOCAL"], slot, s.target.span)
         self._expr(s.value)
-        self._emit(op.BINARY, s.op, s.span)
-        self._emit(op.STORE_LOCAL, slot, s.target.span)
+        self._emit(CODE["BINARY"], s.op, s.span)
+        self._emit(CODE["STORE_LOCAL"], slot, s.target.span)
 
     def _ExprStmt(self, s: n.ExprStmt) -> None:
         self._expr(s.expr)
-        self._emit(op.POP, None, s.span)
+        self._emit(CODE["POP"], None, s.span)
 
     def _Pass(self, s: n.Pass) -> None:
         pass
@@ -249,17 +249,17 @@ class _PipelineCompiler:
     def _Goto(self, s: n.Goto) -> None:
         depth = self.label_depth[s.name]
         self._unwind(self.blocks[depth:], s.span)
-        self._jump(op.JUMP, self.label_targets[s.name], s.span)
+        self._jump(CODE["JUMP"], self.label_targets[s.name], s.span)
 
     def _Break(self, s: n.Break) -> None:
         loop_index = self._innermost_loop()
         self._unwind(self.blocks[loop_index:], s.span)
-        self._jump(op.JUMP, self.blocks[loop_index].break_label, s.span)
+        self._jump(CODE["JUMP"], self.blocks[loop_index].break_label, s.span)
 
     def _Continue(self, s: n.Continue) -> None:
         loop_index = self._innermost_loop()
         self._unwind(self.blocks[loop_index + 1 :], s.span)
-        self._jump(op.JUMP, self.blocks[loop_index].continue_label, s.span)
+        self._jump(CODE["JUMP"], self.blocks[loop_index].continue_label, s.span)
 
     def _innermost_loop(self) -> int:
         for i in range(len(self.blocks) - 1, -1, -1):
@@ -272,10 +272,10 @@ class _PipelineCompiler:
         for test, body in zip(s.tests, s.bodies):
             next_branch = _Label()
             self._expr(test)
-            self._jump(op.JUMP_IF_FALSE, next_branch, test.span)
+            self._jump(CODE["JUMP_IF_FALSE"], next_branch, test.span)
             self._body(body)
             if not (body and isinstance(body[-1], _JUMPS_AWAY)):
-                self._jump(op.JUMP, end, s.span)
+                self._jump(CODE["JUMP"], end, s.span)
             self._place(next_branch)
         if s.orelse is not None:
             self._body(s.orelse)
@@ -287,59 +287,59 @@ class _PipelineCompiler:
         self._place(top, len(self.code.ops) - 1)
         end = _Label()
         self._expr(s.test)
-        self._jump(op.JUMP_IF_FALSE, end, s.test.span)
+        self._jump(CODE["JUMP_IF_FALSE"], end, s.test.span)
         self.blocks.append(_Block("while", end, top))
         self._body(s.body)
         self.blocks.pop()
-        self._jump(op.JUMP, top, s.span)
+        self._jump(CODE["JUMP"], top, s.span)
         self._place(end)
 
     def _For(self, s: n.For) -> None:
         self._expr(s.iterable)
-        self._emit(op.GET_ITER, None, s.iterable.span)
+        self._emit(CODE["GET_ITER"], None, s.iterable.span)
         top, end, after = _Label(), _Label(), _Label()
         self._place(top)
-        self._jump(op.FOR_ITER, end, s.span)
+        self._jump(CODE["FOR_ITER"], end, s.span)
         if len(s.targets) == 1:
-            self._emit(op.STORE_LOCAL, self._slot(s.targets[0].id), s.targets[0].span)
+            self._emit(CODE["STORE_LOCAL"], self._slot(s.targets[0].id), s.targets[0].span)
         else:
-            self._emit(op.UNPACK, len(s.targets), s.span)
+            self._emit(CODE["UNPACK"], len(s.targets), s.span)
             for target in s.targets:
-                self._emit(op.STORE_LOCAL, self._slot(target.id), target.span)
+                self._emit(CODE["STORE_LOCAL"], self._slot(target.id), target.span)
         # `break` pops the loop state itself, then jumps past the exhausted-loop exit.
         self.blocks.append(_Block("for", after, top))
         self._body(s.body)
         self.blocks.pop()
-        self._jump(op.JUMP, top, s.span)
+        self._jump(CODE["JUMP"], top, s.span)
         self._place(end)
         self._place(after)
 
     def _Try(self, s: n.Try) -> None:
         handler, end = _Label(), _Label()
-        self._jump(op.SETUP_TRY, handler, s.span)
+        self._jump(CODE["SETUP_TRY"], handler, s.span)
         self.blocks.append(_Block("try"))
         self._body(s.body)
         self.blocks.pop()
-        self._emit(op.POP_TRY, None, s.span)
-        self._jump(op.JUMP, end, s.span)
+        self._emit(CODE["POP_TRY"], None, s.span)
+        self._jump(CODE["JUMP"], end, s.span)
         self._place(handler)
         if s.name is not None:
-            self._emit(op.STORE_LOCAL, self._slot(s.name.id), s.except_span)
+            self._emit(CODE["STORE_LOCAL"], self._slot(s.name.id), s.except_span)
         else:
-            self._emit(op.POP, None, s.except_span)
+            self._emit(CODE["POP"], None, s.except_span)
         self._body(s.handler)
         self._place(end)
 
     def _Fail(self, s: n.Fail) -> None:
         self._expr(s.value)
-        self._emit(op.FAIL, None, s.span)
+        self._emit(CODE["FAIL"], None, s.span)
 
     def _Return(self, s: n.Return) -> None:
         if s.value is None:
-            self._emit(op.LOAD_CONST, self._const(None), s.span)
+            self._emit(CODE["LOAD_CONST"], self._const(None), s.span)
         else:
             self._expr(s.value)
-        self._emit(op.RETURN, None, s.span)
+        self._emit(CODE["RETURN"], None, s.span)
 
     def _Ambiguous(self, s: n.Ambiguous) -> None:
         types = self.checked.types
@@ -347,7 +347,7 @@ class _PipelineCompiler:
             if item.default is not None:
                 self._expr(item.default)
             else:
-                self._emit(op.LOAD_LOCAL, self._slot(item.name), item.span)
+                self._emit(CODE["LOAD_LOCAL"], self._slot(item.name), item.span)
         spec = AmbiguousSpec(
             name=s.name,
             doc=s.doc or "",
@@ -358,9 +358,9 @@ class _PipelineCompiler:
             span=s.span,
         )
         self.code.ambiguous.append(spec)
-        self._emit(op.AMBIGUOUS, len(self.code.ambiguous) - 1, s.span)
+        self._emit(CODE["AMBIGUOUS"], len(self.code.ambiguous) - 1, s.span)
         for out in s.outputs:
-            self._emit(op.STORE_LOCAL, self._slot(out.name), out.span)
+            self._emit(CODE["STORE_LOCAL"], self._slot(out.name), out.span)
 
     # -- expressions
 
@@ -368,48 +368,48 @@ class _PipelineCompiler:
         getattr(self, "_" + type(e).__name__)(e)
 
     def _Const(self, e: n.Const) -> None:
-        self._emit(op.LOAD_CONST, self._const(e.value), e.span)
+        self._emit(CODE["LOAD_CONST"], self._const(e.value), e.span)
 
     def _Name(self, e: n.Name) -> None:
-        self._emit(op.LOAD_LOCAL, self._slot(e.id), e.span)
+        self._emit(CODE["LOAD_LOCAL"], self._slot(e.id), e.span)
 
     def _FString(self, e: n.FString) -> None:
         if not e.parts:
-            self._emit(op.LOAD_CONST, self._const(""), e.span)
+            self._emit(CODE["LOAD_CONST"], self._const(""), e.span)
             return
         for part in e.parts:
             if isinstance(part, str):
-                self._emit(op.LOAD_CONST, self._const(part), e.span)
+                self._emit(CODE["LOAD_CONST"], self._const(part), e.span)
             else:
                 self._expr(part.value)
-                self._emit(op.FORMAT, self._const(part.spec), part.span)
+                self._emit(CODE["FORMAT"], self._const(part.spec), part.span)
         if len(e.parts) > 1:
-            self._emit(op.BUILD_STRING, len(e.parts), e.span)
+            self._emit(CODE["BUILD_STRING"], len(e.parts), e.span)
 
     def _ListExpr(self, e: n.ListExpr) -> None:
         for item in e.items:
             self._expr(item)
-        self._emit(op.BUILD_LIST, len(e.items), e.span)
+        self._emit(CODE["BUILD_LIST"], len(e.items), e.span)
 
     def _DictExpr(self, e: n.DictExpr) -> None:
         for key, value in zip(e.keys, e.values):
             self._expr(key)
             self._expr(value)
-        self._emit(op.BUILD_DICT, len(e.keys), e.span)
+        self._emit(CODE["BUILD_DICT"], len(e.keys), e.span)
 
     def _BinOp(self, e: n.BinOp) -> None:
         self._expr(e.left)
         self._expr(e.right)
-        self._emit(op.BINARY, e.op, e.span)
+        self._emit(CODE["BINARY"], e.op, e.span)
 
     def _UnaryOp(self, e: n.UnaryOp) -> None:
         self._expr(e.operand)
-        self._emit(op.UNARY, e.op, e.span)
+        self._emit(CODE["UNARY"], e.op, e.span)
 
     def _BoolOp(self, e: n.BoolOp) -> None:
         end = _Label()
         self._expr(e.left)
-        self._jump(op.JUMP_IF_FALSE_OR_POP if e.op == "and" else op.JUMP_IF_TRUE_OR_POP, end, e.span)
+        self._jump(CODE["JUMP_IF_FALSE_OR_POP"] if e.op == "and" else CODE["JUMP_IF_TRUE_OR_POP"], end, e.span)
         self._expr(e.right)
         self._place(end)
 
@@ -417,7 +417,7 @@ class _PipelineCompiler:
         self._expr(e.left)
         if len(e.ops) == 1:
             self._expr(e.comparators[0])
-            self._emit(op.COMPARE, e.ops[0], e.span)
+            self._emit(CODE["COMPARE"], e.ops[0], e.span)
             return
         # a < b < c: keep b for the next comparison; stop at the first false result.
         cleanup, end = _Label(), _Label()
@@ -425,22 +425,22 @@ class _PipelineCompiler:
         for i, (operator, comparator) in enumerate(zip(e.ops, e.comparators)):
             self._expr(comparator)
             if i < last:
-                self._emit(op.DUP, None, comparator.span)
-                self._emit(op.ROT3, None, comparator.span)
-                self._emit(op.COMPARE, operator, e.span)
-                self._jump(op.JUMP_IF_FALSE_OR_POP, cleanup, e.span)
+                self._emit(CODE["DUP"], None, comparator.span)
+                self._emit(CODE["ROT3"], None, comparator.span)
+                self._emit(CODE["COMPARE"], operator, e.span)
+                self._jump(CODE["JUMP_IF_FALSE_OR_POP"], cleanup, e.span)
             else:
-                self._emit(op.COMPARE, operator, e.span)
-        self._jump(op.JUMP, end, e.span)
+                self._emit(CODE["COMPARE"], operator, e.span)
+        self._jump(CODE["JUMP"], end, e.span)
         self._place(cleanup)
-        self._emit(op.ROT2, None, e.span)
-        self._emit(op.POP, None, e.span)
+        self._emit(CODE["ROT2"], None, e.span)
+        self._emit(CODE["POP"], None, e.span)
         self._place(end)
 
     def _TypeTest(self, e: n.TypeTest) -> None:
         self._expr(e.value)
-        self._emit(op.LOAD_CONST, self._const(_type_tag(self.checked.types[e.type])), e.type.span)
-        self._emit(op.COMPARE, "is not" if e.negated else "is", e.span)
+        self._emit(CODE["LOAD_CONST"], self._const(_type_tag(self.checked.types[e.type])), e.type.span)
+        self._emit(CODE["COMPARE"], "is not" if e.negated else "is", e.span)
 
     def _Call(self, e: n.Call) -> None:
         target = self.checked.calls[e]
@@ -450,27 +450,27 @@ class _PipelineCompiler:
             self._expr(kw.value)
         site = CallSite(target.kind, target.name, len(e.args), tuple(k.name for k in e.keywords))
         self.code.calls.append(site)
-        opcode = {"builtin": op.CALL_BUILTIN, "skill": op.CALL_SKILL, "pipeline": op.CALL_PIPELINE,
-                  "record": op.MAKE_RECORD}[target.kind]
+        opcode = {"builtin": CODE["CALL_BUILTIN"], "skill": CODE["CALL_SKILL"], "pipeline": CODE["CALL_PIPELINE"],
+                  "record": CODE["MAKE_RECORD"]}[target.kind]
         self._emit(opcode, len(self.code.calls) - 1, e.span)
 
     def _Index(self, e: n.Index) -> None:
         self._expr(e.value)
         self._expr(e.index)
-        self._emit(op.INDEX, None, e.span)
+        self._emit(CODE["INDEX"], None, e.span)
 
     def _Slice(self, e: n.Slice) -> None:
         self._expr(e.value)
         for part in (e.lower, e.upper, e.step):
             if part is None:
-                self._emit(op.LOAD_CONST, self._const(None), e.span)
+                self._emit(CODE["LOAD_CONST"], self._const(None), e.span)
             else:
                 self._expr(part)
-        self._emit(op.SLICE, None, e.span)
+        self._emit(CODE["SLICE"], None, e.span)
 
     def _Attribute(self, e: n.Attribute) -> None:
         self._expr(e.value)
-        self._emit(op.GET_ATTR, e.attr, e.attr_span)
+        self._emit(CODE["GET_ATTR"], e.attr, e.attr_span)
 
 
 def _type_tag(ptype) -> str:

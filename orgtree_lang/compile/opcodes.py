@@ -112,8 +112,8 @@ OPCODES: list[Opcode] = [
 ]
 BY_NAME: dict[str, Opcode] = {op.name: op for op in OPCODES}
 
-# Integer opcodes as module constants (STMT, LOAD_CONST, ...) for the compiler and the VM's dispatch loop.
-globals().update({op.name: op.code for op in OPCODES})
+# Integer opcodes by name (CODE["STMT"], ...): every layer names an opcode by its name in this table.
+CODE: dict[str, int] = {op.name: op.code for op in OPCODES}
 
 BINARY_OPS = ("+", "-", "*", "/", "//", "%", "**")
 COMPARE_OPS = ("<", "<=", ">", ">=", "==", "!=", "in", "not in", "is", "is not")

@@ -83,7 +83,9 @@ class Decomposer:
     def max_depth(self) -> int:
         return self.settings.max_depth
 
-    def __call__(self, spec: AmbiguousSpec, inputs: dict[str, Any], machine) -> dict[str, Any]:
+    def __call__(self, block) -> dict[str, Any]:
+        """The outputs of `block` (a vm.blocks.BlockContext): from a module saved or written for it, run as a child."""
+        spec, inputs = block.spec, block.inputs
         if self.depth >= self.max_depth:
             raise PipeRuntimeError(f"ambiguous block `{spec.name}` is {self.depth} generated modules deep, the "
                                    f"limit is {self.max_depth}", kind="ambiguous", catchable=False,
@@ -94,15 +96,14 @@ class Decomposer:
         from orgtree_lang.review.errors import ReviewError
 
         digest = spec_hash(spec)
-        node = getattr(machine, "block_node", None)
         if digest in self._programs:  # reached again in this run: no file is read, nothing is compiled again
             saved, program = self._programs[digest]
-            self._note(machine, f"reused {saved.path}")
-            return self._run_child(program, spec, inputs, machine, saved.path, self._metered(machine, spec, node)[0])
+            block.note(f"reused {saved.path}")
+            return self._run_child(program, block, saved.path, self._metered(block)[0])
         saved = self.store.find(digest)
-        author, reviewer = self._metered(machine, spec, node)
+        author, reviewer = self._metered(block)
         if saved is not None:
-            self._note(machine, f"reused {saved.path}")
+            block.note(f"reused {saved.path}")
         elif self.author is None:
             raise PipeRuntimeError(
                 f"ambiguous block `{spec.name}` cannot run: no module is saved for it and no model is configured "
@@ -114,13 +115,13 @@ class Decomposer:
                 # Saved modules that fit this block's signature: the most similar may be reused as they are; the
                 # author sees the rest, down to half the similarity, for reference.
                 similar = similar_modules(self.store, spec, self.registry, self.settings.similarity / 2)
-                saved = self._reuse_similar(spec, digest, reviewer, machine,
+                saved = self._reuse_similar(spec, digest, reviewer, block,
                                             [m for score, m in similar if score >= self.settings.similarity])
                 if saved is None:
-                    self._note(machine, "writing a module")
-                    saved = self._write_module(spec, inputs, digest, author, reviewer, machine,
+                    block.note("writing a module")
+                    saved = self._write_module(spec, inputs, digest, author, reviewer, block,
                                                [m for _, m in similar])
-                    self._note(machine, f"written to {saved.path} ({saved.provenance.get('review-rounds')} "
+                    block.note(f"written to {saved.path} ({saved.provenance.get('review-rounds')} "
                                         "review round(s))")
             except (ModelError, ReviewError, StoreError) as err:
                 kind = "model" if isinstance(err, ModelError) else "ambiguous"
@@ -131,39 +132,26 @@ class Decomposer:
 
         program = compile_source(saved.path.read_text(encoding="utf-8"), str(saved.path), self.registry).program
         self._programs[digest] = (saved, program)
-        return self._run_child(program, spec, inputs, machine, saved.path, author)
+        return self._run_child(program, block, saved.path, author)
 
-    @staticmethod
-    def _note(machine, detail: str) -> None:
-        recorder, node = getattr(machine, "recorder", None), getattr(machine, "block_node", None)
-        if recorder is not None and node is not None:
-            recorder.annotate(node, detail=detail)
-
-    def _metered(self, machine, spec: AmbiguousSpec, node: str | None):
-        """The author and reviewer, their calls counted against the run tree's budget and charged to `node`."""
+    def _metered(self, block):
+        """The author and reviewer, their calls counted against the run tree's budget and charged to the block."""
+        from orgtree_lang.durable.model_steps import journaled_calls
         from orgtree_lang.models.metered import MeteredModel
-        from orgtree_lang.vm.budget import NodeSpend
 
-        meter, budget = getattr(machine, "meter", None), getattr(machine, "budget", None)
-        if meter is None or budget is None or self.author is None:
+        if self.author is None:
             return self.author, self.reviewer
-        recorder = getattr(machine, "recorder", None)
-        journal = None
-        if node is not None and getattr(machine, "effects", None) is not None:
-            from orgtree_lang.durable.model_steps import journaled_calls
-
-            journal = journaled_calls(machine, machine.effect_node(node[len(machine.state.run_id) + 1:]), spec.span)
-        spend = NodeSpend(meter, budget, recorder, node)
+        spec, spend, journal = block.spec, block.spend, journaled_calls(block)
         return (MeteredModel(self.author, spend=spend, what=f"writing block `{spec.name}`", journal=journal),
                 MeteredModel(self.reviewer, spend=spend, what=f"reviewing block `{spec.name}`", journal=journal))
 
     # ---- reusing a module made for another block ----------------------------------
 
-    def _reuse_similar(self, spec: AmbiguousSpec, digest: str, reviewer, machine,
+    def _reuse_similar(self, spec: AmbiguousSpec, digest: str, reviewer, block,
                        candidates: list[SavedModule]) -> SavedModule | None:
         """A saved module of a similar block that fits this one and that a reviewer accepts, saved for this block."""
         for module in candidates[:2]:
-            self._note(machine, f"asking a reviewer whether {module.path.name} can be reused")
+            block.note(f"asking a reviewer whether {module.path.name} can be reused")
             conversation = uuid.uuid4().hex
             verdict = ask_reuse(reviewer, spec, module, conversation)
             if not verdict.accept:
@@ -184,7 +172,7 @@ class Decomposer:
         return {"block": spec.name, "description": spec.doc, "parent": f"{self.parent_file}:{spec.span.line}",
                 "spec-hash": digest}
 
-    def _write_module(self, spec: AmbiguousSpec, inputs: dict[str, Any], digest: str, author, reviewer, machine,
+    def _write_module(self, spec: AmbiguousSpec, inputs: dict[str, Any], digest: str, author, reviewer, block,
                       similar: list[SavedModule]):
         from orgtree_lang.decompose.attempts import AttemptLog
         from orgtree_lang.models.base import Message
@@ -224,7 +212,7 @@ class Decomposer:
                 # inherited. The subject is numbered, not random, so prompts (and cassettes) repeat exactly.
                 base = f"{Path(self.parent_file).name}:{spec.name}:{digest}"
                 subject = f"{base}:{len(ledger.subjects(base + ':')) + 1}"
-                self._note(machine, f"in review ({subject})")
+                block.note(f"in review ({subject})")
                 outcome = review_loop(subject, spec_text(spec), body,
                                       author=author, reviewer=reviewer, revise=revise, ledger=ledger,
                                       max_rounds=self.settings.max_review_rounds, author_conversation=conversation)
@@ -288,47 +276,20 @@ class Decomposer:
 
     # ---- running it ------------------------------------------------------------
 
-    def _run_child(self, program, spec: AmbiguousSpec, inputs: dict[str, Any], machine, path: Path, author):
+    def _run_child(self, program, block, path: Path, author):
         from orgtree_lang.decompose.coerce import fit_outputs, model_reshaper
-        from orgtree_lang.vm.machine import Machine
 
+        spec = block.spec
         child_decomposer = Decomposer(
             author=self.author, reviewer=self.reviewer, registry=self.registry, workspace=self.workspace,
             parent_file=str(path), parent_source=path.read_text(encoding="utf-8"), settings=self.settings,
             depth=self.depth + 1)
-        # The child run is named after its org tree node, so a block reached twice makes two children.
-        node = getattr(machine, "block_node", None) or f"{machine.state.run_id}/{spec.name}"
-        tracer = None
-        if machine.tracer is not None:
-            from orgtree_lang.vm.trace import Tracer
-
-            # The child's steps go to a trace of their own: the parent's trace holds only what a replay of the
-            # parent reproduces (a replay takes the block's outputs from the journal and runs no child).
-            parent_trace = machine.tracer.path
-            # One file per block in the program (each event names the child run): a block reached in a loop
-            # does not make a file per visit.
-            suffix = re.sub(r"[@#]\d+", "", node[len(machine.state.run_id) + 1:]).replace("/", ".")
-            tracer = Tracer(parent_trace.with_name(f"{parent_trace.stem}.{suffix}.jsonl"), node,
-                            steps=machine.tracer.steps)
-        child = Machine(program, registry=machine.registry, context=machine.context,
-                        budget=_remaining(machine), decomposer=child_decomposer, tracer=tracer,
-                        printer=machine.printer, recorder=machine.recorder, meter=machine.meter, parent_node=node,
-                        ancestors=(machine.ancestors[0] + machine.state.steps,
-                                   machine.ancestors[1] + machine.state.skill_calls),
-                        effects=machine.effects, parent=machine)
-        child.start("main", dict(inputs), run_id=node)
         try:
-            child.run()
+            result = block.run_child(program, child_decomposer)
         except PipeRuntimeError as err:
             raise PipeRuntimeError(f"the generated module for `{spec.name}` ({path}) failed: {err.message}",
                                    kind=err.kind, hint=err.hint or f"read or fix it: {path}",
                                    catchable=err.catchable) from err
-        finally:
-            if tracer is not None:
-                tracer.close()
-            # The child's own counters join the tree's (its children's are in the meter already).
-            machine.meter.add({"steps": child.state.steps, "skill_calls": child.state.skill_calls})
-        result = child.state.result
         if len(spec.outputs) == 1:
             outputs = {spec.outputs[0][0]: result}
         elif isinstance(result, RecordValue) and result.record_name == OUTPUTS_RECORD:
@@ -336,18 +297,8 @@ class Decomposer:
         else:
             raise PipeRuntimeError(f"the generated module for `{spec.name}` returned {display(result, True)}, not "
                                    f"an {OUTPUTS_RECORD} record", kind="ambiguous")
-        reshaper = model_reshaper(author, machine.records, uuid.uuid4().hex) if author is not None else None
-        return fit_outputs(outputs, spec, machine.records, reshaper)
-
-
-def _remaining(machine):
-    """The parent's budget with its wall-clock limit reduced by the time it has run so far."""
-    import dataclasses
-
-    budget = machine.budget
-    if budget.max_seconds is None:
-        return budget
-    return dataclasses.replace(budget, max_seconds=max(budget.max_seconds - machine.seconds_used(), 0.001))
+        reshaper = model_reshaper(author, block.records, uuid.uuid4().hex) if author is not None else None
+        return fit_outputs(outputs, spec, block.records, reshaper)
 
 
 _RESOLUTION = re.compile(r"^\s*[-*]?\s*`?([A-Za-z0-9_.-]+)`?\s*:\s*(resolved|rejected)\s*:\s*(.+)$", re.I | re.M)

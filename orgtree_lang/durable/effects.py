@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
 from typing import Any, Callable
 
 from orgtree_lang.durable.journal import Journal, StepRecord, input_hash
 from orgtree_lang.runtime.errors import PipeRuntimeError, SkillError
 from orgtree_lang.runtime.values import decode, encode
-from orgtree_lang.syntax.spans import Span
+from orgtree_lang.vm.effects import EffectStep
 
 # Modes: live (a new run records every step), resume (journaled steps are reused; a divergence is an error),
 # replay (every step must come from the journal; nothing runs), retry (steps of one node run again; other
@@ -19,19 +18,6 @@ MODES = ("live", "resume", "replay", "retry")
 
 CHECKPOINT_SECONDS = 0.5  # at most this much work is redone after a crash (plus the step in flight)
 CHECKPOINT_STEPS = 50_000
-
-
-@dataclass(frozen=True)
-class EffectStep:
-    """A step with an outside effect, as the VM asks for it."""
-
-    seq: int
-    kind: str  # skill | ambiguous | model
-    name: str
-    node: str
-    span: Span
-    args: list[Any]
-    kwargs: dict[str, Any]
 
 
 class NonDeterminismError(PipeRuntimeError):

@@ -157,6 +157,14 @@ class Journal:
         self.db.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
                             [(k, json.dumps(v)) for k, v in values.items()])
 
+    def start_over(self, **meta: Any) -> None:
+        """Forget every step and checkpoint and update `meta`, in one transaction (`pipe resume --from-scratch`)."""
+        with self.db:
+            self.db.execute("DELETE FROM steps")
+            self.db.execute("DELETE FROM checkpoints")
+            self._set_meta(meta)
+        self._high_seq = 0
+
     # ---- steps --------------------------------------------------------------
 
     def record(self, seq: int, node: str, file: str, line: int, kind: str, name: str, digest: str,

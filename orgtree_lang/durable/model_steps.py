@@ -4,20 +4,20 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from orgtree_lang.durable.effects import EffectStep
 from orgtree_lang.models.base import Completion, Message, Usage, parse_structured
 
 
-def journaled_calls(machine, node: str, span) -> Callable[..., Completion] | None:
-    """A `call(model, messages, schema, conversation_id)` that goes through the machine's journal, or None
-    when the run is not durable. A model error is journaled as a failed step and raised again as one."""
-    effects = machine.effects
+def journaled_calls(block) -> Callable[..., Completion] | None:
+    """A `call(model, messages, schema, conversation_id)` that goes through the journal of the run resolving
+    `block` (a vm.blocks.BlockContext), or None when the run is not durable. A model error is journaled as a
+    failed step and raised again as one."""
+    effects = block.effects
     if effects is None:
         return None
 
     def call(model, messages: list[Message], schema: type | None, conversation_id: str | None) -> Completion:
-        step = EffectStep(machine.next_effect_seq(), "model", model.name, node, span,
-                          [m.to_dict() for m in messages], {"schema": schema.__name__ if schema else None})
+        step = block.effect_step("model", model.name, [m.to_dict() for m in messages],
+                                 {"schema": schema.__name__ if schema else None})
 
         def ask(_key: str) -> dict[str, Any]:
             completion = model.complete(messages, schema=schema, conversation_id=conversation_id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,3 +116,8 @@ def effective_status(run_dir: Path, meta: dict[str, Any]) -> str:
     if status == "running" and not is_locked(run_dir):
         return "crashed"
     return status
+
+
+def new_run_id() -> str:
+    """A fresh run id: twelve hex digits."""
+    return uuid.uuid4().hex[:12]

@@ -19,7 +19,11 @@ def _reviewer(ctx: SkillContext, name: str):
     except ModelError as err:
         raise SkillError(f"{name}: an insight needs an independent reviewer, but {err}", hint=err.hint) from None
     # Inside a run, the review's calls count against the run tree's --max-tokens / --max-cost.
-    return ctx.spend.metered(reviewer, f"{name}'s review") if ctx.spend is not None else reviewer
+    if ctx.spend is None:
+        return reviewer
+    from orgtree_lang.models.metered import MeteredModel
+
+    return MeteredModel(reviewer, spend=ctx.spend, what=f"{name}'s review")
 
 
 def _decide(ctx: SkillContext, name: str, propose) -> dict[str, Any]:

@@ -101,7 +101,9 @@ class RunModels:
         import uuid
 
         if spend is not None:
-            model = spend.metered(model, skill)
+            from orgtree_lang.models.metered import MeteredModel
+
+            model = MeteredModel(model, spend=spend, what=skill)
         conversation = uuid.uuid4().hex
         messages = [Message("system", system), Message("user", prompt)]
         problem = ""

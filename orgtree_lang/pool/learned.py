@@ -133,8 +133,9 @@ def run_learned(module: LearnedModule, program, registry, ctx, arguments: dict[s
     """Run the promoted module as a child of the calling run; a failure inside it is a SkillError naming the file."""
     from orgtree_lang.runtime.values import RecordValue, to_plain
     from orgtree_lang.vm.machine import Machine
+    from orgtree_lang.vm.services import Services
 
-    child = Machine(program, registry=registry, context=ctx)
+    child = Machine(program, Services(registry=registry, context=ctx))
     run_id = f"{getattr(ctx, 'run_id', 'local')}/{module.skill_name}"
     try:
         child.start("main", dict(arguments), run_id=run_id)

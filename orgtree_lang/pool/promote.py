@@ -178,9 +178,11 @@ def _run_case(program, registry, scratch: Path, inputs: dict[str, Any]) -> dict[
     from orgtree_lang.runtime.workspace import Workspace
     from orgtree_lang.vm.budget import Budget
     from orgtree_lang.vm.machine import Machine
+    from orgtree_lang.vm.services import Services
 
-    machine = Machine(program, registry=registry, context=SkillContext(Workspace(scratch), run_id="promotion"),
-                      budget=Budget(max_steps=CASE_STEPS, max_seconds=CASE_SECONDS))
+    machine = Machine(program, Services(registry=registry,
+                                        context=SkillContext(Workspace(scratch), run_id="promotion"),
+                                        budget=Budget(max_steps=CASE_STEPS, max_seconds=CASE_SECONDS)))
     try:
         machine.start("main", dict(inputs), run_id="promotion")
         machine.run()

@@ -64,26 +64,19 @@ class ModelSpend:
         self.tokens, self.cost = 0, 0.0
         return spent
 
-    def metered(self, model, what: str):
-        """`model` with every call checked and charged here (models.metered.MeteredModel)."""
-        from orgtree_lang.models.metered import MeteredModel
-
-        return MeteredModel(model, spend=self, what=what)
-
 
 class NodeSpend:
     """The decomposer's model calls for one ambiguous block: checked against and charged to the tree's meter,
-    and added to the block's org tree node."""
+    and reported to the run's observer for the block's org tree node."""
 
-    def __init__(self, meter: TreeMeter, budget: Budget, recorder=None, node: str | None = None) -> None:
-        self.meter, self.budget, self.recorder, self.node = meter, budget, recorder, node
+    def __init__(self, meter: TreeMeter, budget: Budget, observer, node: str) -> None:
+        self.meter, self.budget, self.observer, self.node = meter, budget, observer, node
 
     def check(self, what: str) -> None:
         self.meter.check_model(self.budget, what)
 
     def charge(self, tokens: int, cost: float, what: str) -> None:
-        if self.recorder is not None and self.node is not None:
-            self.recorder.annotate(self.node, tokens=tokens, cost=cost)
+        self.observer.annotate(self.node, tokens=tokens, cost=cost)
         self.meter.charge_model(self.budget, tokens, cost, what)
 
 

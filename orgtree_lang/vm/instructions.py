@@ -1,4 +1,4 @@
-"""The VM's instructions outside the hot loop, and the operator functions every arithmetic instruction applies."""
+"""The handler of every instruction the dispatch loop does not inline, and the operator functions arithmetic applies."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ from orgtree_lang.runtime.builtins import MAX_SEQUENCE
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.values import RecordValue, display, is_kind, strict_contains, strict_equal
 from orgtree_lang.syntax import types as t
+from orgtree_lang.vm.blocks import resolve_block
+from orgtree_lang.vm.calls import call_args, call_skill
 
-# Each handler takes (machine, frame, stack, arg) and returns a new pc to jump to, or None.
+# Each handler takes (machine, frame, stack, arg) and returns a new pc to jump to, RELOAD, or None.
 
 
 def _power(a, b):
@@ -47,7 +49,6 @@ COMPARE_FUNCS: dict[str, Callable] = {
     "is": is_kind, "is not": lambda value, tag: not is_kind(value, tag),
 }
 UNARY_FUNCS: dict[str, Callable] = {"-": operator.neg, "+": operator.pos, "not": operator.not_}
-_OPERAND_FUNCS = {"binop": BINARY_FUNCS, "compare": COMPARE_FUNCS, "unary": UNARY_FUNCS}
 
 
 def _op_dup(m, frame, stack, arg):
@@ -201,18 +202,10 @@ def _op_get_iter(m, frame, stack, arg):
     stack.append(0)
 
 
-def _op_call_skill(m, frame, stack, arg):
-    m._call_skill(frame, stack, arg)
-
-
 def _op_make_record(m, frame, stack, arg):
     site = frame.code.calls[arg]
-    args, kwargs = m._call_args(site, stack)
+    args, kwargs = call_args(site, stack)
     stack.append(m.records.build(site.name, args, kwargs))
-
-
-def _op_ambiguous(m, frame, stack, arg):
-    return m._ambiguous(frame, stack, arg)
 
 
 def _op_setup_try(m, frame, stack, arg):
@@ -227,11 +220,12 @@ def _op_fail(m, frame, stack, arg):
     raise PipeRuntimeError(display(stack.pop()), kind="fail")
 
 
-SLOW_HANDLERS: dict[str, Callable] = {
+# By opcode name; the dispatch loop (vm/machine.py) runs the opcodes in its INLINE set itself.
+HANDLERS: dict[str, Callable] = {
     "DUP": _op_dup, "ROT2": _op_rot2, "ROT3": _op_rot3, "UNARY": _op_unary,
     "JUMP_IF_FALSE_OR_POP": _op_jump_if_false_or_pop, "JUMP_IF_TRUE_OR_POP": _op_jump_if_true_or_pop,
     "BUILD_LIST": _op_build_list, "BUILD_DICT": _op_build_dict, "BUILD_STRING": _op_build_string,
     "FORMAT": _op_format, "INDEX": _op_index, "SLICE": _op_slice, "GET_ATTR": _op_get_attr, "UNPACK": _op_unpack,
-    "GET_ITER": _op_get_iter, "CALL_SKILL": _op_call_skill, "MAKE_RECORD": _op_make_record,
-    "AMBIGUOUS": _op_ambiguous, "SETUP_TRY": _op_setup_try, "POP_TRY": _op_pop_try, "FAIL": _op_fail,
+    "GET_ITER": _op_get_iter, "CALL_SKILL": call_skill, "MAKE_RECORD": _op_make_record,
+    "AMBIGUOUS": resolve_block, "SETUP_TRY": _op_setup_try, "POP_TRY": _op_pop_try, "FAIL": _op_fail,
 }

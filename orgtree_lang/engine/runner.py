@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from orgtree_lang.durable.runs import new_run_id
 from orgtree_lang.vm.budget import Budget
+
+__all__ = ["RunOptions", "new_run_id", "run_file", "run_program", "workspace_for"]
 
 
 @dataclass
@@ -32,19 +34,6 @@ class RunOptions:
     durability: str = "power"  # power: each step fsynced (SQLite synchronous=FULL); process: survives kill -9
     tree: bool = True  # record the org tree (pipeline, skill and ambiguous nodes) in the workspace's state.db
     tree_listener: Callable[..., None] | None = None  # (event, node) as pipeline and ambiguous nodes open and close
-
-
-def make_recorder(root: Path, options: RunOptions):
-    """The org tree recorder for a run in `root`, or None when options.tree is off."""
-    if not options.tree:
-        return None
-    from orgtree_lang.orgtree.recorder import recorder_for
-
-    return recorder_for(root, options.tree_listener)
-
-
-def new_run_id() -> str:
-    return uuid.uuid4().hex[:12]
 
 
 def workspace_for(path: Path, explicit: Path | None) -> Path:
@@ -76,35 +65,19 @@ def run_program(program, root: Path, registry, options: RunOptions, source: str 
     if options.durable:
         import dataclasses
 
-        from orgtree_lang.durable import session
+        from orgtree_lang.durable.attempt import start
+        from orgtree_lang.engine.factory import build_run
 
         if source is None or program_path is None:
             raise ValueError("a durable run needs the program's source and path")
         options = dataclasses.replace(options, run_id=options.run_id or new_run_id())
-        return session.start(program, Path(root), registry, options, source, Path(program_path))
-    from orgtree_lang.runtime.skills import SkillContext
-    from orgtree_lang.runtime.workspace import Workspace
-    from orgtree_lang.vm.machine import Machine
-    from orgtree_lang.vm.trace import Tracer
-
-    run_id = options.run_id or new_run_id()
-    workspace = Workspace(root)
-    trace_path = options.trace or root / ".orgtree" / "runs" / run_id / "trace.jsonl"
-    tracer = Tracer(trace_path, run_id, steps=options.trace_steps)
-    recorder = make_recorder(root, options)
-    machine = Machine(
-        program,
-        registry=registry,
-        context=SkillContext(workspace, run_id=run_id, models=options.models),
-        budget=options.budget,
-        decomposer=options.decomposer,
-        tracer=tracer,
-        printer=options.printer,
-        progress=options.progress,
-        recorder=recorder,
-    )
+        return start(program, Path(root), registry, options, source, Path(program_path), build=build_run)
+    from orgtree_lang.engine.factory import build_run
     from orgtree_lang.runtime.errors import PipeRuntimeError
 
+    run_id = options.run_id or new_run_id()
+    parts = build_run(program, Path(root), registry, options, run_id, trace=options.trace)
+    machine = parts.machine
     try:
         machine.start(options.entry, options.inputs, run_id=run_id)
         machine.run()
@@ -112,7 +85,5 @@ def run_program(program, root: Path, registry, options: RunOptions, source: str 
         err.state = machine.state  # where the run stopped, for reports and (later) resume
         raise
     finally:
-        tracer.close()
-        if recorder is not None:
-            recorder.finish()
+        parts.close()
     return machine

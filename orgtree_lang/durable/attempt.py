@@ -1,0 +1,203 @@
+"""One attempt of a durable run: start it, or open it again; run its machine over the journal; record the outcome."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from orgtree_lang.durable.effects import EffectLog, NonDeterminismError
+from orgtree_lang.durable.journal import Journal, JournalError
+from orgtree_lang.durable.runs import RunLock, find_run, runs_dir
+from orgtree_lang.runtime.errors import PipeRuntimeError
+from orgtree_lang.runtime.values import encode
+from orgtree_lang.vm.state import RunState
+
+TRACE_FILE = "trace.jsonl"
+
+
+class RunBuilder(Protocol):
+    """Builds the machine of one attempt (engine.factory.build_run): the durable layer never wires machines itself.
+
+    Returns parts with `.machine`, `.tracer` and `.close()` (which closes the trace and the org tree recorder)."""
+
+    def __call__(self, program, root: Path, registry, options, run_id: str, *, effects=None, trace: Path | None = None,
+                 tree: bool = True, tracer=None) -> Any: ...
+
+
+def program_hash(source: str) -> str:
+    """The hash a run's journal names its program text by."""
+    from orgtree_lang.compile.api import source_hash
+
+    return source_hash(source)
+
+
+def with_decomposer(options, program, source: str, path):
+    """Options whose decomposer is made for this program by `options.decomposer_factory` (resume, retry, fork)."""
+    if options.decomposer is not None or options.decomposer_factory is None:
+        return options
+    return dataclasses.replace(options, decomposer=options.decomposer_factory(program, source, str(path)))
+
+
+def begin(machine, entry: str, inputs: dict[str, Any], run_id: str, fork_changes=(), until: int | None = None):
+    """Start a run from its beginning. A forked run's changed variables are set again at the steps where its fork
+    set them (`fork_changes`: [step, {name: value text}] pairs, up to step `until`), or it would not be itself."""
+    machine.start(entry, inputs, run_id)
+    for step, changes in fork_changes:
+        if until is not None and step > until:
+            break
+        if step > machine.state.steps:
+            machine.run(pause_after=step - machine.state.steps)
+        if machine.state.status != "paused":
+            return  # it ended before that step
+        apply_changes(machine.state, changes)
+
+
+def attempt(parts, journal: Journal, start: tuple | None) -> Any:
+    """Run the machine of `parts` (from `start` = (entry, inputs, run_id[, fork_changes]), or from its attached state);
+    record the outcome.
+
+    A non-determinism error leaves the journal as it was before the attempt: nothing of it ran."""
+    machine = parts.machine
+    before = journal.meta()
+    journal.update_meta(status="running", attempts=before.get("attempts", 0) + 1)
+    try:
+        if start is not None:
+            begin(machine, *start)
+        machine.run()
+    except NonDeterminismError as err:
+        journal.update_meta(**{k: before[k] for k in ("status", "attempts", "source_hash", "sources", "program")
+                               if k in before})
+        err.state = machine.state
+        raise
+    except PipeRuntimeError as err:
+        if machine.state is not None:
+            _finish(journal, machine, "stopped" if err.kind == "budget" else "failed", err)
+        else:
+            journal.update_meta(status="failed", error={"message": err.message, "kind": err.kind})
+        err.state = machine.state
+        raise
+    finally:
+        parts.close()
+    _finish(journal, machine, "done", None)
+    return machine
+
+
+def _finish(journal: Journal, machine, status: str, err: PipeRuntimeError | None) -> None:
+    state = machine.state
+    error = None
+    if err is not None:
+        frame = state.frames[-1] if state.frames else None
+        error = {"message": err.message, "kind": err.kind, "at": str(err.span) if err.span else None,
+                 "hint": err.hint, "node": frame.node if frame else None,
+                 "stack": [str(entry) for entry in err.stack]}
+    try:
+        result = encode(state.result)
+        json.dumps(result)
+    except (RecursionError, ValueError):
+        result = None  # nested too deeply to store; the run's output and status are still recorded
+    journal.update_meta(status=status, result=result, output=state.output, error=error,
+                        steps=state.steps, skill_calls=state.skill_calls, effect_seq=state.effect_seq,
+                        elapsed=state.elapsed, finished=time.time())
+
+
+# ---- a new run, or another attempt of one ------------------------------------------------
+
+
+def start(program, root: Path, registry, options, source: str, program_path: Path, *, build: RunBuilder):
+    """A new durable run: create its folder and journal, hold its lock, run it."""
+    run_id = options.run_id
+    run_dir = runs_dir(root) / run_id
+    digest = program_hash(source)
+    budget = dataclasses.asdict(options.budget)
+    journal = Journal.create(run_dir, {
+        "run_id": run_id, "program": str(Path(program_path).resolve()), "file": program.file,
+        "entry": program.entry(options.entry).name,
+        "inputs": encode(options.inputs), "source_hash": digest, "sources": {digest: source}, "budget": budget,
+        "created": time.time(), "status": "running", "attempts": 0, "workspace": str(root),
+        "durability": options.durability,
+    })
+    with RunLock(run_dir):
+        effects = EffectLog(journal, run_id, "live", source_hash=digest, sources={digest: source})
+        parts = build(program, root, registry, options, run_id, effects=effects,
+                      trace=options.trace or run_dir / TRACE_FILE)
+        try:
+            return attempt(parts, journal, (options.entry, options.inputs, run_id))
+        finally:
+            journal.close()
+
+
+@dataclass
+class Opened:
+    """A run's folder and journal, opened (and locked) for another attempt."""
+
+    run_dir: Path
+    journal: Journal
+    meta: dict[str, Any]
+    lock: RunLock | None
+
+    def close(self) -> None:
+        self.journal.close()
+        if self.lock is not None:
+            self.lock.release()
+
+
+def open_run(root: Path, ref: str, lock: bool = True) -> Opened:
+    run_dir = find_run(root, ref)
+    held = RunLock(run_dir).acquire() if lock else None
+    try:
+        journal = Journal.open(run_dir)
+        return Opened(run_dir, journal, journal.meta(), held)
+    except BaseException:
+        if held is not None:
+            held.release()
+        raise
+
+
+def current_program(opened: Opened, registry, program_path: Path | None):
+    """Compile the program file as it is now (it may have been fixed since the run stopped)."""
+    from orgtree_lang.compile.api import compile_source
+
+    path = Path(program_path or opened.meta["program"])
+    if not path.is_file():
+        raise JournalError(f"the program of run {opened.meta['run_id']} was {path}, which no longer exists; "
+                           "pass --program PATH to point at where it is now")
+    source = path.read_text(encoding="utf-8")
+    name = opened.meta.get("file", str(path)) if program_path is None else str(program_path)
+    return compile_source(source, name, registry).program, source, path
+
+
+def merged_budget(options, meta: dict[str, Any]):
+    """Limits given on this command line win; otherwise the run keeps the limits it was started with."""
+    from orgtree_lang.vm.budget import Budget
+
+    recorded = Budget(**meta.get("budget", {}))
+    given = options.budget
+    default = Budget()
+    return Budget(**{f.name: getattr(given, f.name) if getattr(given, f.name) != getattr(default, f.name)
+                     else getattr(recorded, f.name) for f in dataclasses.fields(Budget)})
+
+def apply_changes(state: RunState, changes: dict[str, str]) -> None:
+    """Set variables of the innermost frame (values are written as .pipe/JSON literals, or plain text)."""
+    if not changes:
+        return
+    frame = state.frames[-1]
+    names = frame.code.varnames
+    for key, text in changes.items():
+        if key not in names:
+            raise JournalError(f"pipeline {frame.pipeline} has no variable `{key}` at this step "
+                               f"(its variables: {', '.join(names) or 'none'})")
+        frame.locals[names.index(key)] = _literal(text)
+
+
+def _literal(text: str) -> Any:
+    words = {"true": True, "false": False, "none": None}
+    if text in words:
+        return words[text]
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text

@@ -1,0 +1,141 @@
+"""Replay a durable run from its journal with no outside calls, and compare it with what the run produced."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from orgtree_lang.durable.attempt import TRACE_FILE, RunBuilder, begin, merged_budget, open_run
+from orgtree_lang.durable.effects import EffectLog
+from orgtree_lang.runtime.errors import PipeRuntimeError
+from orgtree_lang.runtime.values import decode, to_plain
+
+REPLAY_TRACE_FILE = "replay-trace.jsonl"
+
+
+
+@dataclass
+class ReplayReport:
+    """What a replay found: equal or not, and the first difference."""
+
+    run_id: str
+    outside_calls: int
+    reused: int
+    output: list[str]
+    result: Any
+    error: str | None
+    differences: list[str] = field(default_factory=list)
+    trace_compared: bool = False
+
+    @property
+    def identical(self) -> bool:
+        return not self.differences
+
+
+class SealedRegistry:
+    """The skill registry during a replay: pure skills run; any other skill refuses and is counted."""
+
+    def __init__(self, registry) -> None:
+        self.registry = registry
+        self.refused: list[str] = []
+
+    def get(self, name: str):
+        skill = self.registry.get(name)
+        if skill is None or skill.pure:
+            return skill
+
+        def refuse(*args, **kwargs):
+            self.refused.append(name)
+            raise RuntimeError(f"replay tried to call the side-effecting skill {name}")
+
+        return dataclasses.replace(skill, func=refuse)
+
+
+def replay(root: Path, ref: str, registry, options, *, build: RunBuilder) -> ReplayReport:
+    """Re-execute a run from its journal with no outside calls, and compare with what it produced.
+
+    `options` (engine.runner.RunOptions) give the printer; the run's own budget applies."""
+    from orgtree_lang.compile.api import compile_source
+
+    opened = open_run(root, ref, lock=False)
+    try:
+        meta = opened.meta
+        source = meta["sources"][meta["source_hash"]]
+        program = compile_source(source, meta.get("file", meta["program"]), registry).program
+        sealed = SealedRegistry(registry)
+        effects = EffectLog(opened.journal, meta["run_id"], "replay", source_hash=meta["source_hash"],
+                            sources=meta["sources"])
+        options = dataclasses.replace(options, run_id=meta["run_id"], budget=merged_budget(options, meta))
+        replay_trace = opened.run_dir / REPLAY_TRACE_FILE
+        replay_trace.unlink(missing_ok=True)
+        # A replay re-executes a recorded run to check it: the run's org tree is already recorded.
+        parts = build(program, root, sealed, options, meta["run_id"], effects=effects, trace=replay_trace, tree=False)
+        machine = parts.machine
+        error = None
+        try:
+            begin(machine, meta["entry"], decode(meta["inputs"]), meta["run_id"], meta.get("fork_changes", []))
+            machine.run()
+        except PipeRuntimeError as err:
+            error = err.message
+        finally:
+            parts.close()
+        state = machine.state
+        report = ReplayReport(meta["run_id"], effects.outside_calls + len(sealed.refused), effects.reused,
+                              state.output if state else [], to_plain(state.result) if state else None, error)
+        _compare(report, meta, opened.run_dir, replay_trace)
+        return report
+    finally:
+        opened.close()
+
+
+def _compare(report: ReplayReport, meta: dict[str, Any], run_dir: Path, replay_trace: Path) -> None:
+    if meta.get("status") in ("running", "crashed"):
+        report.differences.append("the run never finished, so there is no final output to compare")
+    recorded_output = meta.get("output", [])
+    if report.output != recorded_output:
+        for i, (old, new) in enumerate(zip(recorded_output + [None] * len(report.output),
+                                           report.output + [None] * len(recorded_output))):
+            if old != new:
+                report.differences.append(f"printed line {i + 1}: the run printed {old!r}, the replay {new!r}")
+                break
+    if report.result != to_plain(decode(meta.get("result"))):
+        report.differences.append(f"result: the run returned {to_plain(decode(meta.get('result')))!r}, "
+                                  f"the replay {report.result!r}")
+    recorded_error = (meta.get("error") or {}).get("message")
+    if report.error != recorded_error:
+        report.differences.append(f"error: the run ended with {recorded_error!r}, the replay with {report.error!r}")
+    if meta.get("attempts", 1) == 1 and (run_dir / TRACE_FILE).is_file() and _one_attempt(run_dir / TRACE_FILE):
+        report.trace_compared = True
+        difference = first_trace_difference(run_dir / TRACE_FILE, replay_trace)
+        if difference:
+            report.differences.append(difference)
+
+
+_VOLATILE = ("time", "duration_ms")
+
+
+def _one_attempt(trace: Path) -> bool:
+    """True if the trace holds one attempt. (A run killed before its first attempt counted itself has
+    attempts == 1 after its resume, but a trace of two.)"""
+    for line in trace.read_text(encoding="utf-8", errors="replace").splitlines():
+        if '"run.resume"' in line or '"run.retry"' in line:
+            return False
+    return True
+
+
+def first_trace_difference(original: Path, replayed: Path) -> str | None:
+    """The first event that differs between two traces, ignoring timestamps and durations."""
+    def events(path: Path) -> list[dict[str, Any]]:
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return [{k: v for k, v in row.items() if k not in _VOLATILE} for row in rows]
+
+    old, new = events(original), events(replayed)
+    for i, (a, b) in enumerate(zip(old, new)):
+        if a != b:
+            return f"trace event {i + 1} differs: the run had {a}, the replay has {b}"
+    if len(old) != len(new):
+        return f"the run's trace has {len(old)} events, the replay's {len(new)}"
+    return None

@@ -1,0 +1,122 @@
+"""Continue a durable run: resume it where it stopped, or retry one of its nodes, reusing its journaled steps."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from orgtree_lang.durable.attempt import (TRACE_FILE, RunBuilder, attempt, current_program, merged_budget,
+                                          open_run, program_hash, with_decomposer)
+from orgtree_lang.durable.effects import EffectLog, NonDeterminismError
+from orgtree_lang.durable.journal import Journal, JournalError
+from orgtree_lang.runtime.values import decode
+from orgtree_lang.vm.state import RunState
+
+
+def resume(root: Path, ref: str, registry, options, *, build: RunBuilder, from_scratch: bool = False,
+           program_path: Path | None = None):
+    """Continue a crashed, killed, stopped or failed run without redoing its journaled steps."""
+    opened = open_run(root, ref)
+    try:
+        meta = opened.meta
+        if meta.get("status") == "done" and not from_scratch:
+            raise JournalError(f"run {meta['run_id']} already finished; `pipe replay {meta['run_id']}` shows it "
+                               f"again, `pipe fork {meta['run_id']} --at STEP` starts a new run from inside it")
+        program, source, path = current_program(opened, registry, program_path)
+        digest = program_hash(source)
+        sources = {**meta.get("sources", {}), digest: source}
+        options = dataclasses.replace(options, budget=merged_budget(options, meta), run_id=meta["run_id"])
+        # The limits of this attempt become the run's: a replay of the finished run must not stop where it once did.
+        opened.journal.update_meta(sources=sources, source_hash=digest, program=str(path.resolve()),
+                                   budget=dataclasses.asdict(options.budget))
+        state = None
+        scratch = meta.get("scratch", 0)
+        if from_scratch:
+            # Forget the steps and the checkpoints (a checkpoint would point past the empty journal), and give the
+            # new steps keys of their own: under the old keys, fs.append would refuse or skip them.
+            scratch += 1
+            opened.journal.start_over(scratch=scratch)
+            mode = "live"
+        else:
+            mode = "resume"
+            checkpoint = opened.journal.latest_checkpoint()
+            if checkpoint is not None and digest == meta.get("source_hash"):
+                state = RunState.loads(checkpoint[2])  # same code: continue from the last checkpoint
+        effects = EffectLog(opened.journal, meta["run_id"], mode, source_hash=digest, sources=sources,
+                            key_suffix=f":scratch{scratch}" if scratch else "")
+        trace_path = options.trace or opened.run_dir / TRACE_FILE
+        trace_size = trace_path.stat().st_size if trace_path.is_file() else None
+        options = with_decomposer(options, program, source, meta.get("file", str(path)))
+        parts = build(program, root, registry, options, meta["run_id"], effects=effects, trace=trace_path)
+        machine = parts.machine
+        parts.tracer.emit("run.resume", None, None, mode="checkpoint" if state else "from start", attempt=
+                    meta.get("attempts", 0) + 1)
+        start_args = None
+        if state is not None:
+            state.status = "paused"
+            machine.attach(state)
+        else:
+            start_args = (meta["entry"], decode(meta["inputs"]), meta["run_id"], meta.get("fork_changes", []))
+        try:
+            return attempt(parts, opened.journal, start_args)
+        except NonDeterminismError:
+            # Refused: the run stays as it was, still naming the code it ran (replay uses it) and its trace.
+            opened.journal.update_meta(**{k: meta[k] for k in ("sources", "source_hash", "program", "budget")
+                                          if k in meta})
+            if trace_size is not None:
+                with open(trace_path, "r+b") as handle:
+                    handle.truncate(trace_size)
+            else:
+                trace_path.unlink(missing_ok=True)
+            raise
+    finally:
+        opened.close()
+
+
+def retry(root: Path, ref: str, registry, options, node: str, *, build: RunBuilder):
+    """Run one node (and what depends on it) again, reusing the journaled results of everything else."""
+    opened = open_run(root, ref)
+    try:
+        meta = opened.meta
+        nodes = node_names(opened.journal, meta)
+        if node not in nodes:
+            from orgtree_lang.syntax.diagnostics import did_you_mean
+
+            hint = did_you_mean(node, nodes)
+            raise JournalError(f"run {meta['run_id']} has no node `{node}`" + (f"; {hint}" if hint else "") +
+                               f" (its nodes: {', '.join(sorted(nodes))})")
+        program, source, path = current_program(opened, registry, None)
+        digest = program_hash(source)
+        sources = {**meta.get("sources", {}), digest: source}
+        options = dataclasses.replace(options, budget=merged_budget(options, meta), run_id=meta["run_id"])
+        opened.journal.update_meta(sources=sources, source_hash=digest, budget=dataclasses.asdict(options.budget))
+        effects = EffectLog(opened.journal, meta["run_id"], "retry", source_hash=digest, sources=sources,
+                            retry_node=node, attempt=meta.get("attempts", 0) + 1,
+                            key_suffix=f":scratch{meta['scratch']}" if meta.get("scratch") else "")
+        options = with_decomposer(options, program, source, meta.get("file", str(path)))
+        parts = build(program, root, registry, options, meta["run_id"], effects=effects,
+                      trace=options.trace or opened.run_dir / TRACE_FILE)
+        machine = parts.machine
+        parts.tracer.emit("run.retry", None, None, node=node)
+        try:
+            return attempt(parts, opened.journal, (meta["entry"], decode(meta["inputs"]), meta["run_id"],
+                                                   meta.get("fork_changes", [])))
+        finally:
+            if machine.state is not None:
+                opened.journal.truncate_steps(machine.state.effect_seq)
+    finally:
+        opened.close()
+
+
+def node_names(journal: Journal, meta: dict[str, Any]) -> set[str]:
+    """Every node of a run: those that journaled steps, their ancestors, and the node where it failed."""
+    names = {meta.get("entry", "main")}
+    for record in journal.steps().values():
+        parts = record.node.split("/")
+        names.update("/".join(parts[: i + 1]) for i in range(len(parts)))
+    failed = (meta.get("error") or {}).get("node")
+    if failed:
+        parts = failed.split("/")
+        names.update("/".join(parts[: i + 1]) for i in range(len(parts)))
+    return names

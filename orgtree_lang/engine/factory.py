@@ -1,0 +1,108 @@
+"""Build every machine of a run: the top-level one (run, resume, replay, retry, fork) and each generated child."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from orgtree_lang.vm.budget import Budget
+from orgtree_lang.vm.machine import Machine
+from orgtree_lang.vm.observe import ProgressObserver
+from orgtree_lang.vm.services import Services
+from orgtree_lang.vm.trace import Tracer
+
+
+@dataclass(frozen=True)
+class MachineFactory:
+    """The parts one run tree is made of; `top` builds its top-level machine and `child` each generated child.
+
+    A child gets its parent's skills, context, printer and journal, the tree's org tree recorder, a trace file
+    of its own next to its parent's, and no checkpoints or progress (its state lives inside its parent's)."""
+
+    registry: Any
+    context: Any
+    budget: Budget
+    resolver: Any = None
+    printer: Callable[[str], None] | None = None
+    effects: Any = None
+    tracer: Tracer | None = None
+    recorder: Any = None  # orgtree.recorder.TreeRecorder
+    progress: Callable[..., None] | None = None  # (state, span), about once a second
+    clock: Callable[[], float] = time.monotonic
+
+    def top(self, program) -> Machine:
+        observers: list = [self.tracer, self._tree()]
+        if self.progress is not None:
+            observers.append(ProgressObserver(self.progress, self.clock))
+        if self.effects is not None:
+            from orgtree_lang.durable.checkpoints import Checkpoints
+
+            observers.append(Checkpoints(self.effects))
+        return Machine(program, Services(
+            registry=self.registry, context=self.context, budget=self.budget, resolver=self.resolver,
+            printer=self.printer, clock=self.clock, effects=self.effects,
+            observers=tuple(o for o in observers if o is not None), children=self.child))
+
+    def child(self, parent: Machine, block, program, resolver, budget: Budget, context: Any = None) -> Machine:
+        tracer = self.tracer.for_child(block.node, parent.state.run_id) if self.tracer is not None else None
+        kin = dataclasses.replace(self, tracer=tracer)
+        observers = tuple(o for o in (tracer, self._tree()) if o is not None)
+        services = dataclasses.replace(parent.services, budget=budget, resolver=resolver, observers=observers,
+                                       children=kin.child, place=parent.place_for_child(block.node))
+        if context is not None:
+            services.context = context
+        return Machine(program, services)
+
+    def _tree(self):
+        if self.recorder is None:
+            return None
+        from orgtree_lang.orgtree.observer import TreeObserver
+
+        return TreeObserver(self.recorder)
+
+
+@dataclass
+class RunParts:
+    """A run's top-level machine and what was opened for it (its trace, its org tree recorder)."""
+
+    machine: Machine
+    tracer: Tracer
+    recorder: Any = None
+
+    def close(self) -> None:
+        self.tracer.close()
+        if self.recorder is not None:
+            self.recorder.finish()
+
+
+def build_run(program, root: Path, registry, options, run_id: str, *, effects=None, trace: Path | None = None,
+              tree: bool = True, tracer: Tracer | None = None) -> RunParts:
+    """The machine for one attempt of a run in workspace `root`, wired as `options` (engine.runner.RunOptions) say.
+
+    `trace` is the trace file (default: the run's folder); `tree=False` records no org tree (a replay
+    re-executes a run whose tree is already recorded); `tracer` continues an open trace instead (a fork)."""
+    from orgtree_lang.runtime.skills import SkillContext
+    from orgtree_lang.runtime.workspace import Workspace
+
+    if tracer is None:
+        trace = trace or Path(root) / ".orgtree" / "runs" / run_id / "trace.jsonl"
+        tracer = Tracer(trace, run_id, steps=options.trace_steps)
+    recorder = None
+    if tree and options.tree:
+        from orgtree_lang.orgtree.recorder import recorder_for
+
+        recorder = recorder_for(root, options.tree_listener)
+    factory = MachineFactory(
+        registry=registry, context=SkillContext(Workspace(root), run_id=run_id, models=options.models),
+        budget=options.budget, resolver=options.decomposer, printer=options.printer, effects=effects,
+        tracer=tracer, recorder=recorder, progress=options.progress)
+    return RunParts(factory.top(program), tracer, recorder)
+
+
+def plain_machine(program, registry=None, context=None, budget: Budget | None = None, **fields) -> Machine:
+    """A top-level machine with no trace, org tree or journal (tests, promotion cases, benchmarks);
+    `fields` are further MachineFactory fields (resolver, printer, recorder, progress, clock)."""
+    return MachineFactory(registry=registry, context=context, budget=budget or Budget(), **fields).top(program)

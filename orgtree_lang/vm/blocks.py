@@ -1,0 +1,153 @@
+"""Ambiguous blocks in the VM: the narrow BlockContext a resolver gets, and the AMBIGUOUS instruction around it."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Protocol
+
+from orgtree_lang.syntax import types as t
+from orgtree_lang.compile.code import AmbiguousSpec
+from orgtree_lang.runtime.errors import PipeRuntimeError
+from orgtree_lang.runtime.records import RecordTypes
+from orgtree_lang.runtime.values import conforms
+from orgtree_lang.vm.budget import Budget, NodeSpend
+from orgtree_lang.vm.effects import EffectStep, Effects
+from orgtree_lang.vm.state import Frame
+
+RELOAD = -1  # returned by an instruction handler: leave the inner loop and reload the frame and budget stops
+
+
+class BlockResolver(Protocol):
+    """Resolves an ambiguous block (the decomposer): returns a value for each of the block's outputs."""
+
+    def __call__(self, block: BlockContext) -> dict[str, Any]: ...
+
+
+@dataclasses.dataclass
+class BlockContext:
+    """What a resolver may see and do for one ambiguous block; it never gets the machine itself.
+
+    `budget` is the run tree's; `spend` checks the resolver's model calls against it and charges them to the
+    tree and to the block's node; `effects` is the durable run's journal door (None when not durable)."""
+
+    spec: AmbiguousSpec
+    inputs: dict[str, Any]
+    node: str  # the block's node id in the org tree (`<run id>/main/classify@7`)
+    budget: Budget
+    records: RecordTypes
+    spend: NodeSpend
+    effects: Effects | None
+    context: Any  # the skill context the block's run hands to skills
+    _machine: Any = dataclasses.field(repr=False, default=None)
+
+    def note(self, detail: str) -> None:
+        """A progress note on the block's org tree node (`pipe tree` shows it)."""
+        self._machine.observer.annotate(self.node, detail=detail)
+
+    def effect_step(self, kind: str, name: str, args: list[Any], kwargs: dict[str, Any]) -> EffectStep:
+        """A journaled step asked for by this block (a model call), numbered in the run tree's journal."""
+        machine = self._machine
+        node = machine.effect_node(self.node[len(machine.state.run_id) + 1:])
+        return EffectStep(machine.next_effect_seq(), kind, name, node, self.spec.span, args, kwargs)
+
+    def run_child(self, program, resolver: BlockResolver | None, context: Any = None) -> Any:
+        """Run `program`'s `main` on the block's inputs as a generated child of this run; its result.
+
+        `context` replaces the skill context the child's skills get (default: this run's). The child shares
+        the tree's budget (its wall-clock limit reduced by the time used so far), meter, journal and org tree;
+        what it counted joins the tree's meter when it ends, whether it failed or not."""
+        machine = self._machine
+        build = machine.services.children
+        if build is None:
+            raise PipeRuntimeError(f"ambiguous block `{self.spec.name}` cannot run a generated module: this "
+                                   "machine was built without a way to build children", kind="ambiguous",
+                                   catchable=False, hint="build machines with orgtree_lang.engine.factory")
+        budget = self.budget
+        if budget.max_seconds is not None:
+            left = max(budget.max_seconds - machine.seconds_used(), 0.001)
+            budget = dataclasses.replace(budget, max_seconds=left)
+        child = build(machine, self, program, resolver, budget, context)
+        # The child run is named after its org tree node, so a block reached twice makes two children.
+        child.start("main", dict(self.inputs), run_id=self.node)
+        try:
+            child.run()
+        finally:
+            child.release()
+            # The child's own counters join the tree's (its children's are in the meter already).
+            machine.meter.add({"steps": child.state.steps, "skill_calls": child.state.skill_calls})
+        return child.state.result
+
+
+def resolve_block(m, frame: Frame, stack: list, arg: int) -> int:
+    """AMBIGUOUS: check the block's inputs, get its outputs from the resolver (or the journal), push them."""
+    spec = frame.code.ambiguous[arg]
+    count = len(spec.inputs)
+    values = stack[len(stack) - count:] if count else []
+    if count:
+        del stack[-count:]
+    inputs = {name: value for (name, _), value in zip(spec.inputs, values)}
+    for (name, ptype), value in zip(spec.inputs, values):
+        if not conforms(value, ptype):
+            raise PipeRuntimeError(f"input `{name}` of ambiguous block {spec.name} expected {ptype}, got "
+                                   f"{t.type_of_value(value)}", kind="type")
+    effects = m.services.effects
+    if m.services.resolver is None and (effects is None or effects.mode != "replay"):
+        raise PipeRuntimeError(
+            f"ambiguous block `{spec.name}` cannot run: no decomposer is configured", kind="ambiguous",
+            hint="configure a model for the decomposer with `--model NAME` or the PIPE_MODEL environment variable "
+                 "(or replace the block with skill calls)",
+            catchable=False,
+        )
+    node_id = m.node_id(f"{frame.node}/{spec.name}@{m.state.steps}")
+    m.observer.block_started(m.state, frame, spec, inputs, node_id)
+    try:
+        outputs = _outputs(m, spec, inputs, values, frame, node_id)
+    except PipeRuntimeError as err:
+        m.observer.block_ended(node_id, None, err)
+        raise
+    m.observer.block_ended(node_id, outputs, None)
+    for name, ptype in reversed(spec.outputs):
+        if name not in outputs:
+            raise PipeRuntimeError(f"the decomposer gave no output `{name}` for ambiguous block {spec.name}",
+                                   kind="ambiguous")
+        if not conforms(outputs[name], ptype):
+            raise PipeRuntimeError(f"output `{name}` of ambiguous block {spec.name} expected {ptype}, got "
+                                   f"{t.type_of_value(outputs[name])}", kind="ambiguous")
+        stack.append(outputs[name])
+    return RELOAD  # the tree meter moved: the loop recomputes where its budgets stop it
+
+
+def _outputs(m, spec: AmbiguousSpec, inputs: dict[str, Any], values: list, frame: Frame,
+             node_id: str) -> dict[str, Any]:
+    """The block's outputs from the resolver, or from the journal; what the child tree spent is metered.
+
+    The journaled result carries that spending, so a resumed or replayed run that takes the outputs from
+    the journal counts it again, just as the original run did. It also says how many step numbers the
+    block used inside (model answers, the child's effects), which such a run skips over."""
+    ran = []
+    root = m.place.root_state if m.place is not None else m.state
+    seq = root.effect_seq
+    effects = m.services.effects
+
+    def decompose(_key: str | None = None) -> dict[str, Any]:
+        ran.append(True)
+        before = m.meter.snapshot()
+        block = BlockContext(spec, inputs, node_id, m.budget, m.records,
+                             NodeSpend(m.meter, m.budget, m.observer, node_id), effects, m.services.context, m)
+        outputs = m.services.resolver(block)
+        # The keys end in `:`, which no output name can, so results journaled by earlier versions (the
+        # outputs alone) are told apart.
+        return {"outputs:": outputs, "spent:": m.meter.since(before), "effects:": root.effect_seq - seq}
+
+    if effects is None:
+        return decompose()["outputs:"]
+    seq = m.next_effect_seq()
+    step = EffectStep(seq, "ambiguous", spec.name, m.effect_node(frame.node), spec.span, values, {})
+    result = effects.perform(step, decompose)
+    if "outputs:" not in result:
+        return result
+    if not ran:
+        m.meter.add(result["spent:"])
+        # The steps journaled inside the block (model answers, the child's effects) keep their numbers.
+        root.effect_seq = max(root.effect_seq, seq + result.get("effects:", 0))
+    return result["outputs:"]

@@ -1,0 +1,147 @@
+"""Calls and returns in the VM: pipeline frames, built-ins, prints and skill calls (through a durable run's journal)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+from orgtree_lang.syntax import types as t
+from orgtree_lang.compile.opcodes import CODE
+from orgtree_lang.runtime.builtins import BUILTINS
+from orgtree_lang.runtime.errors import PipeRuntimeError, SkillError
+from orgtree_lang.runtime.values import UNBOUND, conforms
+from orgtree_lang.vm.budget import budget_exceeded
+from orgtree_lang.vm.effects import EffectStep
+from orgtree_lang.vm.state import Frame
+from orgtree_lang.vm.trace import summarize
+
+MAX_FRAMES = 200
+_RETURN = CODE["RETURN"]
+
+
+def call_args(site, stack: list) -> tuple[list, dict]:
+    """Pop a call site's arguments: positional ones, then keyword ones in the site's order."""
+    count = site.nargs + len(site.kwnames)
+    values = stack[len(stack) - count:] if count else []
+    if count:
+        del stack[-count:]
+    args = values[: site.nargs]
+    kwargs = dict(zip(site.kwnames, values[site.nargs:]))
+    return args, kwargs
+
+
+def call_builtin(m, site, stack: list) -> None:
+    args, kwargs = call_args(site, stack)
+    stack.append(BUILTINS[site.name].impl(args, kwargs, m.print_line))
+
+
+def print_line(m, line: str) -> None:
+    """A line the program prints: kept in the run's output, shown unless a resume is catching up."""
+    state = m.state
+    state.output.append(line)
+    services = m.services
+    if services.printer is not None and not (services.effects is not None and services.effects.catching_up):
+        services.printer(line)
+    m.observer.printed(state, state.frames[-1], line)
+
+
+def call_pipeline(m, site, stack: list) -> None:
+    state = m.state
+    args, kwargs = call_args(site, stack)
+    code = m.program.pipelines[site.name]
+    if len(state.frames) >= MAX_FRAMES:
+        raise PipeRuntimeError(f"pipeline calls nested more than {MAX_FRAMES} deep", kind="recursion",
+                               hint="check for a pipeline that calls itself without stopping")
+    local_values = [UNBOUND] * len(code.varnames)
+    for i, param in enumerate(code.params):
+        if i < len(args):
+            value = args[i]
+        elif param.name in kwargs:
+            value = kwargs[param.name]
+        elif param.has_default:
+            value = param.default
+        else:
+            raise PipeRuntimeError(f"pipeline {code.name} is missing argument `{param.name}`", kind="type")
+        if not conforms(value, param.type):
+            raise PipeRuntimeError(f"argument `{param.name}` of pipeline {code.name} expected {param.type}, got "
+                                   f"{t.type_of_value(value)} {summarize(value, 60)}", kind="type")
+        local_values[i] = value
+    caller = state.frames[-1]
+    caller.calls += 1
+    frame = Frame(code.name, 0, [], local_values, [], code, node=f"{caller.node}/{code.name}#{caller.calls}")
+    state.frames.append(frame)
+    m.observer.pipeline_called(state, caller, frame)
+
+
+def return_from(m, frame: Frame, value: Any) -> bool:
+    """Pop the frame, checking the value against its declared type; True when the run is finished."""
+    state = m.state
+    code = frame.code
+    if not conforms(value, code.returns):
+        ended = code.ops[frame.pc - 1] == _RETURN and frame.pc == len(code.ops)
+        what = "ended without a return" if ended and value is None else f"returned {t.type_of_value(value)}"
+        raise PipeRuntimeError(f"pipeline {code.name} {what}, but declares -> {code.returns}", kind="type",
+                               span=code.span_at(frame.pc - 1))
+    state.frames.pop()
+    finished = not state.frames
+    if finished:
+        state.result = value
+        state.status = "done"
+    else:
+        state.frames[-1].stack.append(value)
+    m.observer.pipeline_returned(state, frame, value, finished)
+    return finished
+
+
+def call_skill(m, frame: Frame, stack: list, arg: int) -> None:
+    """CALL_SKILL: check the skill-call budget, invoke the skill (journaled unless it is pure), push its result."""
+    state = m.state
+    site = frame.code.calls[arg]
+    args, kwargs = call_args(site, stack)
+    budget = m.budget
+    if budget.max_skill_calls is not None:
+        used = state.skill_calls + m.ancestors[1] + m.meter.skill_calls
+        if used >= budget.max_skill_calls:
+            raise budget_exceeded("skill_calls", budget.max_skill_calls, used, frame.code.span_at(frame.pc - 1))
+    state.skill_calls += 1
+    registry = m.services.registry
+    skill = registry.get(site.name) if registry is not None else None
+    if skill is None:
+        raise PipeRuntimeError(f"skill {site.name} is not installed", kind="skill",
+                               hint="`pipe skills` lists the installed skills")
+    started = time.perf_counter()
+    outcome, result, failure = "ok", None, None
+    effects = m.services.effects
+    try:
+        if skill.pure or effects is None:
+            result = skill.invoke(args, kwargs, m.context)
+        else:
+            step = EffectStep(m.next_effect_seq(), "skill", site.name, m.effect_node(frame.node),
+                              frame.code.span_at(frame.pc - 1), args, kwargs)
+            result = effects.perform(
+                step, lambda key: skill.invoke(args, kwargs, _with_idempotency_key(m.context, key)))
+    except SkillError as err:
+        outcome, failure = "error", err.message
+        raise PipeRuntimeError(err.message if err.message.startswith(site.name) else f"{site.name}: {err.message}",
+                               kind="skill", hint=err.hint) from err
+    except PipeRuntimeError as err:
+        outcome, failure = "error", err.message
+        raise
+    except Exception as exc:
+        outcome, failure = "error", f"{type(exc).__name__}: {exc}"
+        error = PipeRuntimeError(f"skill {site.name} crashed: {type(exc).__name__}: {exc}", kind="skill",
+                                 hint="this is a bug in the skill; run with --debug to see the Python traceback")
+        raise error from exc
+    finally:
+        spend = m.spend
+        spent = spend.take() if spend is not None else (0, 0.0)
+        m.observer.skill_called(state, frame, site.name, args, kwargs, outcome, result, failure, started, spent)
+    stack.append(result)
+
+
+def _with_idempotency_key(context, key: str):
+    """The skill context for one side-effecting call, carrying its idempotency key (run id + step)."""
+    if context is None or not hasattr(context, "idempotency_key"):
+        return context
+    return dataclasses.replace(context, idempotency_key=key)

@@ -1,0 +1,40 @@
+"""The VM's door to the outside world: the Effects protocol a durable run implements, and the step it is asked."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
+
+from orgtree_lang.syntax.spans import Span
+
+
+@dataclass(frozen=True)
+class EffectStep:
+    """A step with an outside effect, as the VM asks for it."""
+
+    seq: int
+    kind: str  # skill | ambiguous | model
+    name: str
+    node: str
+    span: Span
+    args: list[Any]
+    kwargs: dict[str, Any]
+
+
+class Effects(Protocol):
+    """Where side-effecting steps go in a durable run (durable.effects.EffectLog implements it).
+
+    `perform` returns the step's result, from the journal when it may be reused, else by calling
+    `execute(idempotency_key)`. `mode` is live, resume, replay or retry; `catching_up` is true while a resume
+    redoes work whose effects are already journaled (its output is not shown again)."""
+
+    mode: str
+
+    @property
+    def catching_up(self) -> bool: ...
+
+    def perform(self, step: EffectStep, execute: Callable[[str], Any]) -> Any: ...
+
+    def checkpoint_due(self, steps: int, effect_seq: int) -> bool: ...
+
+    def checkpoint(self, state) -> None: ...

@@ -1,0 +1,84 @@
+"""Runtime errors in the VM: Python exceptions turned into located .pipe errors, and unwinding to a try block."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from orgtree_lang.syntax import types as t
+from orgtree_lang.compile.code import CodeObject
+from orgtree_lang.compile.opcodes import OPCODES
+from orgtree_lang.runtime.builtins import error_value
+from orgtree_lang.runtime.errors import PipeRuntimeError, StackEntry
+
+
+def translate(exc: Exception, code: CodeObject, pc: int, stack: list, left: Any, right: Any) -> PipeRuntimeError:
+    """Turn a Python exception raised by an instruction into a .pipe error at that instruction."""
+    opname = OPCODES[code.ops[pc]].name
+    if isinstance(exc, ZeroDivisionError):
+        message = "division by zero"
+    elif isinstance(exc, TypeError) and opname == "COMPARE_JUMP_IF_FALSE":
+        symbol = code.args[pc][0]
+        message = f"cannot apply `{symbol}` to {t.type_of_value(left)} and {t.type_of_value(right)}"
+    elif isinstance(exc, TypeError) and opname in ("BINARY", "COMPARE", "BINARY_CONST") and stack:
+        symbol = code.args[pc][1] if opname == "BINARY_CONST" else code.args[pc]
+        left_type, right_type = t.type_of_value(stack[-1]), t.type_of_value(right)
+        message = f"cannot apply `{symbol}` to {left_type} and {right_type}"
+    elif isinstance(exc, TypeError) and opname == "UNARY" and stack:
+        message = f"cannot apply unary `{code.args[pc]}` to {t.type_of_value(stack[-1])}"
+    elif isinstance(exc, RecursionError):
+        message = "value nested too deeply"
+    elif isinstance(exc, MemoryError):
+        message = "out of memory"
+    elif isinstance(exc, OverflowError):
+        message = _overflow_message(str(exc))
+    elif isinstance(exc, (TypeError, ValueError)):
+        message = _python_types_to_pipe(str(exc))
+    else:
+        raise exc
+    kind = "arithmetic" if isinstance(exc, (ZeroDivisionError, OverflowError)) else "type"
+    err = PipeRuntimeError(message, kind=kind, span=code.span_at(pc))
+    err.__cause__ = exc
+    return err
+
+
+def handle_error(m, err: PipeRuntimeError) -> None:
+    """Locate the error, record the .pipe call stack, and jump to the innermost handler or re-raise."""
+    state = m.state
+    if err.span is None:
+        top = state.frames[-1]
+        err.span = top.code.span_at(max(top.pc - 1, 0))
+    if not err.stack:
+        err.stack = [StackEntry(f.code.span_at(max(f.pc - 1, 0)), f.pipeline) for f in reversed(state.frames)]
+    m.observer.error_raised(state, err, err.catchable and any(f.handlers for f in state.frames))
+    if not err.catchable:
+        raise err
+    # Find the innermost open try; if there is none, the frames stay as they are (for resume and reports).
+    for index in range(len(state.frames) - 1, -1, -1):
+        if state.frames[index].handlers:
+            break
+    else:
+        raise err
+    for unwound in state.frames[index + 1:]:
+        m.observer.frame_unwound(state, unwound, err)
+    del state.frames[index + 1:]
+    frame = state.frames[index]
+    handler_pc, depth = frame.handlers.pop()
+    del frame.stack[depth:]
+    frame.stack.append(error_value(err))
+    frame.pc = handler_pc
+
+
+def _overflow_message(message: str) -> str:
+    """Python's overflow messages, without the C-level wording some of them use."""
+    if message.startswith("(34,"):  # errno ERANGE from float arithmetic, e.g. 2.0 ** 10000
+        return "number too large for a float"
+    if "C ssize_t" in message or "index-sized" in message:  # e.g. range(10 ** 30)
+        return "int too large to use as a size or an index"
+    return message
+
+
+def _python_types_to_pipe(message: str) -> str:
+    for py, pipe in (("'str'", "str"), ("'int'", "int"), ("'float'", "float"), ("'list'", "list"),
+                     ("'dict'", "dict"), ("'bool'", "bool"), ("'NoneType'", "none"), ("'RecordValue'", "record")):
+        message = message.replace(py, pipe)
+    return message

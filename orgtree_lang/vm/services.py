@@ -1,0 +1,50 @@
+"""Everything a Machine uses besides its program, in one object: skills, budget, resolver, effects, observers."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Protocol
+
+from orgtree_lang.vm.budget import Budget, TreeMeter
+from orgtree_lang.vm.observe import RunObserver
+
+if TYPE_CHECKING:
+    from orgtree_lang.vm.blocks import BlockContext, BlockResolver
+    from orgtree_lang.vm.effects import Effects
+    from orgtree_lang.vm.machine import Machine
+    from orgtree_lang.vm.state import RunState
+
+
+class ChildBuilder(Protocol):
+    """Builds the machine that runs a generated module for an ambiguous block (engine.factory implements it)."""
+
+    def __call__(self, parent: Machine, block: BlockContext, program, resolver: BlockResolver | None,
+                 budget: Budget, context: Any = None) -> Machine: ...
+
+
+@dataclass(frozen=True)
+class TreePlace:
+    """Where a generated child sits in its run tree: the block it runs for, the tree's shared meter, the steps
+    and skill calls of the paused machines above it, and the top-level run's state (which numbers the journal)."""
+
+    parent_node: str
+    meter: TreeMeter
+    ancestors: tuple[int, int]
+    root_state: RunState
+
+
+@dataclass
+class Services:
+    """What one machine may use. Defaults give a plain in-memory run: no skills, no resolver, nothing observed."""
+
+    registry: Any = None  # looks skills up by name: .get(name) -> Skill | None
+    context: Any = None  # runtime.skills.SkillContext handed to skills
+    budget: Budget = field(default_factory=Budget)
+    resolver: BlockResolver | None = None  # resolves ambiguous blocks (the decomposer)
+    printer: Callable[[str], None] | None = None
+    clock: Callable[[], float] = time.monotonic
+    effects: Effects | None = None  # a durable run's journal door; None runs every step directly
+    observers: tuple[RunObserver, ...] = ()
+    children: ChildBuilder | None = None  # how the resolver's generated modules get their machines
+    place: TreePlace | None = None  # set for a generated child; None for a top-level run
