@@ -1,4 +1,5 @@
-"""Helpers for the durable-run tests: run the real `pipe` CLI in a subprocess, with every real skill execution logged.
+"""Helpers for the durable-run tests: run the real `pipe` CLI (in a subprocess when it must crash), with every real
+skill execution logged.
 
 `python tests/durable_testing.py ARGS...` is `pipe ARGS...` (it calls orgtree_lang.cli.main.main) with one change
 when PIPE_TEST_EXEC_LOG is set: each non-pure skill of the registry is wrapped so that every time it really
@@ -86,10 +87,25 @@ def cli_command(*args: str) -> list[str]:
 
 
 def pipe(*args: str, cwd: Path | None = None, exec_log_path: Path | None = None, kill_after: str | None = None,
-         timeout: float = TIMEOUT) -> subprocess.CompletedProcess:
-    """Run `pipe ARGS` to completion (bounded by `timeout`)."""
-    return subprocess.run(cli_command(*args), cwd=cwd, env=cli_env(exec_log_path, kill_after), capture_output=True,
-                          text=True, timeout=timeout)
+         timeout: float = TIMEOUT):
+    """Run `pipe ARGS` to completion: in this process, or in a subprocess (bounded by `timeout`) when `kill_after`
+    asks it to die on the way. Either way the result has returncode, stdout and stderr."""
+    if kill_after is not None:
+        return subprocess.run(cli_command(*args), cwd=cwd, env=cli_env(exec_log_path, kill_after),
+                              capture_output=True, text=True, timeout=timeout)
+    from cli_testing import pipe as pipe_here
+    from orgtree_lang.engine import registries
+
+    original = registries.default_registry
+    if exec_log_path is not None:
+        def default_registry(*args, **kwargs):
+            return counting_registry(original(*args, **kwargs), str(exec_log_path))
+
+        registries.default_registry = default_registry
+    try:
+        return pipe_here(*args, cwd=cwd, env={"PIPE_NO_PLUGINS": "1"})
+    finally:
+        registries.default_registry = original
 
 
 # ---- reading a run folder ---------------------------------------------------------

@@ -10,12 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_testing import PipeResult
+from cli_testing import pipe as run_pipe
 
 
-def pipe(*args: str, cwd: Path, input_env: dict | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PIPE_NO_PLUGINS="1", **(input_env or {}))
-    return subprocess.run([sys.executable, "-m", "orgtree_lang.cli.main", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=60)
+def pipe(*args: str, cwd: Path) -> PipeResult:
+    """`pipe ARGS` in this process (the console script's own test below starts a real one)."""
+    return run_pipe(*args, cwd=cwd, env={"PIPE_NO_PLUGINS": "1"})
 
 
 def write(folder: Path, name: str, text: str) -> Path:
@@ -300,3 +301,16 @@ def test_a_result_too_deep_for_json_is_a_runtime_error_not_a_crash(tmp_path):
     assert result.returncode == 70
     assert "cannot be printed as JSON" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_in_process_runner_gives_back_folder_environment_and_streams(tmp_path, monkeypatch):
+    monkeypatch.setenv("PIPE_MODEL", "scripted:before.json")
+    folder, streams = os.getcwd(), (sys.stdout, sys.stderr)
+    write(tmp_path, "env.pipe", 'pipeline main() -> str:\n    return "ran"\n')
+    ran = run_pipe("run", "env.pipe", cwd=tmp_path, env={"PIPE_MODEL": None, "PIPE_NO_PLUGINS": "1"})
+    assert (ran.returncode, ran.stdout) == (0, "ran\n")
+    refused = run_pipe("run", "env.pipe", "--max-steps", "0", cwd=tmp_path)
+    assert refused.returncode == 2 and "argument --max-steps: expected a number above 0, got 0" in refused.stderr
+    shown = run_pipe("--help")
+    assert shown.returncode == 0 and shown.stdout.startswith("usage: pipe")
+    assert (os.getcwd(), os.environ["PIPE_MODEL"], (sys.stdout, sys.stderr)) == (folder, "scripted:before.json", streams)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from cli_testing import pipe as run_pipe
 from decompose_testing import GOOD, NO_CONCERNS
 
 from orgtree_lang.compile.api import compile_source
@@ -284,12 +285,7 @@ def test_block_use_lines_are_checked_and_formatted():
 
 
 def pipe_in(folder, *args):
-    import os
-    import subprocess
-    import sys
-
-    return subprocess.run([sys.executable, "-m", "orgtree_lang.cli.main", *args], cwd=folder, timeout=60,
-                          capture_output=True, text=True, env=dict(os.environ, PIPE_NO_PLUGINS="1"))
+    return run_pipe(*args, cwd=folder, env={"PIPE_NO_PLUGINS": "1"})
 
 
 def test_model_answers_are_journaled_so_resume_asks_only_what_was_not_answered(tmp_path):

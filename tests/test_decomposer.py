@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 
 import pytest
+from cli_testing import PipeResult
+from cli_testing import pipe as run_pipe
 from decompose_testing import GOOD, NO_CONCERNS, ONE_CONCERN, WRONG_TYPE
 
 from orgtree_lang.compile.api import compile_source
@@ -67,9 +66,8 @@ def write_project(folder) -> None:
     (folder / "reviewer.json").write_text(json.dumps([{"reply": NO_CONCERNS}]))
 
 
-def pipe_in(folder, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "orgtree_lang.cli.main", *args], cwd=folder, timeout=60,
-                          capture_output=True, text=True, env=dict(os.environ, PIPE_NO_PLUGINS="1"))
+def pipe_in(folder, *args) -> PipeResult:
+    return run_pipe(*args, cwd=folder, env={"PIPE_NO_PLUGINS": "1"})
 
 
 def test_a_module_is_written_reviewed_saved_and_run(tmp_path):

@@ -183,13 +183,12 @@ def test_error_example_fails_to_compile(example: Example, registry) -> None:
 
 @pytest.mark.parametrize("example", [e for e in EXAMPLES if e.marker == "expect-runtime-error"], ids=str)
 def test_runtime_error_example_fails_when_run(example: Example, registry, tmp_path: Path) -> None:
-    from orgtree_lang.cli.run import render_runtime_error
-
     with pytest.raises(PipeRuntimeError) as caught:
         run(example, registry, tmp_path)
     assert example.marker_text in caught.value.message
     if example.diagnostics is not None:
-        assert render_runtime_error(caught.value, example.source) + "\n" == example.diagnostics
+        caught.value.source = example.source
+        assert caught.value.render() + "\n" == example.diagnostics
 
 
 def test_every_builtin_is_listed_with_its_signature() -> None:

@@ -1,6 +1,6 @@
-"""Durable runs through the CLI (subprocesses of the real `pipe`) and the Python API: resume after a fix, refusal when
-the executed prefix changed, --from-scratch, budgets across resume, replay, retry, fork, `pipe runs`/`show`, and bad
-input (unknown or ambiguous run id, corrupt or newer journal, moved program, a run in use).
+"""Durable runs through the CLI (`pipe` in-process; a subprocess where one is killed) and the Python API: resume
+after a fix, refusal when the executed prefix changed, --from-scratch, budgets across resume, replay, retry, fork,
+`pipe runs`/`show`, and bad input (unknown or ambiguous run id, corrupt or newer journal, moved program, a run in use).
 
 Skill executions are counted with tests/durable_testing.py: every real execution of a non-pure skill appends
 `<skill> <idempotency key>` to an execution log, so a step whose result comes from the journal leaves no line.

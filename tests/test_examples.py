@@ -7,32 +7,24 @@ changes, change its expectation here by the same reasoning.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_testing import PipeResult
+from cli_testing import pipe as run_pipe
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 
 
-def pipe(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
-    """Run the `pipe` CLI in a fresh interpreter, as a user would."""
-    env = dict(os.environ, PIPE_NO_PLUGINS="1", PYTHONIOENCODING="utf-8")
-    env.pop("PIPE_MODEL", None)  # the examples must run, or fail clearly, without a model
-    env.pop("PIPE_REVIEW_MODEL", None)
-    # -P: with the repository as the working folder, import the installed package, not the checkout beside it
-    # (a non-editable install, as in .ci/run, has grammar/ and stdlib/ only inside the installed copy).
-    return subprocess.run(
-        [sys.executable, "-P", "-m", "orgtree_lang.cli.main", *args],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=60,
-    )
+def pipe(*args: str, cwd: Path = REPO) -> PipeResult:
+    """Run the `pipe` CLI (in this process: tests/test_cli.py starts the console script itself)."""
+    # The examples must run, or fail clearly, without a model.
+    return run_pipe(*args, cwd=cwd, env={"PIPE_NO_PLUGINS": "1", "PIPE_MODEL": None, "PIPE_REVIEW_MODEL": None})
 
 
-def run_example(name: str, workspace: Path, *extra: str) -> subprocess.CompletedProcess:
+def run_example(name: str, workspace: Path, *extra: str) -> PipeResult:
     # A temporary workspace keeps traces, the bytecode cache and written files out of the repository.
     return pipe("run", str(EXAMPLES / name), "--workspace", str(workspace), *extra)
 
@@ -217,7 +209,7 @@ def triage_copy(tmp_path: Path) -> tuple[Path, Path]:
     return tmp_path, workspace
 
 
-def run_triage(cwd: Path, workspace: Path, *extra: str) -> subprocess.CompletedProcess:
+def run_triage(cwd: Path, workspace: Path, *extra: str) -> PipeResult:
     return pipe("run", "examples/ambiguous_triage.pipe", "--workspace", str(workspace), *extra, cwd=cwd)
 
 

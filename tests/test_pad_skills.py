@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 import yaml
+from cli_testing import pipe as run_pipe
 
 from orgtree_lang.cli.main import main
 from orgtree_lang.memory.insights import InsightPool
@@ -38,8 +37,7 @@ def write_reviewer(folder, reply, name="reviewer.yaml"):
 
 
 def pipe(*args):
-    return subprocess.run([sys.executable, "-m", "orgtree_lang.cli.main", *map(str, args)], capture_output=True,
-                          text=True, timeout=120)
+    return run_pipe(*args)
 
 
 def test_a_program_writes_plans_and_proposes_an_insight(root):
@@ -103,8 +101,7 @@ def test_a_program_without_a_reviewer_is_told_how_to_configure_one(root, monkeyp
     monkeypatch.delenv("PIPE_MODEL", raising=False)
     monkeypatch.delenv("PIPE_REVIEW_MODEL", raising=False)
     (root / "prog.pipe").write_text(PROGRAM)
-    done = subprocess.run([sys.executable, "-m", "orgtree_lang.cli.main", "run", "prog.pipe"], cwd=root,
-                          capture_output=True, text=True, timeout=120)
+    done = run_pipe("run", "prog.pipe", cwd=root)
     assert done.returncode == 70
     assert "insight.propose: an insight needs an independent reviewer, but no reviewer model is configured" \
         in done.stderr and "--review-model" in done.stderr

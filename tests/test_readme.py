@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_testing import pipe
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -49,8 +47,7 @@ def _same_ids(text: str) -> str:
 
 def _run(argv: list[str], cwd: Path) -> str:
     assert argv[0] == "pipe"
-    result = subprocess.run([sys.executable, "-m", "orgtree_lang.cli.main", *argv[1:]], cwd=cwd,
-                            capture_output=True, text=True, timeout=60, env=dict(os.environ, PIPE_NO_PLUGINS="1"))
+    result = pipe(*argv[1:], cwd=cwd, env={"PIPE_NO_PLUGINS": "1"})
     return _same_ids(result.stdout + result.stderr)
 
 

@@ -7,34 +7,37 @@ import sys
 import time
 from pathlib import Path
 
-from orgtree_lang.cli.main import EXIT_OK, EXIT_USAGE
+from orgtree_lang.cli.options import EXIT_OK, add_sub_verbs, add_verb, add_workspace_option
 
 BAR_WIDTH = 30
 LARGE_INPUT = 256 * 1024  # bytes; smaller inputs index too fast for a progress bar to help
+_WORKSPACE_HELP = "the workspace whose .orgtree holds the memory (default: this folder)"
 
 
-def add_ctx_commands(commands) -> None:
-    ctx = commands.add_parser("ctx", help="the workspace memory: add texts, search them, show a node",
-                              description="Texts added here are stored whole in WORKSPACE/.orgtree, cut into "
-                                          "pieces and indexed by keyword and meaning (see docs/memory.md).")
-    actions = ctx.add_subparsers(dest="action", metavar="ACTION", required=True)
+def register(commands) -> None:
+    ctx = add_verb(commands, "ctx", help="the workspace memory: add texts, search them, show a node",
+                   description="Texts added here are stored whole in WORKSPACE/.orgtree, cut into "
+                               "pieces and indexed by keyword and meaning (see docs/memory.md).",
+                   examples=["pipe ctx add notes/*.md --tag notes", "pipe ctx search \"export button\" -k 3"])
+    actions = add_sub_verbs(ctx)
 
-    def with_workspace(parser):
-        parser.add_argument("--workspace", metavar="DIR", default=".",
-                            help="the workspace whose .orgtree holds the memory (default: this folder)")
-        return parser
-
-    add = with_workspace(actions.add_parser("add", help="store and index text files",
-                                            description="Store each FILE (UTF-8 text) and index its pieces."))
+    add = add_verb(actions, "add", handler=command_add, help="store and index text files",
+                   description="Store each FILE (UTF-8 text) and index its pieces.",
+                   examples=["pipe ctx add notes/design.md notes/todo.md --tag notes",
+                             "pipe ctx add big.log --keyword-only"])
+    add_workspace_option(add, help=_WORKSPACE_HELP)
     add.add_argument("files", nargs="+", metavar="FILE", help="a text file")
     add.add_argument("--tag", dest="tags", action="append", default=[], metavar="TAG",
                      help="a label to filter searches by (repeatable)")
     add.add_argument("--keyword-only", action="store_true",
                      help="index for keyword search only (skips the embedding model; faster)")
-    add.set_defaults(handler=command_add)
 
-    search = with_workspace(actions.add_parser("search", help="find pieces and summaries by keyword and meaning",
-                                               description="Print the best matches for QUERY, best first."))
+    search = add_verb(actions, "search", handler=command_search,
+                      help="find pieces and summaries by keyword and meaning",
+                      description="Print the best matches for QUERY, best first.",
+                      examples=["pipe ctx search \"why is the export slow\"",
+                                "pipe ctx search retries --mode keyword --level 0 --json"])
+    add_workspace_option(search, help=_WORKSPACE_HELP)
     search.add_argument("query", metavar="QUERY", help="what to look for, in words")
     search.add_argument("-k", type=int, default=5, metavar="N", help="how many results (default 5)")
     search.add_argument("--level", type=int, action="append", metavar="L",
@@ -45,14 +48,13 @@ def add_ctx_commands(commands) -> None:
     search.add_argument("--mode", choices=("hybrid", "keyword", "vector"), default="hybrid",
                         help="hybrid (default): both rankings fused; keyword: BM25 only; vector: embeddings only")
     search.add_argument("--json", action="store_true", help="print JSON")
-    search.set_defaults(handler=command_search)
 
-    show = with_workspace(actions.add_parser("show", help="show a node: its text, spans and children",
-                                             description="Print node NODE's text, the original bytes it stands "
-                                                         "for, and its children."))
+    show = add_verb(actions, "show", handler=command_show, help="show a node: its text, spans and children",
+                    description="Print node NODE's text, the original bytes it stands for, and its children.",
+                    examples=["pipe ctx show 12", "pipe ctx show 12 --json"])
+    add_workspace_option(show, help=_WORKSPACE_HELP)
     show.add_argument("node", type=int, metavar="NODE", help="a node id (as printed by add and search)")
     show.add_argument("--json", action="store_true", help="print JSON")
-    show.set_defaults(handler=command_show)
 
 
 class ProgressBar:
@@ -81,17 +83,10 @@ def _memory(args, index: bool = True, vectors: bool = True):
 
 
 def command_add(args) -> int:
-    from orgtree_lang.memory.memory import MemoryInputError
-
     large = sum(Path(f).stat().st_size for f in args.files if Path(f).is_file()) >= LARGE_INPUT
     with _memory(args, vectors=not args.keyword_only) as memory:
         for name in args.files:
-            try:
-                doc = memory.add_file(name, tags=args.tags,
-                                      progress=ProgressBar(f"indexing {name}") if large else None)
-            except MemoryInputError as exc:
-                print(f"pipe ctx add: {exc}", file=sys.stderr)
-                return EXIT_USAGE
+            doc = memory.add_file(name, tags=args.tags, progress=ProgressBar(f"indexing {name}") if large else None)
             pieces = len(memory.store.children(doc.id))
             print(f"#{doc.id}  {name}  {doc.end} bytes  {pieces} pieces")
     return EXIT_OK
@@ -115,14 +110,8 @@ def command_search(args) -> int:
 
 
 def command_show(args) -> int:
-    from orgtree_lang.memory.memory import MemoryInputError
-
     with _memory(args, index=False) as memory:
-        try:
-            node = memory.get(args.node)
-        except MemoryInputError as exc:
-            print(f"pipe ctx show: {exc}", file=sys.stderr)
-            return EXIT_USAGE
+        node = memory.get(args.node)
         children = memory.store.children(node.id)
         spans = memory.spans(node)
         if args.json:

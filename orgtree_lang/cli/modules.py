@@ -5,23 +5,28 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from orgtree_lang.cli.main import EXIT_OK, EXIT_USAGE
+from orgtree_lang.cli.options import EXIT_OK, add_sub_verbs, add_verb, add_workspace_option
+from orgtree_lang.runtime.errors import UsageError
 
 
-def add_module_commands(commands) -> None:
-    modules = commands.add_parser("modules", help="list or show generated child modules",
-                                  description="Generated modules live in WORKSPACE/.orgtree/modules as .pipe source.")
-    actions = modules.add_subparsers(dest="action", metavar="ACTION", required=True)
-    listing = actions.add_parser("list", help="one line per saved module")
-    listing.add_argument("--workspace", metavar="DIR", default=".", help="the workspace (default: this folder)")
-    listing.set_defaults(handler=command_list)
-    show = actions.add_parser("show", help="a module's source with its provenance header")
+def register(commands) -> None:
+    modules = add_verb(commands, "modules", help="list or show generated child modules",
+                       description="Generated modules live in WORKSPACE/.orgtree/modules as .pipe source.",
+                       examples=["pipe modules list", "pipe modules show classify --review"])
+    actions = add_sub_verbs(modules)
+    listing = add_verb(actions, "list", handler=command_list, help="one line per saved module",
+                       description="One line per saved module: its path, block, parent program and review rounds.",
+                       examples=["pipe modules list --workspace examples"])
+    add_workspace_option(listing)
+    show = add_verb(actions, "show", handler=command_show, help="a module's source with its provenance header",
+                    description="Print a saved module's source with its provenance header, and on request its "
+                                "review ledger and the author's attempts.",
+                    examples=["pipe modules show classify", "pipe modules show triage/classify --attempts"])
     show.add_argument("name", metavar="NAME", help="a block name, PARENT/BLOCK, or the module's path")
     show.add_argument("--review", action="store_true", help="also print the module's concern ledger")
     show.add_argument("--attempts", action="store_true",
                       help="also print every answer the author gave while writing it, with its problems")
-    show.add_argument("--workspace", metavar="DIR", default=".", help="the workspace (default: this folder)")
-    show.set_defaults(handler=command_show)
+    add_workspace_option(show)
 
 
 def command_list(args) -> int:
@@ -43,16 +48,13 @@ def command_show(args) -> int:
     from orgtree_lang.decompose.store import ModuleStore
 
     store = ModuleStore(Path(args.workspace))
-    matches = [m for m in store.all() if _matches(m, args.name, store.root)]
+    matches = matching_modules(store, args.name)
     if not matches:
         names = ", ".join(str(m.path.relative_to(store.root)) for m in store.all()) or "none"
-        print(f"pipe modules show: no module `{args.name}` (saved modules: {names})", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(f"no module `{args.name}` (saved modules: {names})")
     if len(matches) > 1:
         names = ", ".join(str(m.path.relative_to(store.root)) for m in matches)
-        print(f"pipe modules show: `{args.name}` names several modules ({names}); write PARENT/BLOCK",
-              file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(f"`{args.name}` names several modules ({names}); write PARENT/BLOCK")
     module = matches[0]
     sys.stdout.write(module.path.read_text(encoding="utf-8"))
     if args.review:
@@ -80,6 +82,11 @@ def command_show(args) -> int:
     return EXIT_OK
 
 
-def _matches(module, name: str, root: Path) -> bool:
-    relative = str(module.path.relative_to(root))
-    return name in (module.provenance.get("block"), relative, relative.removesuffix(".pipe"), str(module.path))
+def matching_modules(store, name: str) -> list:
+    """The saved modules of `store` that `name` names: a block name, PARENT/BLOCK (with or without .pipe), or a path."""
+
+    def named(module) -> bool:
+        relative = str(module.path.relative_to(store.root))
+        return name in (module.provenance.get("block"), relative, relative.removesuffix(".pipe"), str(module.path))
+
+    return [module for module in store.all() if named(module)]

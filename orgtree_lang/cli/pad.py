@@ -7,36 +7,38 @@ import sys
 import time
 from pathlib import Path
 
-from orgtree_lang.cli.main import EXIT_OK, EXIT_USAGE
+from orgtree_lang.cli.options import EXIT_OK, add_sub_verbs, add_verb, add_workspace_option
+from orgtree_lang.runtime.errors import UsageError
 
-_WORKSPACE_HELP = "the workspace (default: this folder)"
 
-
-def add_pad_commands(commands) -> None:
-    pad = commands.add_parser("pad", help="read the shared scratchpad",
-                              description="Every agent's notes, in the order they took the scratchpad's lock.")
-    actions = pad.add_subparsers(dest="action", metavar="ACTION", required=True)
-    show = actions.add_parser("show", help="print the notes, oldest first",
-                              description="Print the scratchpad's notes, oldest first, one per line.")
+def register(commands) -> None:
+    pad = add_verb(commands, "pad", help="read the shared scratchpad",
+                   description="Every agent's notes, in the order they took the scratchpad's lock.",
+                   examples=["pipe pad show --last 20"])
+    actions = add_sub_verbs(pad)
+    show = add_verb(actions, "show", handler=command_pad_show, help="print the notes, oldest first",
+                    description="Print the scratchpad's notes, oldest first, one per line.",
+                    examples=["pipe pad show", "pipe pad show --agent planner --last 5 --json"])
     show.add_argument("--agent", metavar="NAME", help="only this agent's notes")
     show.add_argument("--last", type=int, metavar="N", help="only the newest N notes")
     show.add_argument("--json", action="store_true", help="print one JSON object per note")
-    show.add_argument("--workspace", metavar="DIR", default=".", help=_WORKSPACE_HELP)
-    show.set_defaults(handler=command_pad_show)
+    add_workspace_option(show)
 
-    insights = commands.add_parser("insights", help="read the shared insight pool",
-                                   description="Insights enter and leave the pool only by proposals an "
-                                               "independent reviewer accepted.")
-    actions = insights.add_subparsers(dest="action", metavar="ACTION", required=True)
-    listing = actions.add_parser("list", help="print the insights (active ones unless told otherwise)",
-                                 description="Print the insights in the pool with their evidence and tags.")
+    insights = add_verb(commands, "insights", help="read the shared insight pool",
+                        description="Insights enter and leave the pool only by proposals an "
+                                    "independent reviewer accepted.",
+                        examples=["pipe insights list", "pipe insights list --proposals"])
+    actions = add_sub_verbs(insights)
+    listing = add_verb(actions, "list", handler=command_insights_list,
+                       help="print the insights (active ones unless told otherwise)",
+                       description="Print the insights in the pool with their evidence and tags.",
+                       examples=["pipe insights list", "pipe insights list --status all --json"])
     listing.add_argument("--status", choices=("active", "proposed", "rejected", "removed", "all"), default="active",
                          help="which insights to list (default: active, the ones agents read)")
     listing.add_argument("--proposals", action="store_true",
                          help="list the proposals instead: every add and remove, with the reviewer's decision")
     listing.add_argument("--json", action="store_true", help="print one JSON object per line")
-    listing.add_argument("--workspace", metavar="DIR", default=".", help=_WORKSPACE_HELP)
-    listing.set_defaults(handler=command_insights_list)
+    add_workspace_option(listing)
 
 
 def _state_db(workspace: str) -> Path | None:
@@ -45,8 +47,7 @@ def _state_db(workspace: str) -> Path | None:
 
     path = state_db_path(Path(workspace))
     if not Path(workspace).is_dir():
-        print(f"pipe: no such workspace folder: {workspace}", file=sys.stderr)
-        return None
+        raise UsageError(f"no such workspace folder: {workspace}")
     if not path.is_file():
         print(f"nothing recorded yet: {path} does not exist", file=sys.stderr)
         return None
@@ -57,11 +58,10 @@ def command_pad_show(args) -> int:
     from orgtree_lang.memory.scratchpad import Scratchpad
 
     if args.last is not None and args.last < 1:
-        print(f"pipe pad show: --last expects a number above 0, got {args.last}", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(f"--last expects a number above 0, got {args.last}")
     path = _state_db(args.workspace)
     if path is None:
-        return EXIT_OK if Path(args.workspace).is_dir() else EXIT_USAGE
+        return EXIT_OK
     with Scratchpad(path) as pad:
         notes = pad.notes(agent=args.agent, limit=args.last)
     for note in notes:
@@ -79,7 +79,7 @@ def command_insights_list(args) -> int:
 
     path = _state_db(args.workspace)
     if path is None:
-        return EXIT_OK if Path(args.workspace).is_dir() else EXIT_USAGE
+        return EXIT_OK
     with InsightPool(path) as pool:
         if args.proposals:
             rows = [p.to_dict() for p in pool.proposals()]

@@ -4,34 +4,56 @@ from __future__ import annotations
 
 import json
 import sys
-import traceback
 from pathlib import Path
 from typing import Any
 
-from orgtree_lang.cli.main import EXIT_COMPILE, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE
+from orgtree_lang.cli.options import (EXIT_OK, add_budget_options, add_model_options, add_verb, add_workspace_option,
+                                      budget_from_args)
+from orgtree_lang.runtime.errors import PipeRuntimeError, UsageError
+from orgtree_lang.runtime.inputs import InputError, parse_input
 
 
-from orgtree_lang.runtime.inputs import InputError as UsageError
-from orgtree_lang.runtime.inputs import parse_input
+def register(commands) -> None:
+    run = add_verb(commands, "run", handler=command_run, help="compile and run a program",
+                   description="Compile FILE and run its entry pipeline (`main`, else its only one). "
+                               "Printed lines and the result go to stdout; errors to stderr.",
+                   examples=["pipe run examples/hello.pipe -i name=Ada",
+                             "pipe run triage.pipe --inputs inputs.json --max-steps 10000 --json"])
+    run.add_argument("file", metavar="FILE", help="the .pipe program")
+    run.add_argument("-i", "--input", dest="inputs", action="append", default=[], metavar="KEY=VALUE",
+                     help="an input of the entry pipeline, parsed by the parameter's type (repeatable)")
+    run.add_argument("--inputs", dest="inputs_file", metavar="FILE.json", help="inputs as a JSON object")
+    run.add_argument("--entry", metavar="NAME", help="the pipeline to run (default: main, or the only pipeline)")
+    add_budget_options(run)
+    run.add_argument("--trace", metavar="FILE", help="write the JSONL trace here "
+                                                     "(default: WORKSPACE/.orgtree/runs/<id>/trace.jsonl)")
+    add_workspace_option(run, default=None, help="workspace root for fs skills and .orgtree/ "
+                                                 "(default: the program's folder)")
+    run.add_argument("--json", action="store_true", help="print one JSON envelope: output, run id, status, usage")
+    run.add_argument("--debug", action="store_true", help="show Python tracebacks for internal errors")
+    add_model_options(run)
+    run.add_argument("--durability", choices=("power", "process"), default="power",
+                     help="power (default): every journaled step is on disk before the run moves on; process: "
+                          "it survives kill -9 and crashes of the process, is much faster, and may lose the last "
+                          "steps on a power loss (they then run again, with the same idempotency keys)")
+    run.add_argument("--no-tree", action="store_true",
+                     help="do not record the org tree (each call costs about 15-20 µs more with it; see "
+                          "benchmarks/orgtree_overhead.py); `pipe tree` and call history then miss this run")
+    run.add_argument("--no-journal", action="store_true",
+                     help="do not journal the run (it then cannot be resumed, replayed or forked)")
 
 
 def command_run(args) -> int:
     from orgtree_lang.compile.api import compile_file
-    from orgtree_lang.engine.registries import workspace_registry
     from orgtree_lang.engine.runner import new_run_id, run_program, workspace_for
-    from orgtree_lang.syntax.diagnostics import CompileError
+    from orgtree_lang.engine.registries import workspace_registry
 
     path = Path(args.file)
     if not path.is_file():
-        print(f"pipe run: no such file: {path}", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(f"no such file: {path}")
     root = workspace_for(path, Path(args.workspace) if args.workspace else None)
     registry = workspace_registry(root)
-    try:
-        compiled = compile_file(path, registry, root / ".orgtree" / "cache")
-    except CompileError as err:
-        print(err.render(), file=sys.stderr)
-        return EXIT_COMPILE
+    compiled = compile_file(path, registry, root / ".orgtree" / "cache")
     for warning in compiled.warnings:
         print(warning.render(compiled.source), file=sys.stderr)
     program = compiled.program
@@ -40,25 +62,14 @@ def command_run(args) -> int:
     except KeyError:
         names = ", ".join(program.pipelines)
         if not program.pipelines:
-            print(f"pipe run: {path} declares no pipeline, so there is nothing to run", file=sys.stderr)
-        elif args.entry:
-            print(f"pipe run: {path} has no pipeline `{args.entry}`; its pipelines are: {names}", file=sys.stderr)
-        else:
-            print(f"pipe run: {path} has no `main` pipeline and several others ({names}); pick one with --entry",
-                  file=sys.stderr)
-        return EXIT_USAGE
-    try:
-        inputs = collect_inputs(code, args.inputs, args.inputs_file)
-    except UsageError as err:
-        print(f"pipe run: {err}", file=sys.stderr)
-        return EXIT_USAGE
-
-    try:
-        models = make_models(args, program)
-        decomposer = make_decomposer(args, program, compiled.source, str(path), root, registry, models)
-    except UsageError as err:
-        print(f"pipe run: {err}", file=sys.stderr)
-        return EXIT_USAGE
+            raise UsageError(f"{path} declares no pipeline, so there is nothing to run") from None
+        if args.entry:
+            raise UsageError(f"{path} has no pipeline `{args.entry}`; its pipelines are: {names}") from None
+        raise UsageError(f"{path} has no `main` pipeline and several others ({names}); pick one with --entry") \
+            from None
+    inputs = collect_inputs(code, args.inputs, args.inputs_file)
+    models = make_models(args, program)
+    decomposer = make_decomposer(args, program, compiled.source, str(path), root, registry, models)
     run_id = new_run_id()
     session = RunSession(args, run_id)
     options = session.options(entry=code.name, inputs=inputs, workspace=root, registry=registry,
@@ -69,7 +80,7 @@ def command_run(args) -> int:
                                                program_path=path), compiled.source, resumable=not args.no_journal,
                           workspace=root)
     if code == EXIT_OK and decomposer is not None:
-        from orgtree_lang.cli.pool import promote_after_run
+        from orgtree_lang.cli.skills import promote_after_run
 
         promote_after_run(root, models, registry)
     return code
@@ -80,11 +91,10 @@ def make_decomposer(args, program, source: str, file: str, root: Path, registry,
     if not any(code.ambiguous for code in program.pipelines.values()):
         return None
     from orgtree_lang.decompose.decomposer import DecomposeSettings, Decomposer
-    from orgtree_lang.runtime.config import ConfigError
 
     try:
         settings = DecomposeSettings.from_config(root / "orgtree.toml")
-    except (ConfigError, TypeError) as err:
+    except TypeError as err:
         raise UsageError(str(err)) from None
     models = models if models is not None else make_models(args)
     if not models.configured:
@@ -119,14 +129,6 @@ def make_models(args, program=None):
                 print(f"pipe run: model answers come from {spec}, not from a live model", file=sys.stderr)
                 args.scripted_models = True
     return models
-
-
-def budget_from_args(args):
-    from orgtree_lang.vm.budget import Budget
-
-    return Budget(max_steps=args.max_steps or Budget().max_steps, max_seconds=args.max_seconds,
-                  max_skill_calls=args.max_skill_calls, max_tokens=getattr(args, "max_tokens", None),
-                  max_cost=getattr(args, "max_cost", None))
 
 
 class RunSession:
@@ -164,31 +166,25 @@ class RunSession:
         print(text, file=sys.stderr, flush=True)
 
     def report(self, attempt, source: str | None, resumable: bool = False, workspace: Path | None = None) -> int:
-        from orgtree_lang.runtime.errors import PipeRuntimeError
-
+        """Run `attempt` and print its result; a runtime error (after its --json envelope) goes up to `pipe`'s
+        handler with the program's text and, for a saved run, how to resume it."""
         args = self.args
         try:
             machine = attempt()
         except PipeRuntimeError as err:
-            self._clear()
             state = getattr(err, "state", None)
             if args.json:
                 print(json.dumps(_envelope(self.run_id, "error", None, self.printed, state, err,
                                            getattr(args, "scripted_models", False))))
-            print(render_runtime_error(err, source, debug=args.debug), file=sys.stderr)
+            if err.source is None:
+                err.source = source
             if resumable and err.kind not in ("input", "nondeterminism", "replay"):
                 where = f" --workspace {workspace}" if workspace and Path(workspace).resolve() != Path.cwd() else ""
-                print(f"run {self.run_id} is saved: after fixing the cause, continue it with "
-                      f"`pipe resume {self.run_id}{where}`", file=sys.stderr)
-            return EXIT_RUNTIME
-        except Exception as exc:  # a bug in orgtree_lang itself: say so plainly, traceback only with --debug
+                err.add_note(f"run {self.run_id} is saved: after fixing the cause, continue it with "
+                             f"`pipe resume {self.run_id}{where}`")
+            raise
+        finally:
             self._clear()
-            if args.debug:
-                traceback.print_exc()
-            print(f"internal error: {type(exc).__name__}: {exc}\n  = this is a bug in orgtree_lang, not in your "
-                  "program; run with --debug for the Python traceback", file=sys.stderr)
-            return EXIT_RUNTIME
-        self._clear()
         state = machine.state
         try:
             if args.json:
@@ -197,9 +193,8 @@ class RunSession:
             else:
                 _print_result(state.result)
         except (RecursionError, ValueError) as exc:
-            print(f"runtime error: the result cannot be printed as JSON: {type(exc).__name__}: {exc}\n"
-                  "  = hint: return a flatter value, or a str", file=sys.stderr)
-            return EXIT_RUNTIME
+            raise PipeRuntimeError(f"the result cannot be printed as JSON: {type(exc).__name__}: {exc}",
+                                   hint="return a flatter value, or a str") from None
         return EXIT_OK
 
     def _clear(self) -> None:
@@ -262,27 +257,6 @@ def _envelope(run_id: str, status: str, result: Any, printed: list[str], state, 
     return envelope
 
 
-def render_runtime_error(err, source: str | None, debug: bool = False) -> str:
-    """`error: message`, the location with its source line and caret, the hint, and the .pipe call stack."""
-    from orgtree_lang.syntax.diagnostics import excerpt
-
-    lines = [f"runtime error: {err.message}"]
-    if err.span is not None:
-        lines.append(f"  --> {err.span}")
-        if source is not None and err.span.file and Path(err.span.file).name:
-            lines.extend("  " + text for text in excerpt(source, err.span))
-    if err.hint:
-        lines.append(f"  = hint: {err.hint}")
-    if err.stack:
-        lines.append(".pipe call stack (most recent call last):")
-        for entry in reversed(err.stack):
-            lines.append(f"  {entry}")
-    if debug and err.__cause__ is not None:
-        lines.append("Python traceback (--debug):")
-        lines.append("".join(traceback.format_exception(err.__cause__)).rstrip())
-    return "\n".join(lines)
-
-
 def collect_inputs(code, pairs: list[str], inputs_file: str | None) -> dict[str, Any]:
     """Inputs from --inputs FILE.json, then -i key=value pairs (parsed by each parameter's type)."""
     inputs: dict[str, Any] = {}
@@ -290,23 +264,23 @@ def collect_inputs(code, pairs: list[str], inputs_file: str | None) -> dict[str,
         try:
             data = json.loads(Path(inputs_file).read_text(encoding="utf-8"))
         except OSError as err:
-            raise UsageError(f"cannot read {inputs_file}: {err.strerror}") from None
+            raise InputError(f"cannot read {inputs_file}: {err.strerror}") from None
         except json.JSONDecodeError as err:
-            raise UsageError(f"{inputs_file}:{err.lineno}:{err.colno}: invalid JSON: {err.msg}") from None
+            raise InputError(f"{inputs_file}:{err.lineno}:{err.colno}: invalid JSON: {err.msg}") from None
         if not isinstance(data, dict):
-            raise UsageError(f"{inputs_file} must hold a JSON object of inputs, got {type(data).__name__}")
+            raise InputError(f"{inputs_file} must hold a JSON object of inputs, got {type(data).__name__}")
         inputs.update(data)
     params = {p.name: p for p in code.params}
     for pair in pairs:
         key, sep, text = pair.partition("=")
         if not sep:
-            raise UsageError(f"-i expects KEY=VALUE, got {pair!r}")
+            raise InputError(f"-i expects KEY=VALUE, got {pair!r}")
         if key not in params:
             from orgtree_lang.syntax.diagnostics import did_you_mean
 
             hint = did_you_mean(key, params)
             known = ", ".join(params) or "(none)"
-            raise UsageError(f"pipeline {code.name} has no parameter `{key}`"
+            raise InputError(f"pipeline {code.name} has no parameter `{key}`"
                              f"{'; ' + hint if hint else ''} (parameters: {known})")
         inputs[key] = parse_input(key, text, params[key].type)
     return inputs

@@ -1,4 +1,4 @@
-"""`pipe check`, `pipe dis`, `pipe fmt` and `pipe skills`: the commands that inspect programs without running them."""
+"""`pipe check`, `pipe dis` and `pipe fmt`: the commands that inspect programs without running them."""
 
 from __future__ import annotations
 
@@ -7,22 +7,33 @@ import json
 import sys
 from pathlib import Path
 
-from orgtree_lang.cli.main import EXIT_COMPILE, EXIT_OK, EXIT_USAGE
+from orgtree_lang.cli.options import EXIT_COMPILE, EXIT_OK, add_verb, registry_near
 
 
-def _registry(near: str | Path = "."):
-    """The skills a program in the workspace of `near` (a file or folder) sees, learned.* and pool changes included."""
-    from orgtree_lang.engine.registries import workspace_registry
+def register(commands) -> None:
+    check = add_verb(commands, "check", handler=command_check, help="check programs for errors without running them",
+                     description="Parse and check each FILE; report every error and warning.",
+                     examples=["pipe check examples/hello.pipe", "pipe check examples/*.pipe"])
+    check.add_argument("files", nargs="+", metavar="FILE")
 
-    near = Path(near)
-    return workspace_registry(near if near.is_dir() else near.resolve().parent)
+    dis = add_verb(commands, "dis", handler=command_dis, help="show a program's bytecode",
+                   description="Compile FILE and print its bytecode, one instruction per line.",
+                   examples=["pipe dis examples/loops.pipe", "pipe dis examples/loops.pipe --json"])
+    dis.add_argument("file", metavar="FILE")
+    dis.add_argument("--json", action="store_true", help="print the serialized bytecode (JSON) instead")
+
+    fmt = add_verb(commands, "fmt", handler=command_fmt, help="format programs in the canonical style",
+                   description="Rewrite each FILE in the canonical layout (comments are kept).",
+                   examples=["pipe fmt examples/hello.pipe", "pipe fmt --check examples/*.pipe"])
+    fmt.add_argument("files", nargs="+", metavar="FILE")
+    fmt.add_argument("--check", action="store_true", help="change nothing; exit 1 if a file would be reformatted")
 
 
 def command_check(args) -> int:
     from orgtree_lang.compile.api import compile_file
     from orgtree_lang.syntax.diagnostics import CompileError, render_all
 
-    registry = _registry(args.files[0])
+    registry = registry_near(args.files[0])
     failed = 0
     for name in args.files:
         try:
@@ -42,13 +53,8 @@ def command_check(args) -> int:
 def command_dis(args) -> int:
     from orgtree_lang.compile.api import compile_file
     from orgtree_lang.compile.disassemble import disassemble
-    from orgtree_lang.syntax.diagnostics import CompileError
 
-    try:
-        compiled = compile_file(args.file, _registry(args.file))
-    except CompileError as err:
-        print(err.render(), file=sys.stderr)
-        return EXIT_COMPILE
+    compiled = compile_file(args.file, registry_near(args.file))
     if args.json:
         print(json.dumps(compiled.program.to_json(), indent=1))
     else:
@@ -92,51 +98,3 @@ def command_fmt(args) -> int:
     if errors:
         return EXIT_COMPILE
     return 1 if args.check and would_change else EXIT_OK
-
-
-def command_skills(args) -> int:
-    registry = _registry(getattr(args, "workspace", None) or ".")
-    if args.name is None:
-        skills = list(registry)
-    elif registry.get(args.name) is not None:
-        skills = [registry.get(args.name)]
-    elif args.name in registry.namespaces():
-        skills = registry.in_namespace(args.name)
-    else:
-        suggestion = registry.suggest(args.name)
-        hint = f"; did you mean `{suggestion}`?" if suggestion else ""
-        print(f"pipe skills: no skill or namespace `{args.name}`{hint}", file=sys.stderr)
-        return EXIT_USAGE
-    skills = sorted(skills, key=lambda s: s.name)
-    if args.json:
-        print(json.dumps([_skill_json(s) for s in skills], indent=1))
-        return EXIT_OK
-    if args.name is None or len(skills) > 1:
-        width = max((len(s.name) for s in skills), default=0)
-        for s in skills:
-            summary = s.description.strip().splitlines()[0] if s.description.strip() else ""
-            print(f"{s.name:<{width}}  {summary}")
-        print(f"\n{len(skills)} skills. `pipe skills NAME` shows one in full.", file=sys.stderr)
-        return EXIT_OK
-    s = skills[0]
-    print(s.signature())
-    print()
-    print(s.description.strip())
-    if s.params:
-        print("\nParameters:")
-        for p in s.params:
-            doc = f": {p.doc}" if p.doc else ""
-            print(f"  {p.name} ({p.type}){doc}")
-    if s.returns_doc:
-        print(f"\nReturns ({s.returns}): {s.returns_doc}")
-    traits = ["pure" if s.pure else "has effects"] + (["idempotent"] if getattr(s, "idempotent", False) else [])
-    print(f"\n{', '.join(traits)}; from {s.origin}")
-    return EXIT_OK
-
-
-def _skill_json(s) -> dict:
-    return {"name": s.name, "signature": s.signature(), "description": s.description,
-            "params": [{"name": p.name, "type": str(p.type), "doc": p.doc, "required": p.required}
-                       for p in s.params],
-            "returns": str(s.returns), "pure": s.pure, "origin": s.origin,
-            "input_schema": s.input_schema(), "output_schema": s.output_schema()}

@@ -3,25 +3,25 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
-from orgtree_lang.cli.main import EXIT_OK, EXIT_USAGE
+from orgtree_lang.cli.options import EXIT_OK, add_verb, add_workspace_option
+from orgtree_lang.runtime.errors import UsageError
 
 
-def add_tree_command(commands) -> None:
-    tree = commands.add_parser(
-        "tree", help="show a run's org tree",
+def register(commands) -> None:
+    tree = add_verb(
+        commands, "tree", handler=command_tree, help="show a run's org tree",
         description="Show the org tree of RUN (default: the latest run): every pipeline call, skill call and "
                     "ambiguous block with the generated child run under it, with status, duration, model tokens "
-                    "and cost (a node's figures include everything under it).")
+                    "and cost (a node's figures include everything under it).",
+        examples=["pipe tree", "pipe tree 3f2a --depth 2 --every-call"])
     tree.add_argument("run", nargs="?", metavar="RUN", help="a run id or a unique prefix of one (default: latest)")
-    tree.add_argument("--workspace", metavar="DIR", default=".", help="the workspace (default: this folder)")
+    add_workspace_option(tree)
     tree.add_argument("--every-call", action="store_true",
                       help="one line per skill call (default: consecutive calls of one skill are folded)")
     tree.add_argument("--depth", type=int, metavar="N", help="show N levels below the entry pipeline")
     tree.add_argument("--json", action="store_true", help="print the nodes as a JSON list")
-    tree.set_defaults(handler=command_tree)
 
 
 def command_tree(args) -> int:
@@ -31,13 +31,11 @@ def command_tree(args) -> int:
 
     path = state_db_path(Path(args.workspace))
     if not path.is_file():
-        print(f"pipe tree: no runs recorded in {Path(args.workspace).resolve()} (no {path})", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(f"no runs recorded in {Path(args.workspace).resolve()} (no {path})")
     with TreeStore(path) as store:
         runs = store.run_ids()
         if not runs:
-            print(f"pipe tree: no runs recorded in {path}", file=sys.stderr)
-            return EXIT_USAGE
+            raise UsageError(f"no runs recorded in {path}")
         if args.run is None:
             run_id = runs[0]
         else:
@@ -45,9 +43,7 @@ def command_tree(args) -> int:
             if len(matches) != 1:
                 what = "no run" if not matches else f"{len(matches)} runs"
                 shown = ", ".join((matches or runs)[:8])
-                print(f"pipe tree: {what} matching `{args.run}`; {'they are' if matches else 'recent runs'}: "
-                      f"{shown}", file=sys.stderr)
-                return EXIT_USAGE
+                raise UsageError(f"{what} matching `{args.run}`; {'they are' if matches else 'recent runs'}: {shown}")
             run_id = matches[0]
         nodes = store.run_nodes(run_id)
     if args.json:

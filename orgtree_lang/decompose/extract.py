@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import re
 
+from orgtree_lang.runtime.errors import PipeError
+
 _FENCE = re.compile(r"```([A-Za-z0-9_+-]*)[ \t]*\n(.*?)```", re.S)
 _MODULE_START = re.compile(r"^\s*(#|use\b|record\b|pipeline\b)", re.M)
 
 
-class ExtractError(Exception):
+class ExtractError(PipeError):
     """The answer holds no module, or more than one; `kind` says which, the message says what to send back."""
 
     def __init__(self, message: str, kind: str) -> None:

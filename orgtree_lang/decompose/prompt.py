@@ -8,6 +8,7 @@ from typing import Any
 
 from orgtree_lang.compile.code import AmbiguousSpec
 from orgtree_lang.decompose.spec import required_signature
+from orgtree_lang.runtime.errors import PipeError
 from orgtree_lang.runtime.values import display
 
 CONTEXT_SHARE = 0.25  # the share of the author model's context window the request may take
@@ -25,7 +26,7 @@ _LEVELS = (
 _WORD = re.compile(r"[a-z0-9]+")
 
 
-class PromptTooLarge(Exception):
+class PromptTooLarge(PipeError):
     """Even the smallest form of the request does not fit the model's share of its context window."""
 
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from orgtree_lang.runtime.errors import PipeError
 from orgtree_lang.runtime.files import write_atomic
 
 HEADER = "# orgtree: "
 
 
-class StoreError(Exception):
+class StoreError(PipeError):
     """A module the store refuses to save (it does not compile), or a saved file it cannot read."""
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from orgtree_lang.runtime.errors import UsageError
 from orgtree_lang.runtime.values import encode
 
 JOURNAL_FORMAT = 1
@@ -49,7 +50,7 @@ CREATE TABLE IF NOT EXISTS checkpoints (
 """
 
 
-class JournalError(Exception):
+class JournalError(UsageError):
     """The journal cannot be used: missing, corrupt, from a newer version, or in use."""
 
 

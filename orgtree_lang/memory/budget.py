@@ -11,6 +11,7 @@ from pathlib import Path
 
 from orgtree_lang.models.backends import is_offline
 from orgtree_lang.models.tokens import DEFAULT_CONTEXT_WINDOW
+from orgtree_lang.runtime.errors import UsageError
 
 MODEL_MAP_FILE = "model_prices_and_context_window_backup.json"
 # Below this a budget cannot hold a useful summary, let alone a piece of text with its node label.
@@ -18,7 +19,7 @@ MIN_BUDGET = 64
 _WINDOW_SUFFIX = re.compile(r"^(?P<name>.+):(?P<tokens>\d+)$")
 
 
-class BudgetError(ValueError):
+class BudgetError(UsageError, ValueError):
     """A context window cannot be found, or is too small for any view."""
 
 

@@ -15,13 +15,14 @@ from orgtree_lang.memory.store import NodeStore
 from orgtree_lang.memory.summarize import ExtractiveSummarizer, Summarizer
 from orgtree_lang.memory.tokenizer import Tokenizer
 from orgtree_lang.memory.tree import PIECE_TOKENS, TreeBuilder, View, split_document
+from orgtree_lang.runtime.errors import UsageError
 
 # Pieces made when a document is added are counted with this model's tokenizer (o200k_base).
 PIECE_MODEL = "gpt-4o"
 Progress = Callable[[int, int], None]
 
 
-class MemoryInputError(ValueError):
+class MemoryInputError(UsageError, ValueError):
     """Input the memory cannot take: an empty text, a file that is not UTF-8 text, an unknown node."""
 
 

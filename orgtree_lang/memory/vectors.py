@@ -9,11 +9,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
+from orgtree_lang.runtime.errors import PipeError
+
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 BATCH = 64
 
 
-class VectorsUnavailable(RuntimeError):
+class VectorsUnavailable(PipeError, RuntimeError):
     """torch, sentence-transformers or faiss cannot be imported, or the embedding model cannot load."""
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from orgtree_lang.runtime.errors import UsageError
 from orgtree_lang.runtime.state_db import Transaction, open_state_db, state_db_path
 
 
@@ -29,13 +30,9 @@ class BugReport:
     created: float
 
 
-class PoolError(Exception):
+class PoolError(UsageError):
     """A request the skill pool refuses: an unknown bug report or skill, or one already decided."""
 
-    def __init__(self, message: str, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
 
 
 def state_db(root: Path | str) -> Path:

@@ -6,13 +6,15 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from orgtree_lang.syntax.errors import UsageError
+
 CONFIG_NAME = "orgtree.toml"
 
 _TYPE_WORDS = {str: "a string", int: "a whole number", float: "a number", bool: "true or false",
                list: "a list", dict: "a table"}
 
 
-class ConfigError(Exception):
+class ConfigError(UsageError):
     """orgtree.toml cannot be read, or a table or key in it has the wrong shape."""
 
 

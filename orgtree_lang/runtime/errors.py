@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
+import traceback
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from orgtree_lang.syntax.errors import EXIT_RUNTIME, PipeError, UsageError
 from orgtree_lang.syntax.spans import Span
 
-
-class PipeError(Exception):
-    """Base class for every error orgtree_lang reports to a user (never shown as a traceback)."""
+__all__ = ["PipeError", "UsageError", "SkillError", "SkillArgumentError", "StackEntry", "PipeRuntimeError"]
 
 
 class SkillError(PipeError):
     """A skill could not do what it was asked; the message says why, the hint how to fix it."""
-
-    def __init__(self, message: str, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
 
 
 class SkillArgumentError(SkillError):
@@ -52,9 +48,35 @@ class PipeRuntimeError(PipeError):
     hint: str | None = None
     stack: list[StackEntry] = field(default_factory=list)
     catchable: bool = True
+    # The program's text, set by whoever ran it, so that the error can show the line it points at.
+    source: str | None = field(default=None, repr=False, compare=False)
+
+    exit_code = EXIT_RUNTIME
 
     def __post_init__(self) -> None:
-        super().__init__(self.message)
+        Exception.__init__(self, self.message)
 
     def __str__(self) -> str:
         return self.message
+
+    def render(self, command: str = "pipe", debug: bool = False) -> str:
+        """`runtime error: message`, the location with its source line and caret, the hint, the .pipe call stack,
+        the notes added on the way up, and with `debug` the Python traceback of the cause."""
+        from orgtree_lang.syntax.diagnostics import excerpt
+
+        lines = [f"runtime error: {self.message}"]
+        if self.span is not None:
+            lines.append(f"  --> {self.span}")
+            if self.source is not None and self.span.file and Path(self.span.file).name:
+                lines.extend("  " + text for text in excerpt(self.source, self.span))
+        if self.hint:
+            lines.append(f"  = hint: {self.hint}")
+        if self.stack:
+            lines.append(".pipe call stack (most recent call last):")
+            for entry in reversed(self.stack):
+                lines.append(f"  {entry}")
+        if debug and self.__cause__ is not None:
+            lines.append("Python traceback (--debug):")
+            lines.append("".join(traceback.format_exception(self.__cause__)).rstrip())
+        lines.extend(getattr(self, "__notes__", ()))
+        return "\n".join(lines)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from orgtree_lang.syntax.errors import UsageError
 
-class InputError(Exception):
+
+class InputError(UsageError):
     """An input value that cannot be read as its parameter's type."""
 
 

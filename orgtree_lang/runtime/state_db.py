@@ -6,28 +6,24 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from orgtree_lang.runtime.errors import PipeError
+from orgtree_lang.runtime.errors import UsageError
 from orgtree_lang.runtime.schema import MIGRATIONS, Migration
 from orgtree_lang.runtime.workspace import STATE_DIR_NAME
 
 STATE_DB_NAME = "state.db"
 
 
-class StateSchemaError(PipeError):
-    """state.db was written by a newer orgtree-lang (a schema version this one does not know); the CLI exits 2."""
+class StateSchemaError(UsageError):
+    """state.db was written by a newer orgtree-lang (a schema version this one does not know): exit 2."""
 
     def __init__(self, path: Path, found: int, supported: int) -> None:
         from orgtree_lang import __version__
 
+        super().__init__(f"{path} has schema version {found}, but this pipe (orgtree-lang {__version__}) "
+                         f"supports state.db schema versions up to {supported}",
+                         hint="the workspace was written by a newer orgtree-lang: upgrade orgtree-lang "
+                              "(pip install --upgrade orgtree-lang) to use it; this pipe changes nothing in it")
         self.path, self.found, self.supported = path, found, supported
-        self.message = (f"{path} has schema version {found}, but this pipe (orgtree-lang {__version__}) "
-                        f"supports state.db schema versions up to {supported}")
-        self.hint = ("the workspace was written by a newer orgtree-lang: upgrade orgtree-lang "
-                     "(pip install --upgrade orgtree-lang) to use it; this pipe changes nothing in it")
-        super().__init__(self.message)
-
-    def __str__(self) -> str:
-        return self.message
 
 
 def state_db_path(workspace_root: Path | str) -> Path:

@@ -6,6 +6,7 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from orgtree_lang.syntax.errors import EXIT_COMPILE, PipeError
 from orgtree_lang.syntax.spans import Span
 
 
@@ -43,8 +44,10 @@ def excerpt(source: str, span: Span) -> list[str]:
     return [gutter + text, " " * (len(gutter) - 2) + "| " + " " * start + "^" + "~" * (width - 1)]
 
 
-class CompileError(Exception):
+class CompileError(PipeError):
     """Raised when a source file has errors; carries every diagnostic found in it."""
+
+    exit_code = EXIT_COMPILE
 
     def __init__(self, diagnostics: list[Diagnostic], sources: dict[str, str] | None = None) -> None:
         self.diagnostics = diagnostics
@@ -52,7 +55,8 @@ class CompileError(Exception):
         errors = [d for d in diagnostics if d.severity == "error"]
         super().__init__(f"{len(errors)} error(s)" + (f": {errors[0].message}" if errors else ""))
 
-    def render(self) -> str:
+    def render(self, command: str = "pipe", debug: bool = False) -> str:
+        """Every diagnostic with its source line, caret and hint, then the count (`file:line:col` says where)."""
         return render_all(self.diagnostics, self.sources)
 
 

@@ -7,77 +7,70 @@ import sys
 import time
 from pathlib import Path
 
-from orgtree_lang.cli.main import EXIT_COMPILE, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, add_model_options
+from orgtree_lang.cli.options import (EXIT_OK, EXIT_RUNTIME, add_budget_options, add_model_options, add_verb,
+                                      add_workspace_option, budget_from_args)
+from orgtree_lang.runtime.errors import PipeRuntimeError, UsageError
+
+_WORKSPACE_HELP = "the workspace whose .orgtree/runs holds the run (default: this folder)"
 
 
-def add_run_commands(commands) -> None:
-    def with_workspace(parser):
-        parser.add_argument("--workspace", metavar="DIR", default=".",
-                            help="the workspace whose .orgtree/runs holds the run (default: this folder)")
+def register(commands) -> None:
+    def verb(name: str, **fields):
+        parser = add_verb(commands, name, **fields)
+        add_workspace_option(parser, help=_WORKSPACE_HELP)
         return parser
 
-    def with_budgets(parser):
-        parser.add_argument("--max-steps", type=int, metavar="N", help="new step limit (steps already done count)")
-        parser.add_argument("--max-seconds", type=float, metavar="S", help="new limit on wall seconds (so far count)")
-        parser.add_argument("--max-skill-calls", type=int, metavar="N", help="new limit on skill calls")
-        parser.add_argument("--max-tokens", type=int, metavar="N", help="new limit on model tokens (so far count)")
-        parser.add_argument("--max-cost", type=float, metavar="USD", help="new limit on model cost (so far counts)")
+    def with_attempt_options(parser):
+        add_budget_options(parser, resumed=True)
         parser.add_argument("--json", action="store_true", help="print one JSON envelope")
         parser.add_argument("--debug", action="store_true", help="show Python tracebacks for internal errors")
         add_model_options(parser)
         return parser
 
-    runs = with_workspace(commands.add_parser("runs", help="list the saved runs of a workspace",
-                                              description="List runs: id, program, status, start, duration, steps."))
+    runs = verb("runs", handler=command_runs, help="list the saved runs of a workspace",
+                description="List runs: id, program, status, start, duration, steps.",
+                examples=["pipe runs", "pipe runs --workspace examples --json"])
     runs.add_argument("--json", action="store_true", help="print JSON")
-    runs.set_defaults(handler=command_runs)
 
-    show = with_workspace(commands.add_parser("show", help="show a run: inputs, output, error, node tree",
-                                              description="Show a saved run."))
+    show = verb("show", handler=command_show, help="show a run: inputs, output, error, node tree",
+                description="Show a saved run.", examples=["pipe show 3f2a", "pipe show 3f2a9c1d7e0b --json"])
     show.add_argument("run", metavar="RUN", help="a run id (or a unique prefix of one)")
     show.add_argument("--json", action="store_true", help="print JSON")
-    show.set_defaults(handler=command_show)
 
-    resume = with_budgets(with_workspace(commands.add_parser(
-        "resume", help="continue a crashed, stopped or failed run",
+    resume = with_attempt_options(verb(
+        "resume", handler=command_resume, help="continue a crashed, stopped or failed run",
         description="Continue RUN from its last checkpoint without redoing journaled steps. If the program "
-                    "changed, the finished part is re-run against the journal: it must ask for the same steps.")))
+                    "changed, the finished part is re-run against the journal: it must ask for the same steps.",
+        examples=["pipe resume 3f2a", "pipe resume 3f2a --max-steps 50000 --program moved/triage.pipe"]))
     resume.add_argument("run", metavar="RUN")
     resume.add_argument("--from-scratch", action="store_true",
                         help="forget the journal and run again from the start (side effects happen again)")
     resume.add_argument("--program", metavar="FILE", help="the program, if it moved since the run started")
-    resume.set_defaults(handler=command_resume)
 
-    replay = with_workspace(commands.add_parser(
-        "replay", help="re-execute a run from its journal, with no outside calls",
-        description="Re-execute RUN offline: every side-effecting step comes from the journal. Compares the "
-                    "output, result and trace with the original and reports the first difference."))
+    replay = verb("replay", handler=command_replay, help="re-execute a run from its journal, with no outside calls",
+                  description="Re-execute RUN offline: every side-effecting step comes from the journal. Compares "
+                              "the output, result and trace with the original and reports the first difference.",
+                  examples=["pipe replay 3f2a", "pipe replay 3f2a --quiet"])
     replay.add_argument("run", metavar="RUN")
     replay.add_argument("--quiet", action="store_true", help="do not print the replayed output")
-    replay.set_defaults(handler=command_replay)
 
-    retry = with_budgets(with_workspace(commands.add_parser(
-        "retry", help="run one node of a run again, reusing everything else",
+    retry = with_attempt_options(verb(
+        "retry", handler=command_retry, help="run one node of a run again, reusing everything else",
         description="Run node NODE of RUN (and what depends on its result) again; every other journaled step "
-                    "is reused. `pipe show RUN` lists the nodes.")))
+                    "is reused. `pipe show RUN` lists the nodes.",
+        examples=["pipe retry 3f2a --node main/fetch#2"]))
     retry.add_argument("run", metavar="RUN")
     retry.add_argument("--node", required=True, metavar="NODE", help="e.g. main/fetch#2")
-    retry.set_defaults(handler=command_retry)
 
-    fork = with_budgets(with_workspace(commands.add_parser(
-        "fork", help="start a new run from a step of an old one",
+    fork = with_attempt_options(verb(
+        "fork", handler=command_fork, help="start a new run from a step of an old one",
         description="Start a new run from step STEP of RUN (its journaled effects are reused up to there), "
-                    "with some inputs (at step 0) or variables changed.")))
+                    "with some inputs (at step 0) or variables changed.",
+        examples=["pipe fork 3f2a --at 0 -i name=Ada", "pipe fork 3f2a --at 12 -i tries=5"]))
     fork.add_argument("run", metavar="RUN")
     fork.add_argument("--at", type=int, required=True, metavar="STEP", help="the step to start from (0: the start)")
     fork.add_argument("-i", "--set", dest="changes", action="append", default=[], metavar="NAME=VALUE",
                       help="an input (at step 0) or a variable of the pipeline running at STEP")
-    fork.set_defaults(handler=command_fork)
-
-
-def _fail(command: str, message: str, code: int = EXIT_USAGE) -> int:
-    print(f"pipe {command}: {message}", file=sys.stderr)
-    return code
 
 
 def command_runs(args) -> int:
@@ -101,16 +94,13 @@ def command_runs(args) -> int:
 
 
 def command_show(args) -> int:
-    from orgtree_lang.durable.journal import Journal, JournalError
+    from orgtree_lang.durable.journal import Journal
     from orgtree_lang.durable.runs import effective_status, find_run
     from orgtree_lang.durable.resume import node_names
     from orgtree_lang.runtime.values import decode, display, to_plain
 
-    try:
-        run_dir = find_run(Path(args.workspace), args.run)
-        journal = Journal.open(run_dir)
-    except JournalError as err:
-        return _fail("show", str(err))
+    run_dir = find_run(Path(args.workspace), args.run)
+    journal = Journal.open(run_dir)
     try:
         meta = journal.meta()
         steps = journal.steps()
@@ -153,14 +143,11 @@ def command_show(args) -> int:
     return EXIT_OK
 
 
-def _attempt(args, command: str, action, source_for_errors) -> int:
+def _attempt(args, action, source_for_errors) -> int:
     """Run a resume/retry/fork attempt through the same reporting as `pipe run`."""
-    from orgtree_lang.cli.run import RunSession, budget_from_args, make_decomposer
-    from orgtree_lang.durable.journal import JournalError
+    from orgtree_lang.cli.run import RunSession, make_decomposer
     from orgtree_lang.models.roles import RunModels
     from orgtree_lang.engine.registries import workspace_registry
-    from orgtree_lang.runtime.inputs import InputError
-    from orgtree_lang.syntax.diagnostics import CompileError
 
     registry = workspace_registry(Path(args.workspace))
     run_id = getattr(args, "new_run_id", None) or args.run
@@ -174,34 +161,8 @@ def _attempt(args, command: str, action, source_for_errors) -> int:
                               decomposer_factory=decomposer_for,
                               models=RunModels.from_config(args.model, args.review_model,
                                                            api_base=getattr(args, "api_base", None)))
-    failure: list[int] = []
-
-    def attempt():
-        try:
-            return action(Path(args.workspace), registry, options)
-        except (JournalError, InputError) as err:
-            failure.append(_fail(command, str(err)))
-        except CompileError as err:
-            print(err.render(), file=sys.stderr)
-            failure.append(EXIT_COMPILE)
-        return None
-
-    def guarded():
-        machine = attempt()
-        if machine is None:
-            raise _Stop()
-        return machine
-
-    try:
-        return session.report(guarded, source_for_errors(), resumable=True, workspace=Path(args.workspace))
-    except _Stop:
-        return failure[0] if failure else EXIT_RUNTIME
-
-
-class _Stop(BaseException):
-    """An attempt that could not start (bad run id, corrupt journal, compile error): already reported.
-
-    A BaseException, so that RunSession.report does not take it for a bug in orgtree_lang."""
+    return session.report(lambda: action(Path(args.workspace), registry, options), source_for_errors(),
+                          resumable=True, workspace=Path(args.workspace))
 
 
 def _current_source(args):
@@ -225,7 +186,7 @@ def _current_source(args):
 def command_resume(args) -> int:
     from orgtree_lang.engine import runs as durable_runs
 
-    return _attempt(args, "resume", lambda root, registry, options: durable_runs.resume(
+    return _attempt(args, lambda root, registry, options: durable_runs.resume(
         root, args.run, registry, options, from_scratch=args.from_scratch,
         program_path=Path(args.program) if args.program else None), _current_source(args))
 
@@ -233,7 +194,7 @@ def command_resume(args) -> int:
 def command_retry(args) -> int:
     from orgtree_lang.engine import runs as durable_runs
 
-    return _attempt(args, "retry", lambda root, registry, options: durable_runs.retry(
+    return _attempt(args, lambda root, registry, options: durable_runs.retry(
         root, args.run, registry, options, args.node), _current_source(args))
 
 
@@ -245,31 +206,29 @@ def command_fork(args) -> int:
     for pair in args.changes:
         key, sep, value = pair.partition("=")
         if not sep:
-            return _fail("fork", f"-i expects NAME=VALUE, got {pair!r}")
+            raise UsageError(f"-i expects NAME=VALUE, got {pair!r}")
         changes[key] = value
     args.new_run_id = new_run_id()
-    code = _attempt(args, "fork", lambda root, registry, options: durable_runs.fork(
-        root, args.run, registry, options, args.at, changes), _current_source(args))
-    if code in (EXIT_OK, EXIT_RUNTIME) and (Path(args.workspace) / ".orgtree" / "runs" / args.new_run_id).is_dir():
-        print(f"forked run {args.run} at step {args.at} into run {args.new_run_id}", file=sys.stderr)
+    forked = f"forked run {args.run} at step {args.at} into run {args.new_run_id}"
+    try:
+        code = _attempt(args, lambda root, registry, options: durable_runs.fork(
+            root, args.run, registry, options, args.at, changes), _current_source(args))
+    except PipeRuntimeError as err:
+        if (Path(args.workspace) / ".orgtree" / "runs" / args.new_run_id).is_dir():
+            err.add_note(forked)
+        raise
+    if (Path(args.workspace) / ".orgtree" / "runs" / args.new_run_id).is_dir():
+        print(forked, file=sys.stderr)
     return code
 
 
 def command_replay(args) -> int:
     from orgtree_lang.engine import runs as durable_runs
-    from orgtree_lang.durable.journal import JournalError
     from orgtree_lang.engine.registries import workspace_registry
-    from orgtree_lang.syntax.diagnostics import CompileError
 
     printer = None if args.quiet else print
-    try:
-        report = durable_runs.replay(Path(args.workspace), args.run, workspace_registry(Path(args.workspace)),
-                                printer=printer)
-    except JournalError as err:
-        return _fail("replay", str(err))
-    except CompileError as err:
-        print(err.render(), file=sys.stderr)
-        return EXIT_COMPILE
+    report = durable_runs.replay(Path(args.workspace), args.run, workspace_registry(Path(args.workspace)),
+                            printer=printer)
     print(f"replayed run {report.run_id}: {report.reused} journaled step(s) reused, "
           f"{report.outside_calls} outside call(s)", file=sys.stderr)
     if report.identical:

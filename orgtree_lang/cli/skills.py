@@ -1,5 +1,6 @@
-"""`pipe skills history | report | bugs | review | promote | export`: the skill pool's call history, bug reports
-and their reviews, promotion of generated modules to `learned.*`, and sharing them."""
+"""`pipe skills [NAME]` and `pipe skills history | report | bugs | review | promote | export`: the skills a
+workspace sees, the skill pool's call history, bug reports and their reviews, promotion of generated modules to
+`learned.*`, and sharing them."""
 
 from __future__ import annotations
 
@@ -8,36 +9,40 @@ import json
 import sys
 from pathlib import Path
 
-from orgtree_lang.cli.main import EXIT_OK, EXIT_RUNTIME, EXIT_USAGE
-
-ACTIONS = ("history", "report", "bugs", "review", "promote", "export")
-
-EPILOG = """\
-actions (`pipe skills ACTION --help` for each):
-  history NAME        every recorded call of a skill or module, newest first
-  report NAME ...     file a bug report about a skill (reviewed at once when a model is configured)
-  bugs [NAME]         bug reports and the reviewers' decisions
-  review [BUG]        have a reviewer (never the reporter) decide open reports: fix, modify or remove
-  promote MODULE      test a generated module with an independent reviewer; accepted -> learned.<name>
-  export DIR          write the promoted modules to DIR for sharing"""
+from orgtree_lang.cli.options import (EXIT_OK, EXIT_RUNTIME, add_reviewer_options, add_sub_verbs, add_verb,
+                                      add_workspace_option, registry_near)
+from orgtree_lang.runtime.errors import UsageError
 
 
-def action_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pipe skills", description="Work on the skill pool of a workspace.",
-                                     epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+def register(commands) -> None:
+    skills = add_verb(commands, "skills", handler=command_skills,
+                      help="list skills, or show one; work on the skill pool",
+                      description="List the skills of the workspace (installed and learned.*), or show NAME's "
+                                  "signature and docs; the actions work on the skill pool "
+                                  "(`pipe skills ACTION --help` for each).",
+                      examples=["pipe skills", "pipe skills text.split", "pipe skills text --json",
+                                "pipe skills history text.split"],
+                      usage="pipe skills [-h] [--workspace DIR] [--json] [NAME | ACTION ...]")
+    add_workspace_option(skills)
+    skills.add_argument("--json", action="store_true", help="print JSON (name, signature, schema, docs)")
+    skills.set_defaults(name=None)
+    actions = add_sub_verbs(skills, action=_ActionOrSkill)
 
-    def add(name: str, help_text: str) -> argparse.ArgumentParser:
-        sub = actions.add_parser(name, help=help_text, description=help_text)
-        sub.add_argument("--workspace", metavar="DIR", default=".", help="the workspace (default: this folder)")
-        return sub
+    def action(name: str, handler, help: str, examples: list[str]) -> argparse.ArgumentParser:
+        parser = add_verb(actions, name, handler=handler, help=help, description=help,
+                          examples=examples)
+        add_workspace_option(parser)
+        return parser
 
-    history = add("history", "show every recorded call of a skill or module, newest first")
+    history = action("history", history_command, "show every recorded call of a skill or module, newest first",
+                     ["pipe skills history text.split", "pipe skills history classify --limit 10 --json"])
     history.add_argument("name", metavar="NAME", help="a skill (text.split) or module name")
     history.add_argument("--limit", type=int, default=50, metavar="N", help="show at most N calls (default 50)")
     history.add_argument("--json", action="store_true", help="print JSON")
 
-    report = add("report", "file a bug report about a skill")
+    report = action("report", report_command, "file a bug report about a skill",
+                    ["pipe skills report text.split --use-case \"split a CSV line\" --expected \"3 fields\" "
+                     "--observed \"1 field\" --no-review"])
     report.add_argument("name", metavar="NAME", help="the skill the report is about")
     report.add_argument("--use-case", required=True, metavar="TEXT", help="what you were trying to do")
     report.add_argument("--expected", required=True, metavar="TEXT", help="the outcome you expected")
@@ -47,51 +52,112 @@ def action_parser() -> argparse.ArgumentParser:
     report.add_argument("--conversation", metavar="ID", help="the reporter's conversation id (default: a new one); "
                                                              "the reviewer must never run in it")
     report.add_argument("--no-review", action="store_true", help="only file it; review later with `review`")
-    _model_options(report)
+    add_reviewer_options(report)
 
-    bugs = add("bugs", "list bug reports and the decisions about them")
+    bugs = action("bugs", bugs_command, "list bug reports and the decisions about them",
+                  ["pipe skills bugs", "pipe skills bugs text.split --open --json"])
     bugs.add_argument("name", nargs="?", metavar="NAME", help="only reports about this skill")
     bugs.add_argument("--open", action="store_true", help="only reports still open")
     bugs.add_argument("--json", action="store_true", help="print JSON")
 
-    review = add("review", "have a reviewer decide open bug reports (fix, modify or remove)")
-    review.add_argument("bug", nargs="?", type=int, metavar="BUG", help="one report's number (default: every open one)")
-    _model_options(review)
+    review = action("review", review_command, "have a reviewer decide open bug reports (fix, modify or remove)",
+                    ["pipe skills review --review-model openai/gpt-4o-mini", "pipe skills review 3 --model SPEC"])
+    review.add_argument("bug", nargs="?", type=int, metavar="BUG",
+                        help="one report's number (default: every open one)")
+    add_reviewer_options(review)
 
-    promote = add("promote", "test a generated module with an independent reviewer and add it to the pool")
+    promote = action("promote", promote_command,
+                     "test a generated module with an independent reviewer and add it to the pool",
+                     ["pipe skills promote classify --review-model openai/gpt-4o-mini",
+                      "pipe skills promote triage/classify --name classify_report --model SPEC"])
     promote.add_argument("module", metavar="MODULE", help="a saved module: block name, PARENT/BLOCK or path "
                                                           "(`pipe modules list` shows them)")
     promote.add_argument("--name", metavar="NAME", help="its skill name under learned. (default: the block name)")
-    _model_options(promote)
+    add_reviewer_options(promote)
 
-    export = add("export", "write the promoted modules to a folder for sharing")
+    export = action("export", export_command, "write the promoted modules to a folder for sharing",
+                    ["pipe skills export shared/learned"])
     export.add_argument("dir", metavar="DIR", help="the folder to write them to (created if needed)")
-    return parser
 
 
-def _model_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", metavar="SPEC", help="the reviewer's model when --review-model is not given "
-                                                        "(default: PIPE_MODEL, or [model] name in orgtree.toml)")
-    parser.add_argument("--review-model", metavar="SPEC", help="the reviewer's model (default: PIPE_REVIEW_MODEL, "
-                                                               "[model] review, or the --model one)")
+class _ActionOrSkill(argparse._SubParsersAction):
+    """`pipe skills ACTION ...` runs a pool action; any other first word is the skill or namespace NAME to show."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.choices = _AnyWord(self._name_parser_map)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        word, *rest = values
+        if word in self._name_parser_map:
+            super().__call__(parser, namespace, values, option_string)
+            return
+        if namespace.name is not None:
+            parser.error(f"expected one skill NAME, got `{namespace.name}` and `{word}`")
+        namespace.name = word
+        _, extras = parser.parse_known_args(rest, namespace)
+        if extras:
+            vars(namespace).setdefault(argparse._UNRECOGNIZED_ARGS_ATTR, []).extend(extras)
 
 
-def run_action(argv: list[str]) -> int:
-    args = action_parser().parse_args(argv)
-    from orgtree_lang.models.base import ModelError
-    from orgtree_lang.pool.store import PoolError
-    from orgtree_lang.review.errors import ReviewError
-    from orgtree_lang.runtime.errors import SkillError
+class _AnyWord:
+    """The actions, for argparse's choice check, which any word passes (it may be a skill NAME)."""
 
-    handler = {"history": history, "report": report, "bugs": bugs, "review": review, "promote": promote,
-               "export": export}[args.action]
-    try:
-        return handler(args)
-    except (PoolError, ModelError, ReviewError, SkillError) as err:
-        print(f"pipe skills {args.action}: {err.message}", file=sys.stderr)
-        if getattr(err, "hint", None):
-            print(f"  = hint: {err.hint}", file=sys.stderr)
-        return EXIT_RUNTIME if isinstance(err, (ModelError, ReviewError)) else EXIT_USAGE
+    def __init__(self, actions: dict) -> None:
+        self.actions = actions
+
+    def __contains__(self, word) -> bool:
+        return True
+
+    def __iter__(self):
+        return iter(self.actions)
+
+
+def command_skills(args) -> int:
+    registry = registry_near(args.workspace)
+    if args.name is None:
+        skills = list(registry)
+    elif registry.get(args.name) is not None:
+        skills = [registry.get(args.name)]
+    elif args.name in registry.namespaces():
+        skills = registry.in_namespace(args.name)
+    else:
+        suggestion = registry.suggest(args.name)
+        hint = f"; did you mean `{suggestion}`?" if suggestion else ""
+        raise UsageError(f"no skill or namespace `{args.name}`{hint}")
+    skills = sorted(skills, key=lambda s: s.name)
+    if args.json:
+        print(json.dumps([_skill_json(s) for s in skills], indent=1))
+        return EXIT_OK
+    if args.name is None or len(skills) > 1:
+        width = max((len(s.name) for s in skills), default=0)
+        for s in skills:
+            summary = s.description.strip().splitlines()[0] if s.description.strip() else ""
+            print(f"{s.name:<{width}}  {summary}")
+        print(f"\n{len(skills)} skills. `pipe skills NAME` shows one in full.", file=sys.stderr)
+        return EXIT_OK
+    s = skills[0]
+    print(s.signature())
+    print()
+    print(s.description.strip())
+    if s.params:
+        print("\nParameters:")
+        for p in s.params:
+            doc = f": {p.doc}" if p.doc else ""
+            print(f"  {p.name} ({p.type}){doc}")
+    if s.returns_doc:
+        print(f"\nReturns ({s.returns}): {s.returns_doc}")
+    traits = ["pure" if s.pure else "has effects"] + (["idempotent"] if getattr(s, "idempotent", False) else [])
+    print(f"\n{', '.join(traits)}; from {s.origin}")
+    return EXIT_OK
+
+
+def _skill_json(s) -> dict:
+    return {"name": s.name, "signature": s.signature(), "description": s.description,
+            "params": [{"name": p.name, "type": str(p.type), "doc": p.doc, "required": p.required}
+                       for p in s.params],
+            "returns": str(s.returns), "pure": s.pure, "origin": s.origin,
+            "input_schema": s.input_schema(), "output_schema": s.output_schema()}
 
 
 def _reviewer(args):
@@ -103,14 +169,13 @@ def _reviewer(args):
     return models.reviewer()
 
 
-def history(args) -> int:
+def history_command(args) -> int:
     from orgtree_lang.pool.history import workspace_history
 
     try:
         calls = workspace_history(Path(args.workspace))(args.name, args.limit)
     except RuntimeError as err:
-        print(f"pipe skills history: {err}", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(str(err)) from None
     if args.json:
         print(json.dumps([call.__dict__ for call in calls], indent=1))
         return EXIT_OK
@@ -124,7 +189,7 @@ def history(args) -> int:
     return EXIT_OK
 
 
-def report(args) -> int:
+def report_command(args) -> int:
     import uuid
 
     from orgtree_lang.engine.registries import workspace_registry
@@ -147,7 +212,7 @@ def report(args) -> int:
     return _review_open(args, [bug_id], registry)
 
 
-def review(args) -> int:
+def review_command(args) -> int:
     from orgtree_lang.engine.registries import workspace_registry
     from orgtree_lang.pool.store import PoolStore
 
@@ -188,7 +253,7 @@ def _decision_line(row: dict) -> str:
     return f"bug #{row['bug']} {row['skill']}: {row['decision']} {row['outcome']};{evidence} {row['reasoning']}{detail}"
 
 
-def bugs(args) -> int:
+def bugs_command(args) -> int:
     from orgtree_lang.pool.store import PoolStore, state_db
 
     if not state_db(Path(args.workspace)).is_file():
@@ -215,25 +280,23 @@ def bugs(args) -> int:
     return EXIT_OK
 
 
-def promote(args) -> int:
-    from orgtree_lang.cli.modules import _matches
+def promote_command(args) -> int:
+    from orgtree_lang.cli.modules import matching_modules
     from orgtree_lang.decompose.store import ModuleStore
     from orgtree_lang.pool.promote import promote as promote_module
     from orgtree_lang.engine.registries import workspace_registry
 
     root = Path(args.workspace)
     store = ModuleStore(root)
-    saved = [m for m in store.all() if _matches(m, args.module, store.root)]
+    saved = matching_modules(store, args.module)
     if len(saved) != 1:
         names = ", ".join(str(m.path.relative_to(store.root)) for m in (saved or store.all())) or "none"
         what = "names several modules" if saved else "is not a saved module"
-        print(f"pipe skills promote: `{args.module}` {what} (candidates: {names})", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError(f"`{args.module}` {what} (candidates: {names})")
     reviewer = _reviewer(args)
     if reviewer is None:
-        print("pipe skills promote: promotion needs a reviewer model: pass --review-model SPEC or --model SPEC "
-              "(or set PIPE_MODEL)", file=sys.stderr)
-        return EXIT_USAGE
+        raise UsageError("promotion needs a reviewer model: pass --review-model SPEC or --model SPEC "
+                         "(or set PIPE_MODEL)")
     result = promote_module(root, saved[0], reviewer=reviewer, registry=workspace_registry(root), name=args.name,
                             progress=lambda text: print(text, file=sys.stderr))
     for index, case in enumerate(result["cases"]):
@@ -247,7 +310,7 @@ def promote(args) -> int:
     return EXIT_RUNTIME
 
 
-def export(args) -> int:
+def export_command(args) -> int:
     from orgtree_lang.pool.learned import LearnedStore
 
     written = LearnedStore(Path(args.workspace)).export(Path(args.dir))

@@ -1,0 +1,117 @@
+"""What the `pipe` verbs share: exit codes, the one way to add a verb, and the workspace, budget and model options."""
+
+from __future__ import annotations
+
+import argparse
+import textwrap
+from pathlib import Path
+from typing import Callable
+
+from orgtree_lang.syntax.errors import EXIT_COMPILE, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE
+
+__all__ = ["EXIT_OK", "EXIT_USAGE", "EXIT_COMPILE", "EXIT_RUNTIME", "add_verb", "add_sub_verbs", "add_workspace_option",
+           "add_budget_options", "budget_from_args", "add_model_options", "add_reviewer_options", "positive",
+           "registry_near"]
+
+WORKSPACE_HELP = "the workspace (default: this folder)"
+HELP_WIDTH = 78
+
+
+def add_verb(commands, name: str, *, help: str, description: str, examples: list[str],
+             handler: Callable | None = None, usage: str | None = None) -> argparse.ArgumentParser:
+    """Add `pipe NAME` (or a sub-verb) with its one-line help, description and examples; `handler(args)` runs it."""
+    lines = "\n".join(f"  {example}" for example in examples)
+    # Examples keep their lines, so the description is wrapped here rather than by argparse.
+    parser = commands.add_parser(name, help=help, description=textwrap.fill(description, HELP_WIDTH), usage=usage,
+                                 epilog=f"example{'s' if len(examples) > 1 else ''}:\n{lines}",
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    # `verb` names the command in its error messages (`pipe skills history: ...`); a sub-verb's replaces its verb's.
+    parser.set_defaults(verb=parser.prog)
+    if handler is not None:
+        parser.set_defaults(handler=handler)
+    return parser
+
+
+def add_sub_verbs(parser: argparse.ArgumentParser, action=None):
+    """The sub-verbs of a verb (`pipe ctx add`): each is added with `add_verb` on what this returns."""
+    kwargs = {"action": action} if action is not None else {}
+    return parser.add_subparsers(dest="action", metavar="ACTION", required=action is None, **kwargs)
+
+
+def add_workspace_option(parser: argparse.ArgumentParser, help: str = WORKSPACE_HELP,
+                         default: str | None = ".") -> None:
+    parser.add_argument("--workspace", metavar="DIR", default=default, help=help)
+
+
+def positive(convert, what: str):
+    """An argparse type: a number above zero, with a message that says what was expected."""
+
+    def parse(text: str):
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"expected a number above 0, got {text}")
+        return value
+
+    return parse
+
+
+positive_int = positive(int, "a whole number")
+
+# flag, type, metavar, help for a new run, help for a resumed one (whose limits count what was already spent)
+_BUDGETS = (
+    ("--max-steps", positive_int, "N", "stop after N statements", "new step limit (steps already done count)"),
+    ("--max-seconds", positive(float, "a number of seconds"), "S", "stop after S wall-clock seconds",
+     "new limit on wall seconds (so far count)"),
+    ("--max-skill-calls", positive_int, "N", "stop after N skill calls", "new limit on skill calls"),
+    ("--max-tokens", positive_int, "N",
+     "stop once the models of the whole run tree have used N tokens (prompt + completion)",
+     "new limit on model tokens (so far count)"),
+    ("--max-cost", positive(float, "an amount in USD"), "USD",
+     "stop once the models of the whole run tree have cost USD dollars", "new limit on model cost (so far counts)"),
+)
+
+
+def add_budget_options(parser: argparse.ArgumentParser, resumed: bool = False) -> None:
+    """--max-steps, --max-seconds, --max-skill-calls, --max-tokens and --max-cost, each a number above 0."""
+    for flag, kind, metavar, fresh, again in _BUDGETS:
+        parser.add_argument(flag, type=kind, metavar=metavar, help=again if resumed else fresh)
+
+
+def budget_from_args(args):
+    """The Budget the budget options ask for (the VM's default step limit when --max-steps is not given)."""
+    from orgtree_lang.vm.budget import Budget
+
+    return Budget(max_steps=args.max_steps or Budget().max_steps, max_seconds=args.max_seconds,
+                  max_skill_calls=args.max_skill_calls, max_tokens=args.max_tokens, max_cost=args.max_cost)
+
+
+def add_model_options(parser: argparse.ArgumentParser) -> None:
+    """--model, --review-model, --api-base and --record: the models that write modules for ambiguous blocks."""
+    parser.add_argument("--model", metavar="SPEC", help="the model that writes modules for ambiguous blocks: "
+                                                     "provider/name, scripted:FILE or replay:FILE "
+                                                     "(default: PIPE_MODEL, or [model] name in orgtree.toml)")
+    parser.add_argument("--review-model", metavar="SPEC", help="the reviewer's model (default: PIPE_REVIEW_MODEL, "
+                                                            "[model] review, or the author's model)")
+    parser.add_argument("--api-base", metavar="URL", help="the endpoint of an OpenAI-compatible server for the models")
+    parser.add_argument("--record", metavar="FILE", help="save every model request and answer to the cassette FILE "
+                                                      "(the reviewer's to FILE with .reviewer before the suffix); "
+                                                      "replay them offline with --model replay:FILE")
+
+
+def add_reviewer_options(parser: argparse.ArgumentParser) -> None:
+    """--model and --review-model for the verbs whose only model is a reviewer (skill-pool reviews, promotion)."""
+    parser.add_argument("--model", metavar="SPEC", help="the reviewer's model when --review-model is not given "
+                                                        "(default: PIPE_MODEL, or [model] name in orgtree.toml)")
+    parser.add_argument("--review-model", metavar="SPEC", help="the reviewer's model (default: PIPE_REVIEW_MODEL, "
+                                                               "[model] review, or the --model one)")
+
+
+def registry_near(near: str | Path = "."):
+    """The skills a program in the workspace of `near` (a file or folder) sees, learned.* and pool changes included."""
+    from orgtree_lang.engine.registries import workspace_registry
+
+    near = Path(near)
+    return workspace_registry(near if near.is_dir() else near.resolve().parent)
