@@ -56,9 +56,9 @@ class TreeObserver(RunObserver):
                 self.recorder.close(f"{state.run_id}/{frame.node}", "error", error=error.message)
         self.recorder.flush()
 
-    def skill_called(self, state, frame, name, args, kwargs, outcome, result, failure, started, spent) -> None:
+    def skill_called(self, state, frame, name, args, kwargs, outcome, result, failure, started, spend) -> None:
         duration_ms = round((time.perf_counter() - started) * 1000, 3)
-        tokens, cost = spent
+        tokens, cost = spend.take() if spend is not None else (0, 0.0)
         inputs = ", ".join([summarize(a, 80) for a in args] + [f"{k}={summarize(v, 80)}" for k, v in kwargs.items()])
         parent = f"{state.run_id}/{frame.node}"
         self.recorder.skill_call(

@@ -2,20 +2,37 @@
 
 from __future__ import annotations
 
+import importlib
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
 from orgtree_lang.sandbox.bubblewrap import BubblewrapBackend
-from orgtree_lang.sandbox.docker_backend import DockerBackend
 from orgtree_lang.sandbox.environments import cached_environment
-from orgtree_lang.sandbox.settings import LANGUAGES, CodeRequest, CodeResult, SandboxError, SandboxSettings, SandboxUnavailable
-
-_ORDER = {"auto": ("bubblewrap", "docker"), "bubblewrap": ("bubblewrap",), "docker": ("docker",)}
-_KINDS = {"bubblewrap": BubblewrapBackend, "docker": DockerBackend}
+from orgtree_lang.sandbox.settings import (BACKEND_CLASSES, LANGUAGES, CodeRequest, CodeResult, SandboxError,
+                                           SandboxSettings, SandboxUnavailable)
 
 
-def choose_backend(settings: SandboxSettings) -> BubblewrapBackend | DockerBackend:
+@runtime_checkable
+class SandboxBackend(Protocol):
+    """What code.run needs of a backend (a class of settings.BACKEND_CLASSES built with the SandboxSettings)."""
+
+    name: str
+
+    def unavailable_reason(self) -> str | None: ...
+
+    def run(self, request: CodeRequest, env_dir: Path | None = None) -> CodeResult: ...
+
+
+def backend_class(name: str) -> type:
+    module, _, attribute = BACKEND_CLASSES[name].partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+def choose_backend(settings: SandboxSettings) -> SandboxBackend:
     """The first backend of the configured order that can start; SandboxUnavailable naming each one's reason."""
     reasons = []
-    for name in _ORDER[settings.backend]:
-        backend = _KINDS[name](settings)
+    for name in tuple(BACKEND_CLASSES) if settings.backend == "auto" else (settings.backend,):
+        backend = backend_class(name)(settings)
         reason = backend.unavailable_reason()
         if reason is None:
             return backend

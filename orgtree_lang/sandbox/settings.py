@@ -13,7 +13,14 @@ from typing import Any
 from orgtree_lang.runtime.config import CONFIG_NAME, ConfigError, config_section
 from orgtree_lang.runtime.errors import SkillError
 
-BACKENDS = ("auto", "bubblewrap", "docker")
+# The backends `backend = "auto"` tries, in this order: the name orgtree.toml uses and where its class is (imported
+# only when code.run runs). A new backend is a module with a class taking SandboxSettings, with
+# `unavailable_reason()` and `run(request, env_dir)`, plus one row here.
+BACKEND_CLASSES = {
+    "bubblewrap": "orgtree_lang.sandbox.bubblewrap:BubblewrapBackend",
+    "docker": "orgtree_lang.sandbox.docker_backend:DockerBackend",
+}
+BACKENDS = ("auto", *BACKEND_CLASSES)
 LANGUAGES = {"python": "main.py", "sh": "main.sh", "bash": "main.sh"}
 SHELLS = {"sh": "/bin/sh", "bash": "/bin/bash"}
 

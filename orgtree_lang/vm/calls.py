@@ -134,9 +134,7 @@ def call_skill(m, frame: Frame, stack: list, arg: int) -> None:
                                  hint="this is a bug in the skill; run with --debug to see the Python traceback")
         raise error from exc
     finally:
-        spend = m.spend
-        spent = spend.take() if spend is not None else (0, 0.0)
-        m.observer.skill_called(state, frame, site.name, args, kwargs, outcome, result, failure, started, spent)
+        m.observer.skill_called(state, frame, site.name, args, kwargs, outcome, result, failure, started, m.spend)
     stack.append(result)
 
 

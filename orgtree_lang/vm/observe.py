@@ -51,9 +51,9 @@ class RunObserver:
 
     # ---- skills, prints, errors, blocks -------------------------------------------------------
     def skill_called(self, state: RunState, frame: Frame, name: str, args: list, kwargs: dict, outcome: str,
-                     result: Any, failure: str | None, started: float, spent: tuple[int, float]) -> None:
-        """A skill call ended (`outcome` ok or error); `started` is its perf_counter start, `spent` the
-        tokens and cost of the model calls made inside it."""
+                     result: Any, failure: str | None, started: float, spend) -> None:
+        """A skill call ended (`outcome` ok or error); `started` is its perf_counter start; `spend.take()`
+        (when `spend` is not None) gives the tokens and cost of the model calls made inside it."""
 
     def printed(self, state: RunState, frame: Frame, line: str) -> None:
         """The program printed `line`."""
@@ -120,9 +120,9 @@ class FanOut(RunObserver):
         for observer in self.observers:
             observer.frame_unwound(state, frame, error)
 
-    def skill_called(self, state, frame, name, args, kwargs, outcome, result, failure, started, spent):
+    def skill_called(self, state, frame, name, args, kwargs, outcome, result, failure, started, spend):
         for observer in self.observers:
-            observer.skill_called(state, frame, name, args, kwargs, outcome, result, failure, started, spent)
+            observer.skill_called(state, frame, name, args, kwargs, outcome, result, failure, started, spend)
 
     def printed(self, state, frame, line):
         for observer in self.observers:
