@@ -1,4 +1,4 @@
-"""The seed skill pool: register(registry) adds the text, json, math, lists, dicts, fs, time, random, ids, code,
+"""The seed skill pool: register(registry) adds the text, json, math, lists, dicts, fs, time, kv, random, ids, code,
 http, web, ctx, pad, insight and llm skills."""
 
 from __future__ import annotations
@@ -9,14 +9,14 @@ import orgtree_lang.memory.insight_skills as insight_skills
 import orgtree_lang.memory.pad_skills as pad_skills
 import orgtree_lang.memory.skills as memory_skills
 import orgtree_lang.web.skills as web_skills
-from orgtree_lang.stdlib import clock, dicts, fs, ids, json_skills, lists, math_skills, random_skills, text
+from orgtree_lang.stdlib import clock, dicts, fs, ids, json_skills, kv, lists, math_skills, random_skills, text
 from orgtree_lang.stdlib import code_skills
 from orgtree_lang.stdlib import llm
 
 if TYPE_CHECKING:
     from orgtree_lang.runtime.skills import SkillRegistry
 
-MODULES = (text, json_skills, math_skills, lists, dicts, fs, clock, random_skills, ids, code_skills, web_skills,
+MODULES = (text, json_skills, math_skills, lists, dicts, fs, clock, kv, random_skills, ids, code_skills, web_skills,
            memory_skills, pad_skills, insight_skills, llm)
 
 

@@ -36,8 +36,9 @@ def run(ctx: SkillContext, language: str, source: str, files: dict[str, str] | N
     from orgtree_lang.sandbox.runner import run_code
     from orgtree_lang.sandbox.settings import CodeRequest, SandboxSettings
 
-    # The workspace's own orgtree.toml: the file the fs skills refuse to change, so a program cannot widen it.
-    settings = SandboxSettings.from_config(ctx.workspace.root / "orgtree.toml")
+    # The workspace's own orgtree.toml as read when the run started: the fs skills refuse to change the file,
+    # and a change made some other way mid-run takes effect only on the next run.
+    settings = SandboxSettings.from_config(ctx.config)
     request = CodeRequest(
         language=language, source=source, files=dict(files or {}), requirements=tuple(requirements or ()),
         timeout=float(timeout if timeout is not None else settings.timeout),

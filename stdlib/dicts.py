@@ -13,6 +13,8 @@ from orgtree_lang.runtime.skills import skill
 def keys(d: dict[str, Any]) -> list[str]:
     """The keys of a dict, in insertion order.
 
+    Example: `dicts.keys({"a": 1, "b": 2})  # ["a", "b"]`
+
     Args:
         d: The dict (a record works too).
     """
@@ -22,6 +24,8 @@ def keys(d: dict[str, Any]) -> list[str]:
 @skill("dicts.values", pure=True)
 def values(d: dict[str, Any]) -> list[Any]:
     """The values of a dict, in key order.
+
+    Example: `dicts.values({"a": 1, "b": 2})  # [1, 2]`
 
     Args:
         d: The dict (a record works too).
@@ -33,6 +37,8 @@ def values(d: dict[str, Any]) -> list[Any]:
 def items(d: dict[str, Any]) -> list[list[Any]]:
     """The entries of a dict as `[key, value]` pairs, in key order.
 
+    Example: `for key, value in dicts.items(counts):`
+
     Args:
         d: The dict (a record works too).
     """
@@ -42,6 +48,8 @@ def items(d: dict[str, Any]) -> list[list[Any]]:
 @skill("dicts.get", pure=True)
 def get(d: dict[str, Any], key: str, default: Any = None) -> Any:
     """The value under a key, or `default` if the key is absent.
+
+    Example: `dicts.get(counts, word, 0)  # 0 when the key is missing`
 
     Args:
         d: The dict (a record works too).
@@ -55,6 +63,8 @@ def get(d: dict[str, Any], key: str, default: Any = None) -> Any:
 def set_key(d: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
     """A new dict with `key` set to `value` (added at the end if it was absent).
 
+    Example: `counts = dicts.set(counts, word, n + 1)`
+
     Args:
         d: The dict.
         key: The key to set.
@@ -66,6 +76,8 @@ def set_key(d: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
 @skill("dicts.remove", pure=True)
 def remove(d: dict[str, Any], key: str) -> dict[str, Any]:
     """A new dict without `key`; the key must be present.
+
+    Example: `dicts.remove({"a": 1, "b": 2}, "a")  # {"b": 2}`
 
     Args:
         d: The dict.
@@ -82,6 +94,8 @@ def remove(d: dict[str, Any], key: str) -> dict[str, Any]:
 def merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     """A new dict with the entries of both; where both have a key, `b`'s value wins.
 
+    Example: `dicts.merge({"a": 1}, {"a": 2, "b": 3})  # {"a": 2, "b": 3}`
+
     Args:
         a: The first dict.
         b: The second dict, whose values take precedence.
@@ -92,6 +106,8 @@ def merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 @skill("dicts.has", pure=True)
 def has(d: dict[str, Any], key: str) -> bool:
     """Whether a dict has a key.
+
+    Example: `dicts.has(config, "timeout")  # same as "timeout" in config`
 
     Args:
         d: The dict (a record works too).

@@ -61,6 +61,8 @@ def _writable(skill_name: str, ctx: SkillContext, path: str) -> Path:
 def read(ctx: SkillContext, path: str) -> str:
     """The text of a file in the workspace (UTF-8).
 
+    Example: `fs.read("notes/todo.txt")`
+
     Args:
         path: The file, relative to the workspace root.
 
@@ -84,6 +86,8 @@ def read(ctx: SkillContext, path: str) -> str:
 def write(ctx: SkillContext, path: str, text: str) -> int:
     """Replace a file's contents with text (UTF-8), creating the file and its folders if needed.
 
+    Example: `fs.write("out/report.md", text)`
+
     The write is atomic: readers see either the old contents or the new, never a mix.
 
     Args:
@@ -105,6 +109,8 @@ def write(ctx: SkillContext, path: str, text: str) -> int:
 @skill("fs.append")
 def append(ctx: SkillContext, path: str, text: str) -> int:
     """Add text (UTF-8) to the end of a file, creating the file and its folders if needed.
+
+    Example: `fs.append("log.txt", line + "\\n")`
 
     In a durable run the call carries an idempotency key, and the text is added at most once per key,
     even when the process is killed mid-append and resume repeats the call (see docs/skills.md).
@@ -133,6 +139,8 @@ def append(ctx: SkillContext, path: str, text: str) -> int:
 def list_folder(ctx: SkillContext, path: str = ".") -> list[str]:
     """The entries of a folder in the workspace, sorted; folders end with `/`.
 
+    Example: `fs.list("notes")  # names, sorted`
+
     Args:
         path: The folder, relative to the workspace root.
 
@@ -150,6 +158,8 @@ def list_folder(ctx: SkillContext, path: str = ".") -> list[str]:
 @skill("fs.exists", idempotent=True)
 def exists(ctx: SkillContext, path: str) -> bool:
     """Whether a file or folder exists in the workspace.
+
+    Example: `fs.exists("notes/todo.txt")`
 
     Args:
         path: The path, relative to the workspace root.

@@ -11,6 +11,8 @@ from orgtree_lang.runtime.skills import skill
 def new() -> str:
     """A new unique id: a random UUID (version 4) as 32 lowercase hex digits, e.g. `9f1c...e07a`.
 
+    Example: `ids.new()`
+
     Not pure: a durable run journals each id, so resume and replay of the run see the same ids.
 
     Returns:

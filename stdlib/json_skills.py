@@ -15,6 +15,8 @@ from orgtree_lang.runtime.values import to_plain
 def parse(text: str) -> Any:
     """Parse JSON text into a value (objects become dicts, arrays lists, null none).
 
+    Example: `json.parse('{"a": [1, null]}')  # {"a": [1, none]}`
+
     Args:
         text: The JSON document.
 
@@ -32,12 +34,18 @@ def parse(text: str) -> Any:
 
 
 @skill("json.dump", pure=True)
-def dump(value: Any, indent: int | None = None) -> str:
+def dump(value: Any, indent: int | None = None, compact: bool = False) -> str:
     """Write a value as JSON text, keeping the order of dict keys; records are written as their fields.
+
+    Three forms: one line with a space after `,` and `:` (the default), `compact=true` for no spaces at
+    all, and `indent=2` for one item per line, nested items indented by 2 spaces.
+
+    Example: `json.dump({"a": [1, none]})  # {"a": [1, null]}; compact=true gives {"a":[1,null]}`
 
     Args:
         value: Any value made of strings, numbers, booleans, none, lists, dicts and records.
         indent: Spaces per nesting level for readable output; none writes everything on one line.
+        compact: On one line without spaces: `{"a":[1,2]}`.
 
     Returns:
         The JSON text.
@@ -46,7 +54,8 @@ def dump(value: Any, indent: int | None = None) -> str:
         raise SkillError(f"json.dump: indent must be 0 or more, got {indent}")
     plain = to_plain(value)
     try:
-        return json.dumps(plain, indent=indent, ensure_ascii=False, allow_nan=False)
+        separators = (",", ":") if compact else None
+        return json.dumps(plain, indent=indent, separators=separators, ensure_ascii=False, allow_nan=False)
     except ValueError:
         bad = _first_non_finite(plain)
         raise SkillError(

@@ -23,6 +23,8 @@ def _key(value: Any) -> Any:
 def append(items: list[Any], item: Any) -> list[Any]:
     """A new list with one item added at the end.
 
+    Example: `lists.append([1, 2], 3)  # [1, 2, 3]; or xs += [3]`
+
     Args:
         items: The list.
         item: The value to add.
@@ -34,6 +36,8 @@ def append(items: list[Any], item: Any) -> list[Any]:
 def extend(items: list[Any], more: list[Any]) -> list[Any]:
     """A new list with the items of `more` added at the end.
 
+    Example: `lists.extend([1], [2, 3])  # [1, 2, 3]; same as [1] + [2, 3]`
+
     Args:
         items: The list.
         more: The values to add, in order.
@@ -44,6 +48,8 @@ def extend(items: list[Any], more: list[Any]) -> list[Any]:
 @skill("lists.concat", pure=True)
 def concat(lists: list[list[Any]]) -> list[Any]:
     """One list made of several lists, one after another.
+
+    Example: `lists.concat([[1], [2, 3], []])  # [1, 2, 3]`
 
     Args:
         lists: The lists to put together.
@@ -64,6 +70,8 @@ def _check_index(skill_name: str, items: list[Any], index: int, allow_end: bool)
 def insert(items: list[Any], index: int, item: Any) -> list[Any]:
     """A new list with an item inserted before position `index` (negative counts from the end).
 
+    Example: `lists.insert(["a", "c"], 1, "b")  # ["a", "b", "c"]`
+
     Args:
         items: The list.
         index: Where the item goes; 0 is the front, the list's length is the end.
@@ -77,6 +85,8 @@ def insert(items: list[Any], index: int, item: Any) -> list[Any]:
 def remove_at(items: list[Any], index: int) -> list[Any]:
     """A new list without the item at position `index` (negative counts from the end).
 
+    Example: `lists.remove_at(["a", "b", "c"], 0)  # ["b", "c"]`
+
     Args:
         items: The list.
         index: The position of the item to drop.
@@ -86,17 +96,28 @@ def remove_at(items: list[Any], index: int) -> list[Any]:
 
 
 @skill("lists.sort", pure=True)
-def sort(items: list[Any], reverse: bool = False, key: str | None = None) -> list[Any]:
+def sort(items: list[Any], reverse: bool = False, key: Any = None) -> list[Any]:
     """A new sorted list (stable: equal items keep their order).
+
+    Example: `lists.sort(people, key="age", reverse=true)  # oldest first`
+
+    `key` says what to sort by: none sorts the items themselves; a field name (str) sorts dicts or
+    records by that field; a list of sort values, one per item, sorts the items by those values
+    (`lists.sort(words, key=lengths)` with `lengths[i] = len(words[i])`).
 
     Args:
         items: Values that can be compared with each other (all numbers, or all strings, ...).
         reverse: Largest first.
-        key: Sort dicts or records by the value under this key.
+        key: None, a field name, or a list of sort values as long as `items`.
     """
     if key is None:
         values = items
-    else:
+    elif isinstance(key, list):
+        if len(key) != len(items):
+            raise SkillError(f"lists.sort: the key list has {len(key)} values for {len(items)} items",
+                             hint="give one sort value per item, in the same order")
+        values = key
+    elif isinstance(key, str):
         values = []
         for i, item in enumerate(items):
             fields = item.fields if isinstance(item, RecordValue) else item
@@ -105,6 +126,9 @@ def sort(items: list[Any], reverse: bool = False, key: str | None = None) -> lis
             if key not in fields:
                 raise SkillError(f"lists.sort: item {i} has no key `{key}`", hint=f"its keys are {', '.join(fields)}")
             values.append(fields[key])
+    else:
+        raise SkillError("lists.sort: key must be none, a field name or a list of sort values",
+                         hint='e.g. key="age", or key=ages with one value per item')
     order = list(range(len(items)))
     try:
         order.sort(key=lambda i: values[i], reverse=reverse)
@@ -119,6 +143,8 @@ def sort(items: list[Any], reverse: bool = False, key: str | None = None) -> lis
 @skill("lists.unique", pure=True)
 def unique(items: list[Any]) -> list[Any]:
     """A new list without repeated items; the first of each is kept, in order.
+
+    Example: `lists.unique([3, 1, 3, 2, 1])  # [3, 1, 2]`
 
     Args:
         items: The list.
@@ -137,6 +163,8 @@ def unique(items: list[Any]) -> list[Any]:
 def flatten(items: list[Any]) -> list[Any]:
     """A new list with nested lists opened up one level; other items are kept as they are.
 
+    Example: `lists.flatten([[1, 2], 3, [4]])  # [1, 2, 3, 4]`
+
     Args:
         items: A list whose items may themselves be lists.
     """
@@ -153,6 +181,8 @@ def flatten(items: list[Any]) -> list[Any]:
 def chunk(items: list[Any], size: int) -> list[list[Any]]:
     """The list cut into consecutive pieces of `size` items (the last may be shorter).
 
+    Example: `lists.chunk([1, 2, 3, 4, 5], 2)  # [[1, 2], [3, 4], [5]]`
+
     Args:
         items: The list.
         size: Items per piece, at least 1.
@@ -166,6 +196,8 @@ def chunk(items: list[Any], size: int) -> list[list[Any]]:
 def index_of(items: list[Any], item: Any) -> int:
     """The position of the first item equal to `item`, or -1 if there is none.
 
+    Example: `lists.index_of(["a", "b"], "b")  # 1 (-1 when absent)`
+
     Args:
         items: The list to search.
         item: The value to look for.
@@ -177,6 +209,8 @@ def index_of(items: list[Any], item: Any) -> int:
 @skill("lists.count", pure=True)
 def count(items: list[Any], item: Any) -> int:
     """How many items are equal to `item`.
+
+    Example: `lists.count([1, 2, 1], 1)  # 2`
 
     Args:
         items: The list to search.

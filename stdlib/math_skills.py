@@ -12,6 +12,8 @@ from orgtree_lang.runtime.skills import skill
 def sqrt(x: float) -> float:
     """The square root of a number.
 
+    Example: `math.sqrt(2.0)  # 1.4142135623730951`
+
     Args:
         x: A number that is 0 or more.
     """
@@ -29,6 +31,8 @@ def _finite(skill_name: str, x: float) -> None:
 def floor(x: float) -> int:
     """The largest integer not greater than the number.
 
+    Example: `math.floor(2.7)  # 2`
+
     Args:
         x: A finite number.
     """
@@ -40,6 +44,8 @@ def floor(x: float) -> int:
 def ceil(x: float) -> int:
     """The smallest integer not less than the number.
 
+    Example: `math.ceil(2.1)  # 3`
+
     Args:
         x: A finite number.
     """
@@ -50,6 +56,8 @@ def ceil(x: float) -> int:
 @skill("math.log", pure=True)
 def log(x: float, base: float | None = None) -> float:
     """The logarithm of a number: natural by default, or to the given base.
+
+    Example: `math.log(8, 2)  # 3.0`
 
     Args:
         x: A number greater than 0.
@@ -68,6 +76,8 @@ def log(x: float, base: float | None = None) -> float:
 def exp(x: float) -> float:
     """e raised to the power of a number.
 
+    Example: `math.exp(1.0)`
+
     Args:
         x: The exponent (at most about 709, beyond which the result does not fit in a float).
     """
@@ -80,6 +90,8 @@ def exp(x: float) -> float:
 @skill("math.pow", pure=True)
 def pow_(x: float, y: float) -> float:
     """A number raised to a power.
+
+    Example: `math.pow(2, 0.5)`
 
     Args:
         x: The base.
@@ -101,6 +113,8 @@ def pow_(x: float, y: float) -> float:
 @skill("math.clamp", pure=True)
 def clamp(x: float, lo: float, hi: float) -> float:
     """The number limited to the range lo..hi.
+
+    Example: `math.clamp(1.7, 0, 1)  # 1.0`
 
     Args:
         x: The number.

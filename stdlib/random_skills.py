@@ -18,6 +18,8 @@ from orgtree_lang.runtime.skills import skill
 def number() -> float:
     """A random float from 0 (included) up to 1 (excluded), the same on resume and replay of a run.
 
+    Example: `random.number()  # 0.0 <= x < 1.0`
+
     Returns:
         A float `x` with `0 <= x < 1`.
     """
@@ -27,6 +29,8 @@ def number() -> float:
 @skill("random.int")
 def integer(low: int, high: int) -> int:
     """A random integer between two bounds, both included, the same on resume and replay of a run.
+
+    Example: `random.int(1, 6)  # 1 to 6 inclusive`
 
     Args:
         low: The smallest value it may return.
@@ -47,6 +51,8 @@ def integer(low: int, high: int) -> int:
 def choice(items: list[Any]) -> Any:
     """One item of a list picked at random, the same on resume and replay of a run.
 
+    Example: `random.choice(["a", "b"])`
+
     Args:
         items: The list to pick from; it must not be empty.
 
@@ -61,6 +67,8 @@ def choice(items: list[Any]) -> Any:
 @skill("random.shuffle")
 def shuffle(items: list[Any]) -> list[Any]:
     """A new list with the same items in a random order, the same on resume and replay of a run.
+
+    Example: `random.shuffle([1, 2, 3])`
 
     Args:
         items: The items to shuffle; the list itself is left as it was.

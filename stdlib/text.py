@@ -16,6 +16,8 @@ from orgtree_lang.runtime.values import display
 def length(text: str) -> int:
     """The number of characters in a string.
 
+    Example: `text.len("héllo")  # 5`
+
     Args:
         text: The string to measure.
     """
@@ -25,6 +27,8 @@ def length(text: str) -> int:
 @skill("text.lower", pure=True)
 def lower(text: str) -> str:
     """The string in lower case.
+
+    Example: `text.lower("Ada")  # "ada"`
 
     Args:
         text: The string to convert.
@@ -36,6 +40,8 @@ def lower(text: str) -> str:
 def upper(text: str) -> str:
     """The string in upper case.
 
+    Example: `text.upper("ada")  # "ADA"`
+
     Args:
         text: The string to convert.
     """
@@ -45,6 +51,8 @@ def upper(text: str) -> str:
 @skill("text.strip", pure=True)
 def strip(text: str, chars: str | None = None) -> str:
     """The string without leading and trailing whitespace (or the given characters).
+
+    Example: `text.strip("  hi \\n")  # "hi"`
 
     Args:
         text: The string to trim.
@@ -56,6 +64,8 @@ def strip(text: str, chars: str | None = None) -> str:
 @skill("text.split", pure=True)
 def split(text: str, sep: str | None = None, maxsplit: int = -1) -> list[str]:
     """Split a string into parts.
+
+    Example: `text.split("a,b,,c", ",")  # ["a", "b", "", "c"]`
 
     Args:
         text: The string to split.
@@ -74,6 +84,8 @@ def split(text: str, sep: str | None = None, maxsplit: int = -1) -> list[str]:
 def join(items: list[str], sep: str = "") -> str:
     """Join strings into one, with a separator between each pair.
 
+    Example: `text.join(["a", "b"], ", ")  # "a, b"`
+
     Args:
         items: The strings to join.
         sep: What goes between two items.
@@ -84,6 +96,8 @@ def join(items: list[str], sep: str = "") -> str:
 @skill("text.replace", pure=True)
 def replace(text: str, old: str, new: str, count: int = -1) -> str:
     """Replace occurrences of a substring.
+
+    Example: `text.replace("a-b-c", "-", "+")  # "a+b+c"`
 
     Args:
         text: The string to change.
@@ -98,6 +112,8 @@ def replace(text: str, old: str, new: str, count: int = -1) -> str:
 def contains(text: str, sub: str) -> bool:
     """Whether a substring occurs in a string.
 
+    Example: `text.contains("hello", "ell")  # true (same as "ell" in "hello")`
+
     Args:
         text: The string to search.
         sub: The substring to look for.
@@ -108,6 +124,8 @@ def contains(text: str, sub: str) -> bool:
 @skill("text.startswith", pure=True)
 def startswith(text: str, prefix: str) -> bool:
     """Whether a string starts with a prefix.
+
+    Example: `text.startswith("report.md", "rep")  # true`
 
     Args:
         text: The string to test.
@@ -120,6 +138,8 @@ def startswith(text: str, prefix: str) -> bool:
 def endswith(text: str, suffix: str) -> bool:
     """Whether a string ends with a suffix.
 
+    Example: `text.endswith("report.md", ".md")  # true`
+
     Args:
         text: The string to test.
         suffix: The expected ending.
@@ -127,9 +147,75 @@ def endswith(text: str, suffix: str) -> bool:
     return text.endswith(suffix)
 
 
+@skill("text.chars", pure=True)
+def chars(text: str) -> list[str]:
+    """The characters of a string, as a list of one-character strings.
+
+    Example: `text.chars("abc")  # ["a", "b", "c"]; for c in s: also walks the characters`
+
+    Args:
+        text: The string.
+    """
+    return list(text)
+
+
+def _pad(skill_name: str, text: str, width: int, fill: str, where: str) -> str:
+    if len(fill) != 1:
+        raise SkillError(f"{skill_name}: fill must be exactly one character, got {fill!r}")
+    if where == "left":
+        return text.rjust(width, fill)
+    if where == "right":
+        return text.ljust(width, fill)
+    return text.center(width, fill)
+
+
+@skill("text.pad_left", pure=True)
+def pad_left(text: str, width: int, fill: str = " ") -> str:
+    """The text right-aligned in `width` characters: `fill` added on the left (longer text is kept whole).
+
+    Example: `text.pad_left("7", 3, "0")  # "007"`
+
+    Args:
+        text: The text.
+        width: The width to reach.
+        fill: One character to pad with.
+    """
+    return _pad("text.pad_left", text, width, fill, "left")
+
+
+@skill("text.pad_right", pure=True)
+def pad_right(text: str, width: int, fill: str = " ") -> str:
+    """The text left-aligned in `width` characters: `fill` added on the right (longer text is kept whole).
+
+    Example: `text.pad_right("ab", 4) + "|"  # "ab  |"`
+
+    Args:
+        text: The text.
+        width: The width to reach.
+        fill: One character to pad with.
+    """
+    return _pad("text.pad_right", text, width, fill, "right")
+
+
+@skill("text.center", pure=True)
+def center(text: str, width: int, fill: str = " ") -> str:
+    """The text centred in `width` characters (with an odd number of fills, the extra one goes on the left, as in Python).
+
+    Example: `text.center("ab", 6, "*")  # "**ab**"`
+
+    Args:
+        text: The text.
+        width: The width to reach.
+        fill: One character to pad with.
+    """
+    return _pad("text.center", text, width, fill, "center")
+
+
 @skill("text.format", pure=True)
 def format_text(template: str, values: dict[str, Any]) -> str:
     """Fill `{name}` fields of a template from a dict; `{name:>8}` and `{x:.2f}` format specs work.
+
+    Example: `text.format("{name} is {age}", {"name": "ada", "age": 36})  # "ada is 36"`
 
     Fields must be plain names: no positional `{}` or `{0}`, no attribute or index access.
     Numbers and strings are formatted as themselves, other values as `print` shows them.
@@ -185,7 +271,12 @@ def _regex_error(skill_name: str, what: str, source: str, exc: re.error) -> Skil
 
 @skill("text.regex_match", pure=True)
 def regex_match(pattern: str, text: str) -> str | None:
-    """The first match of a regular expression anywhere in the text, or none.
+    """The whole first match of Python regex `pattern` searched anywhere in `text` (not anchored), or none.
+
+    Python `re` syntax; the pattern comes first. It searches like `re.search`: write `^...$` to match the
+    whole text. It returns the whole match, never a group; text.regex_groups gives the groups.
+
+    Example: `text.regex_match("[0-9]+", "order 66 and 7")  # "66"`
 
     Args:
         pattern: A Python regular expression.
@@ -200,7 +291,12 @@ def regex_match(pattern: str, text: str) -> str | None:
 
 @skill("text.regex_findall", pure=True)
 def regex_findall(pattern: str, text: str) -> list[str]:
-    """Every non-overlapping match of a regular expression, left to right.
+    """Every non-overlapping whole match of Python regex `pattern` in `text`, left to right (groups ignored).
+
+    Python `re` syntax; the pattern comes first. Always the whole matches: unlike Python's `re.findall`,
+    groups do not change the result. `.` does not match a newline unless the pattern starts with `(?s)`.
+
+    Example: `text.regex_findall("[0-9]+", "order 66 and 7")  # ["66", "7"]`
 
     Args:
         pattern: A Python regular expression.
@@ -212,9 +308,32 @@ def regex_findall(pattern: str, text: str) -> list[str]:
     return [m.group(0) for m in _compile("text.regex_findall", pattern).finditer(text)]
 
 
+@skill("text.regex_groups", pure=True)
+def regex_groups(pattern: str, text: str) -> list[str | None] | None:
+    """The groups of the first match of Python regex `pattern` searched anywhere in `text`, or none.
+
+    Example: `text.regex_groups("([a-z]+)=([0-9]+)", "x a=1")  # ["a", "1"]`
+
+    Python `re` syntax; the pattern comes first. A group that took no part in the match is none.
+
+    Args:
+        pattern: A Python regular expression with groups `(...)`.
+        text: The text to search.
+
+    Returns:
+        One string per group, in order, or none when there is no match.
+    """
+    match = _compile("text.regex_groups", pattern).search(text)
+    return list(match.groups()) if match else None
+
+
 @skill("text.regex_sub", pure=True)
 def regex_sub(pattern: str, replacement: str, text: str, count: int = 0) -> str:
-    """Replace matches of a regular expression.
+    """`text` with every match of Python regex `pattern` replaced by `replacement` (`\\1` inserts group 1).
+
+    Python `re` syntax; the argument order is pattern, replacement, text.
+
+    Example: `text.regex_sub("([a-z]+)@", "\\\\1 at ", "ada@x.org")  # "ada at x.org"`
 
     Args:
         pattern: A Python regular expression.
@@ -243,6 +362,8 @@ _STOPWORDS = frozenset(
 @skill("text.summarize", pure=True)
 def summarize(text: str, max_words: int = 60) -> str:
     """A short extractive summary: the text's most representative sentences, in their original order.
+
+    Example: `text.summarize(report, max_words=40)`
 
     Deterministic and model-free: sentences are scored by how frequent their content words are in the
     whole text, and the best ones are kept while they fit in `max_words`. Text that already fits is

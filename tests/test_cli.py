@@ -75,19 +75,45 @@ def test_json_envelope_has_output_run_id_status_and_usage(tmp_path):
     assert envelope["usage"]["steps"] > 3
 
 
-def test_missing_input_is_a_runtime_error_naming_the_parameter(tmp_path):
+def test_missing_input_is_a_usage_error_naming_the_parameter_and_its_type(tmp_path):
     write(tmp_path, "greet.pipe", GREETER)
     result = pipe("run", "greet.pipe", cwd=tmp_path)
-    assert result.returncode == 70
-    assert "needs input `name`" in result.stderr
-    assert "-i name=" in result.stderr
+    assert result.returncode == 2
+    assert "pipe run: pipeline main needs input `name` (str): pass it with -i name=VALUE" in result.stderr
+    assert not (tmp_path / ".orgtree" / "runs").exists() or not any((tmp_path / ".orgtree" / "runs").iterdir())
 
 
 def test_bad_input_value_is_a_usage_error(tmp_path):
     write(tmp_path, "greet.pipe", GREETER)
     result = pipe("run", "greet.pipe", "-i", "name=x", "-i", "times=many", cwd=tmp_path)
     assert result.returncode == 2
-    assert "`times` is an int" in result.stderr
+    assert "input `times` (int): expected a whole number, got 'many'" in result.stderr
+
+
+@pytest.mark.parametrize("given,accepted", [("true", True), ("false", True), ("yes", False), ("1", False),
+                                            ("True", False)])
+def test_bool_inputs_accept_exactly_true_and_false(tmp_path, given, accepted):
+    write(tmp_path, "greet.pipe", GREETER)
+    result = pipe("run", "greet.pipe", "-i", "name=x", "-i", f"loud={given}", cwd=tmp_path)
+    if accepted:
+        assert result.returncode == 0 and result.stdout.splitlines()[-1] == ("HELLO x" if given == "true" else "hello x")
+    else:
+        assert result.returncode == 2
+        assert f"input `loud` (bool): expected true or false, got '{given}'" in result.stderr
+
+
+@pytest.mark.parametrize("data,message", [
+    ({"name": "x", "times": "3"}, "input `times` (int): got \"3\""),
+    ({"name": "x", "loud": 1}, "input `loud` (bool): got 1"),
+    ({"nmae": "x"}, "pipeline main has no parameter `nmae`; did you mean `name`?"),
+    ({}, "needs input `name` (str)"),
+])
+def test_every_problem_with_an_inputs_file_is_a_usage_error_naming_the_parameter(tmp_path, data, message):
+    write(tmp_path, "greet.pipe", GREETER)
+    write(tmp_path, "in.json", json.dumps(data))
+    result = pipe("run", "greet.pipe", "--inputs", "in.json", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr
 
 
 def test_unknown_input_name_suggests_the_parameter(tmp_path):
@@ -283,8 +309,8 @@ def test_record_inputs_are_given_as_json_objects(tmp_path):
               cwd=tmp_path)
     assert ok.stdout == "a:1+1\n", ok.stderr
     bad = pipe("run", "rec.pipe", "-i", 'task={"title": 5}', cwd=tmp_path)
-    assert bad.returncode == 70
-    assert "input `task` of pipeline main: record Task: field `title` expected str" in bad.stderr
+    assert bad.returncode == 2
+    assert "pipe run: input `task` (Task): record Task: field `title` expected str" in bad.stderr
 
 
 def test_a_module_without_pipelines_says_there_is_nothing_to_run(tmp_path):

@@ -164,7 +164,7 @@ def test_max_repairs_from_orgtree_toml_limits_the_attempts(tmp_path):
 
 def test_a_request_that_cannot_fit_the_context_share_is_a_clear_error(tmp_path):
     author = scripted(tmp_path, "tiny", [{"reply": GOOD}], "author")
-    set_context_window(author.name, 400)  # 25% is 100 tokens: less than the language notes alone
+    set_context_window(author.name, 400)  # 50% is 200 tokens: less than the language notes alone
     with pytest.raises(PipeRuntimeError, match="needs .* tokens even in its shortest form"):
         run(tmp_path, FIRST, author, scripted(tmp_path, "r", [{"reply": NO_CONCERNS}], "reviewer"), "x")
     assert author.calls == [] and ModuleStore(tmp_path).all() == []
@@ -177,7 +177,8 @@ def test_the_request_shrinks_to_fit_and_never_exceeds_its_budget():
     full = build_request(spec, big, REGISTRY, "triage.pipe", source, [("x", GOOD)], count=count_tokens,
                          budget=100_000, fixed=LANGUAGE_NOTES)
     assert full.level == 0 and "A saved module for a similar block (x)" in full.text
-    for budget in (1500, 1200, 1000, 900):
+    notes = count_tokens(LANGUAGE_NOTES)  # the system prompt (the language card) counts against the budget too
+    for budget in (notes + 800, notes + 500, notes + 300, notes + 200):
         request = build_request(spec, big, REGISTRY, "triage.pipe", source, [("x", GOOD)], count=count_tokens,
                                 budget=budget, fixed=LANGUAGE_NOTES)
         assert request.tokens <= budget

@@ -169,3 +169,15 @@ def test_long_statements_ending_in_a_literal_or_call_get_one_item_per_line():
     assert all(len(line) <= 100 for line in lines)
     assert format_source(formatted) == formatted
     assert shape_of(formatted) == shape_of(source)
+
+
+def test_comments_stay_with_the_list_dict_and_call_items_they_follow() -> None:
+    messy = ("pipeline main():\n    xs = [1,  # one\n      2,   # two\n  # before three\n        3]\n"
+             "    d = {\"a\": 1,  # the a\n       \"b\": 2}\n    print(  # why\n  xs, d)  # after\n")
+    expected = ("pipeline main():\n    xs = [\n        1,  # one\n        2,  # two\n        # before three\n"
+                "        3,\n    ]\n    d = {\n        \"a\": 1,  # the a\n        \"b\": 2,\n    }\n"
+                "    print(  # why\n        xs,\n        d,\n    )  # after\n")
+    assert format_source(messy) == expected
+    assert format_source(expected) == expected
+    assert format_source("pipeline main():\n    xs = [\n        1,\n        2,\n    ]  # all\n") == \
+        "pipeline main():\n    xs = [1, 2]  # all\n"

@@ -114,6 +114,19 @@ def test_the_http_fetch_skill_reads_the_allowlist_from_orgtree_toml(servers, tmp
         skill.invoke([base(servers[1]) + "/page"], {}, SkillContext(Workspace(tmp_path)))
 
 
+def test_an_allowlist_widened_during_a_run_is_not_obeyed_before_the_next_run(servers, tmp_path):
+    config = tmp_path / "orgtree.toml"
+    config.write_text(f'[http]\nallow = ["{base(servers[0])}"]\n')
+    skill = default_registry(plugins=False).get("http.fetch")
+    ctx = SkillContext(Workspace(tmp_path))
+    config.write_text(f'[http]\nallow = ["{base(servers[0])}", "{base(servers[1])}"]\n')
+    hits = len(servers[1].hits)
+    with pytest.raises(UrlRefused):
+        skill.invoke([base(servers[1]) + "/page"], {}, ctx)
+    assert len(servers[1].hits) == hits
+    assert skill.invoke([base(servers[1]) + "/page"], {}, SkillContext(Workspace(tmp_path)))["status"] == 200
+
+
 def test_web_extract_keeps_the_article_and_drops_scripts(tmp_path):
     page = ("<html><head><script>var tracking = 'SCRIPT-TEXT';</script></head><body><nav>Home | About</nav>"
             "<article><h1>Sandboxes</h1><p>An interpreter is not a sandbox: restricted executors were escaped "

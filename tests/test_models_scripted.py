@@ -148,10 +148,10 @@ def test_the_example_in_docs_models_md_is_a_valid_scripted_file(tmp_path):
     path = tmp_path / "example.yaml"
     path.write_text(example)
     author = ScriptedModel.from_file(path)
-    assert author.complete(user("Write block `summarize` now")).text.startswith("```pipe")
-    assert [author.complete(user("Repair it")).text for _ in range(2)] == ["first fix", "second fix"]
+    assert author.complete(user("Write a module for the step `summarize`")).text.startswith("```pipe")
+    assert "return notes" in author.complete(user("The module is not accepted yet:\n...")).text
     with pytest.raises(ModelError) as err:
-        author.complete(user("Repair it"))
+        author.complete(user("The module is not accepted yet:\n..."))
     assert err.value.kind == "missing_response"
     reviewer = ScriptedModel.from_file(path, role="reviewer")
     assert [reviewer.complete(user("review")).text for _ in range(3)][1:] == ['{"concerns": []}'] * 2

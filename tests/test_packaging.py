@@ -37,6 +37,7 @@ def wheel(tmp_path_factory) -> Path:
 def test_wheel_contains_grammar_and_stdlib(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "orgtree_lang/grammar/pipe.lark" in names
+    assert "orgtree_lang/grammar/card.md" in names  # the language card the author and reviewer prompts include
     assert "orgtree_lang/stdlib/__init__.py" in names
     assert "orgtree_lang/stdlib/text.py" in names
     assert any(n.endswith("entry_points.txt") and "pipe" in zipfile.ZipFile(wheel).read(n).decode() for n in names)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -154,4 +155,84 @@ def test_the_code_run_skill_reads_orgtree_toml_and_returns_a_dict(tmp_path, monk
     assert result["stdout"] == "42\n" and result["files"] == {"o.txt": "hi"} and result["exit_code"] == 0
     (tmp_path / "orgtree.toml").write_text(f'[sandbox]\nbwrap = "{tmp_path}/missing-bwrap"\n')
     with pytest.raises(SandboxUnavailable, match="no sandbox can start here"):
-        skill.invoke(["python", "print(1)"], {}, ctx)
+        skill.invoke(["python", "print(1)"], {}, SkillContext(Workspace(tmp_path)))
+
+
+def test_settings_changed_during_a_run_take_effect_on_the_next_run(tmp_path):
+    (tmp_path / "orgtree.toml").write_text("[sandbox]\nmax_timeout = 5\n")
+    skill = default_registry(plugins=False).get("code.run")
+    ctx = SkillContext(Workspace(tmp_path))  # one run
+    (tmp_path / "orgtree.toml").write_text("[sandbox]\nmax_timeout = 500\n")  # widened behind its back
+    with pytest.raises(SandboxError, match=r"timeout 100.0 s is outside \(0, 5.0\]"):
+        skill.invoke(["python", "print(1)"], {"timeout": 100}, ctx)
+    child = dataclasses.replace(ctx, run_id="child")  # what the VM hands to a nested call
+    with pytest.raises(SandboxError, match=r"outside \(0, 5.0\]"):
+        skill.invoke(["python", "print(1)"], {"timeout": 100}, child)
+    with pytest.raises(SandboxError, match=r"timeout 1000.0 s is outside \(0, 500.0\]"):  # the next run
+        skill.invoke(["python", "print(1)"], {"timeout": 1000}, SkillContext(Workspace(tmp_path)))
+
+
+def test_file_names_that_are_not_utf8_come_back_escaped_with_a_note():
+    source = "open(b'caf\\xe9.txt', 'wb').write(b'x')\nopen('plain.txt', 'w').write('y')\n"
+    result = run(source)
+    assert result.files == {"caf\\xe9.txt": "x", "plain.txt": "y"}
+    assert all(name.encode("utf-8") for name in result.files)  # a journal can store every name
+    assert "not UTF-8 and are shown with \\x escapes" in result.stderr
+
+
+def test_very_deep_folders_are_skipped_with_a_note_and_the_scratch_folder_is_removed():
+    source = ("import os\nopen('top.txt', 'w').write('t')\n"
+              "for _ in range(1500):\n    os.mkdir('d')\n    os.chdir('d')\nopen('bottom.txt', 'w').write('b')\n")
+    scratch_root = tempfile.mkdtemp(prefix="orgtree-test-deep-")
+    os.chmod(scratch_root, 0o755)  # the sandbox user must reach its scratch folder
+    try:
+        result = run(source, settings=quick_settings(scratch_root=scratch_root), timeout=20)
+        assert result.exit_code == 0, result.stderr
+        assert result.files == {"top.txt": "t"} and "deeper than 64 levels and was not read back" in result.stderr
+        assert os.listdir(scratch_root) == []
+    finally:
+        shutil.rmtree(scratch_root, ignore_errors=True)
+
+
+def test_a_file_name_longer_than_the_file_system_allows_is_a_sandbox_error():
+    with pytest.raises(SandboxError, match="longer than the 255 bytes a file system allows"):
+        run("print(1)", files={"x" * 300: "text"})
+
+
+def test_a_file_name_that_is_also_a_folder_is_a_sandbox_error():
+    with pytest.raises(SandboxError, match="cannot put file 'a/b' in the scratch folder"):
+        run("print(1)", files={"a": "file", "a/b": "under a file"})
+
+
+def test_the_seccomp_filter_refuses_debugging_and_shared_memory_calls():
+    source = ("import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+              "print(libc.ptrace(16, 1, 0, 0), ctypes.get_errno())\n"
+              "try:\n    os.memfd_create('m')\nexcept OSError as e:\n    print('memfd', e.errno)\n"
+              "print(libc.shmget(0, 4096, 0o1600), ctypes.get_errno())\n"
+              "print(libc.syscall(435, None, 0), ctypes.get_errno())\n")
+    result = run(source)
+    assert result.stdout.split("\n")[:4] == ["-1 1", "memfd 1", "-1 1", "-1 38"], result.stdout + result.stderr
+
+
+def test_dev_is_read_only_and_dev_shm_is_capped():
+    source = ("import os\nfor path in ('/dev/x', '/dev/shm/x'):\n    n = 0\n    try:\n"
+              "        for i in range(100):\n            open(f'{path}{i}', 'wb').write(b'x' * (1 << 20))\n"
+              "            n += 1\n    except OSError as e:\n        print(path, n, e.strerror)\n")
+    result = run(source)
+    assert result.stdout == "/dev/x 0 Read-only file system\n/dev/shm/x 16 No space left on device\n", result.stderr
+
+
+def test_the_memory_cgroup_bounds_the_whole_sandbox_where_one_can_be_made():
+    from orgtree_lang.sandbox.cgroup import MemoryCgroup
+
+    probe = MemoryCgroup.create(64 << 20)
+    if probe is None:
+        pytest.skip("this host lets us make no memory cgroup (see docs/sandbox.md for what holds then)")
+    probe.remove()
+    # Four processes of 180 MiB each stay inside a 256 MiB address-space limit but not inside 256 + 80 MiB in all.
+    source = ("import os, time\nkids = []\nfor i in range(4):\n    pid = os.fork()\n    if pid == 0:\n"
+              "        b = bytearray(180 << 20)\n        for j in range(0, len(b), 4096):\n            b[j] = 1\n"
+              "        time.sleep(1)\n        os._exit(0)\n    kids.append(pid)\n"
+              "print(sum(os.waitpid(k, 0)[1] == 0 for k in kids))\n")
+    result = run(source, timeout=15, memory_mb=256)
+    assert result.exit_code == 0 and int(result.stdout) < 4, result.stdout + result.stderr

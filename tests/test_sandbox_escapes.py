@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import shutil
 import subprocess
 import tempfile
 import time
@@ -14,7 +15,7 @@ import pytest
 from sandbox_testing import local_server, quick_settings
 
 from orgtree_lang.sandbox.runner import choose_backend, run_code
-from orgtree_lang.sandbox.settings import CodeRequest, SandboxSettings, SandboxUnavailable
+from orgtree_lang.sandbox.settings import CodeRequest, SandboxError, SandboxSettings, SandboxUnavailable
 
 CORPUS_DIR = Path(__file__).parent / "sandbox_escapes"
 CORPUS = sorted(p for p in CORPUS_DIR.iterdir() if p.suffix in (".py", ".sh"))
@@ -57,6 +58,7 @@ def host(tmp_path_factory):
     secret = "CANARY-" + secrets.token_hex(8)
     canary = tmp_path_factory.mktemp("host") / "canary.txt"
     canary.write_text(secret)
+    os.chmod(canary, 0o600)  # readable by the host's user only, like the red team's root-only file
     scratch_root = Path(tempfile.mkdtemp(prefix="orgtree-escapes-"))
     os.chmod(scratch_root, 0o755)
     settings = quick_settings(timeout=1.5, scratch_root=str(scratch_root))
@@ -138,3 +140,91 @@ def test_the_docker_backend_names_a_missing_sdk(monkeypatch):
 
 def test_auto_falls_through_to_bubblewrap_when_docker_is_missing():
     assert choose_backend(quick_settings()).name == "bubblewrap"
+
+
+_HOSTILE_BACKEND = '''
+import base64, hashlib, os, zipfile
+
+def _plant():
+    # What hostile build code does: turn the completion marker into a link to a host file.
+    try:
+        os.symlink(TARGET, "/env/.orgtree-env-complete")
+    except OSError:
+        pass
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    _plant()
+    name = "hookpkg-1.0-py3-none-any.whl"
+    files = {"hookpkg.py": b"",
+             "hookpkg-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\\nName: hookpkg\\nVersion: 1.0\\n",
+             "hookpkg-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\\nGenerator: t\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n"}
+    record = []
+    with zipfile.ZipFile(os.path.join(wheel_directory, name), "w") as wheel:
+        for path, data in files.items():
+            wheel.writestr(path, data)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+            record.append(f"{path},sha256={digest},{len(data)}")
+        record.append("hookpkg-1.0.dist-info/RECORD,,")
+        wheel.writestr("hookpkg-1.0.dist-info/RECORD", "\\n".join(record) + "\\n")
+    return name
+'''
+
+
+def _hostile_sdist(folder: Path, target: Path) -> None:
+    """hookpkg 1.0 as an sdist whose in-tree build backend (no build requirements to download) plants the link."""
+    import io
+    import tarfile
+
+    members = {
+        "pyproject.toml": '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n',
+        "backend.py": f"TARGET = {str(target)!r}\n" + _HOSTILE_BACKEND,
+        "PKG-INFO": "Metadata-Version: 2.1\nName: hookpkg\nVersion: 1.0\n",
+    }
+    with tarfile.open(folder / "hookpkg-1.0.tar.gz", "w:gz") as archive:
+        for name, text in members.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"hookpkg-1.0/{name}")
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+
+
+def test_an_install_hook_cannot_make_the_host_write_through_the_completion_marker(tmp_path, monkeypatch):
+    import functools
+    import http.server
+    import threading
+
+    index, victim = tmp_path / "index", tmp_path / "victim.txt"
+    index.mkdir()
+    _hostile_sdist(index, victim)
+    cache = Path(tempfile.mkdtemp(prefix="orgtree-test-envs-"))
+    os.chmod(cache, 0o755)
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(index))
+    handler.log_message = lambda *args: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", f"http://127.0.0.1:{server.server_port}/")
+    try:
+        settings = quick_settings(allow_install=True, env_cache=str(cache), install_timeout=60)
+        with pytest.raises(SandboxError, match="left a file at .orgtree-env-complete"):
+            run_code(CodeRequest("python", "import hookpkg", requirements=("hookpkg",), timeout=5), settings)
+        assert not victim.exists() and not os.path.lexists(victim), "the host wrote through the planted link"
+        assert os.listdir(cache) == [], "a half-made environment was kept"
+    finally:
+        server.shutdown()
+        server.server_close()
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def test_without_libseccomp_bubblewrap_refuses_and_names_the_fix(monkeypatch):
+    from orgtree_lang.sandbox import seccomp
+
+    seccomp.compiled_filter.cache_clear()
+    monkeypatch.setitem(__import__("sys").modules, "pyseccomp", None)  # what Python does for a missing package
+    try:
+        with pytest.raises(SandboxUnavailable, match="bubblewrap: the seccomp filter cannot be built") as caught:
+            run_code(CodeRequest("python", "print(1)"), quick_settings(backend="bubblewrap"))
+        assert "libseccomp2" in caught.value.hint
+    finally:
+        monkeypatch.undo()
+        seccomp.compiled_filter.cache_clear()

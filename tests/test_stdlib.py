@@ -36,10 +36,11 @@ def test_every_stdlib_skill_documents_every_parameter(registry: SkillRegistry) -
             assert p.doc, f"{s.name}: {p.name}"
 
 
-def test_only_fs_time_random_ids_code_http_and_llm_skills_are_impure(registry: SkillRegistry) -> None:
+def test_only_fs_time_kv_random_ids_code_http_and_llm_skills_are_impure(registry: SkillRegistry) -> None:
     impure = {s.name for s in registry if not s.pure}
     assert impure == {
-        "fs.read", "fs.write", "fs.append", "fs.list", "fs.exists", "time.now",
+        "fs.read", "fs.write", "fs.append", "fs.list", "fs.exists", "time.now", "time.sleep",
+        "kv.get", "kv.set", "kv.delete", "kv.keys",
         "random.number", "random.int", "random.choice", "random.shuffle", "ids.new",
         "code.run", "http.fetch", "web.search",
         "ctx.add", "ctx.fit", "ctx.expand", "ctx.search",
@@ -430,6 +431,34 @@ def test_fs_refuses_to_change_the_settings_file(call, root: Path) -> None:
     assert "settings" not in call("fs.read", "orgtree.toml")  # reading it is allowed
 
 
+
+def test_fs_refuses_the_settings_file_through_a_symbolic_or_hard_link(call, root: Path) -> None:
+    (root / "conf").mkdir()
+    (root / "conf" / "real.toml").write_text("[sandbox]\nmax_timeout = 5\n")
+    (root / "orgtree.toml").symlink_to("conf/real.toml")
+    for name, args in (("fs.write", ("conf/real.toml", "[sandbox]\nmax_timeout = 9999\n")),
+                       ("fs.append", ("conf/real.toml", "allow_install = true\n"))):
+        with pytest.raises(SkillError, match="settings file"):
+            call(name, *args)
+    assert (root / "conf" / "real.toml").read_text() == "[sandbox]\nmax_timeout = 5\n"
+    os.link(root / "conf" / "real.toml", root / "alias.toml")
+    with pytest.raises(SkillError, match="settings file"):
+        call("fs.append", "alias.toml", "allow_install = true\n")
+    (root / "orgtree.toml").unlink()
+    (root / "orgtree.toml").symlink_to("conf/later.toml")  # dangling: writing its target would create the settings
+    with pytest.raises(SkillError, match="settings file"):
+        call("fs.write", "conf/later.toml", "[http]\nallow = ['https://evil.example']\n")
+    assert not (root / "conf" / "later.toml").exists()
+
+
+def test_fs_write_keeps_the_mode_of_an_existing_file(call, root: Path) -> None:
+    script = root / "run.sh"
+    script.write_text("#!/bin/sh\necho old\n")
+    script.chmod(0o755)
+    call("fs.write", "run.sh", "#!/bin/sh\necho new\n")
+    assert (script.stat().st_mode & 0o777, script.read_text()) == (0o755, "#!/bin/sh\necho new\n")
+
+
 # --- time -------------------------------------------------------------------------------------
 
 
@@ -446,3 +475,55 @@ def test_time_now_follows_a_different_clock(registry: SkillRegistry, root: Path)
 def test_json_round_trip_of_a_dump(call) -> None:
     value = {"k": [1, {"n": None}], "s": "x"}
     assert json.loads(call("json.dump", value)) == value
+
+
+# --- padding, characters, regex groups, json forms, sort keys --------------------------------------
+
+
+def test_text_pads_and_centres_like_python_and_keeps_longer_text_whole(call) -> None:
+    assert call("text.pad_left", "7", 3, "0") == "007"
+    assert call("text.pad_right", "ab", 4) == "ab  "
+    assert call("text.center", "ab", 6, "*") == "**ab**"
+    assert call("text.center", "ab", 5) == "  ab "
+    assert call("text.pad_left", "toolong", 3) == "toolong"
+
+
+def test_text_padding_refuses_a_fill_that_is_not_one_character(call) -> None:
+    with pytest.raises(SkillError, match="fill must be exactly one character"):
+        call("text.pad_left", "7", 3, "ab")
+
+
+def test_text_chars_and_regex_groups(call) -> None:
+    assert call("text.chars", "héj") == ["h", "é", "j"]
+    assert call("text.chars", "") == []
+    assert call("text.regex_groups", "([a-z]+)=([0-9]+)(x)?", "-- a=1 b=2") == ["a", "1", None]
+    assert call("text.regex_groups", "([0-9]+)", "none here") is None
+
+
+def test_json_dump_has_a_default_a_compact_and_an_indented_form(call) -> None:
+    value = {"a": [1, None], "b": "é"}
+    assert call("json.dump", value) == '{"a": [1, null], "b": "é"}'
+    assert call("json.dump", value, compact=True) == '{"a":[1,null],"b":"é"}'
+    assert call("json.dump", value, indent=2) == '{\n  "a": [\n    1,\n    null\n  ],\n  "b": "é"\n}'
+
+
+def test_lists_sort_by_a_key_list_keeps_ties_in_order(call) -> None:
+    assert call("lists.sort", ["bb", "a", "cc", "d"], key=[2, 1, 2, 1]) == ["a", "d", "bb", "cc"]
+    assert call("lists.sort", ["x", "y"], key=[1, 2], reverse=True) == ["y", "x"]
+
+
+def test_lists_sort_refuses_a_key_list_of_another_length_and_other_keys(call) -> None:
+    with pytest.raises(SkillError, match="the key list has 1 values for 2 items"):
+        call("lists.sort", ["x", "y"], key=[1])
+    with pytest.raises(SkillError, match="key must be none, a field name or a list"):
+        call("lists.sort", ["x", "y"], key=3)
+
+
+def test_time_sleep_waits_and_refuses_negative_or_huge_waits(call) -> None:
+    import time
+
+    start = time.monotonic()
+    assert call("time.sleep", 0.05) is None
+    assert time.monotonic() - start >= 0.05
+    with pytest.raises(SkillError, match="between 0 and 3600"):
+        call("time.sleep", -1)

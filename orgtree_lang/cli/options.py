@@ -89,13 +89,17 @@ def budget_from_args(args):
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:
-    """--model, --review-model, --api-base and --record: the models that write modules for ambiguous blocks."""
+    """--model, --review-model, --api-base, --model-timeout and --record: the models that write modules for
+    ambiguous blocks."""
     parser.add_argument("--model", metavar="SPEC", help="the model that writes modules for ambiguous blocks: "
                                                      "provider/name, scripted:FILE or replay:FILE "
                                                      "(default: PIPE_MODEL, or [model] name in orgtree.toml)")
     parser.add_argument("--review-model", metavar="SPEC", help="the reviewer's model (default: PIPE_REVIEW_MODEL, "
                                                             "[model] review, or the author's model)")
     parser.add_argument("--api-base", metavar="URL", help="the endpoint of an OpenAI-compatible server for the models")
+    parser.add_argument("--model-timeout", metavar="SECONDS", type=positive(float, "a number of seconds"),
+                        help="how long one model call may take (default: PIPE_MODEL_TIMEOUT, [model] timeout, "
+                             "or 120)")
     parser.add_argument("--record", metavar="FILE", help="save every model request and answer to the cassette FILE "
                                                       "(the reviewer's to FILE with .reviewer before the suffix); "
                                                       "replay them offline with --model replay:FILE")

@@ -67,7 +67,7 @@ def command_run(args) -> int:
             raise UsageError(f"{path} has no pipeline `{args.entry}`; its pipelines are: {names}") from None
         raise UsageError(f"{path} has no `main` pipeline and several others ({names}); pick one with --entry") \
             from None
-    inputs = collect_inputs(code, args.inputs, args.inputs_file)
+    inputs = collect_inputs(code, args.inputs, args.inputs_file, program)
     models = make_models(args, program)
     decomposer = make_decomposer(args, program, compiled.source, str(path), root, registry, models)
     run_id = new_run_id()
@@ -118,7 +118,8 @@ def make_models(args, program=None):
     from orgtree_lang.models.roles import RunModels
 
     try:
-        models = RunModels.from_config(args.model, args.review_model, api_base=args.api_base, record=args.record)
+        models = RunModels.from_config(args.model, args.review_model, api_base=args.api_base, record=args.record,
+                                       timeout=getattr(args, "model_timeout", None))
     except ModelError as err:
         raise UsageError(str(err)) from None
     uses_models = program is None or any(u.split(".")[0] == "llm" for u in program.uses) or \
@@ -257,8 +258,12 @@ def _envelope(run_id: str, status: str, result: Any, printed: list[str], state, 
     return envelope
 
 
-def collect_inputs(code, pairs: list[str], inputs_file: str | None) -> dict[str, Any]:
-    """Inputs from --inputs FILE.json, then -i key=value pairs (parsed by each parameter's type)."""
+def collect_inputs(code, pairs: list[str], inputs_file: str | None, program=None) -> dict[str, Any]:
+    """Inputs from --inputs FILE.json, then -i key=value pairs (parsed by each parameter's type), all checked
+    against the entry pipeline's parameters (with `program`'s record types) before the run starts."""
+    from orgtree_lang.runtime.inputs import check_inputs
+    from orgtree_lang.runtime.records import RecordTypes
+
     inputs: dict[str, Any] = {}
     if inputs_file:
         try:
@@ -275,12 +280,6 @@ def collect_inputs(code, pairs: list[str], inputs_file: str | None) -> dict[str,
         key, sep, text = pair.partition("=")
         if not sep:
             raise InputError(f"-i expects KEY=VALUE, got {pair!r}")
-        if key not in params:
-            from orgtree_lang.syntax.diagnostics import did_you_mean
-
-            hint = did_you_mean(key, params)
-            known = ", ".join(params) or "(none)"
-            raise InputError(f"pipeline {code.name} has no parameter `{key}`"
-                             f"{'; ' + hint if hint else ''} (parameters: {known})")
-        inputs[key] = parse_input(key, text, params[key].type)
+        inputs[key] = parse_input(key, text, params[key].type) if key in params else text
+    check_inputs(code, inputs, RecordTypes(program.records if program is not None else {}))
     return inputs

@@ -160,7 +160,8 @@ def _attempt(args, action, source_for_errors) -> int:
     options = session.options(registry=registry, budget=budget_from_args(args), durable=True,
                               decomposer_factory=decomposer_for,
                               models=RunModels.from_config(args.model, args.review_model,
-                                                           api_base=getattr(args, "api_base", None)))
+                                                           api_base=getattr(args, "api_base", None),
+                                                           timeout=getattr(args, "model_timeout", None)))
     return session.report(lambda: action(Path(args.workspace), registry, options), source_for_errors(),
                           resumable=True, workspace=Path(args.workspace))
 

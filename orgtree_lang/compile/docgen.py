@@ -236,6 +236,8 @@ def example_registry():
     def upper(text: str) -> str:
         """The string in upper case.
 
+        Example: `text.upper("ada")  # "ADA"`
+
         Args:
             text: The string to convert.
         """
@@ -244,6 +246,8 @@ def example_registry():
     @skill("text.strip", pure=True)
     def strip(text: str, chars: str | None = None) -> str:
         """The string without leading and trailing whitespace (or the given characters).
+
+        Example: `text.strip("  hi \\n")  # "hi"`
 
         Args:
             text: The string to trim.

@@ -20,18 +20,14 @@ from orgtree_lang.decompose.store import ModuleStore, SavedModule
 from orgtree_lang.decompose.validate import validate_module
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.values import RecordValue, display
+from orgtree_lang.syntax.card import language_card
 
-LANGUAGE_NOTES = """\
-You write modules in .pipe, a small indentation-based language like Python:
-- `use NAMESPACE` lines first; then `record` types; then `pipeline name(param: type, ...) -> type:` blocks.
-- Statements: assignment (`a, b = xs`), `if/elif/else`, `while`, `for x in xs`, `break`, `continue`,
-  `label NAME` / `goto NAME`, `try:` / `except err:` (err.message), `fail "message"`, `return value`.
-- Literals: 1, 2.5, "text", f"{x}", true, false, none, [1, 2], {"k": v}. Values are immutable:
-  no `xs[0] = 1`; use skills that return new values (lists.append(xs, x)).
-- Built-ins: len range str int float bool list dict min max sum abs round sorted reversed enumerate zip print.
-- Skills are called with their namespace (text.split(s, ",")) and only if `use`d.
-- A step you cannot write yet may itself be an `ambiguous NAME(inputs) -> outputs:` block with a docstring.
-Answer with exactly one ```pipe code block holding the whole module, and nothing else.
+LANGUAGE_NOTES = language_card() + """
+
+## Your task
+Write one module for the step in the request, short and idiomatic: helper pipelines and recursion,
+`for` loops, `is` tests. A step you cannot write yet may be an `ambiguous` block with a docstring.
+Answer with exactly one ```pipe block holding the whole module, and nothing else.
 """ + RESEARCH_INSTRUCTIONS
 
 
@@ -213,7 +209,7 @@ class Decomposer:
                 base = f"{Path(self.parent_file).name}:{spec.name}:{digest}"
                 subject = f"{base}:{len(ledger.subjects(base + ':')) + 1}"
                 block.note(f"in review ({subject})")
-                outcome = review_loop(subject, spec_text(spec), body,
+                outcome = review_loop(subject, spec_text(spec), body, language=language_card(),
                                       author=author, reviewer=reviewer, revise=revise, ledger=ledger,
                                       max_rounds=self.settings.max_review_rounds, author_conversation=conversation)
         finally:

@@ -11,7 +11,7 @@ from orgtree_lang.decompose.spec import required_signature
 from orgtree_lang.runtime.errors import PipeError
 from orgtree_lang.runtime.values import display
 
-CONTEXT_SHARE = 0.25  # the share of the author model's context window the request may take
+CONTEXT_SHARE = 0.5  # the share of the author model's context window the request (with the language card) may take
 FULL_SKILLS = 25  # with more allowed skills than this, only the most relevant get their full signature
 
 # From the most to the least generous; the first that fits the budget is used.
@@ -90,7 +90,7 @@ def _render(spec: AmbiguousSpec, inputs: dict[str, Any], skills: list, parent_fi
             related: list[tuple[str, str]], level: dict[str, int]) -> str:
     values = "\n".join(f"- {name} ({ptype}): {_summary(inputs.get(name), level['summary'])}"
                        for name, ptype in spec.inputs)
-    full = [f"- {skill.signature()}" for skill in skills[: level["full_skills"]]]
+    full = [skill_entry(skill) for skill in skills[: level["full_skills"]]]
     rest = [skill.name for skill in skills[level["full_skills"]:]]
     if rest:
         full.append(f"- also allowed (by name; `pipe skills NAME` shows one): {', '.join(rest)}")
@@ -101,6 +101,23 @@ def _render(spec: AmbiguousSpec, inputs: dict[str, Any], skills: list, parent_fi
     for label, source in related[: level["related"]]:
         parts.append(f"A saved module for a similar block ({label}), for reference:\n```pipe\n{source.strip()}\n```")
     return "\n\n".join(parts)
+
+
+_EXAMPLE = re.compile(r"^Example:\s*`(.+)`\s*$", re.M)
+
+
+def example_call(skill) -> str | None:
+    """The example call written in the skill's docstring (`Example: `...``), if it has one."""
+    match = _EXAMPLE.search(skill.description)
+    return match.group(1) if match else None
+
+
+def skill_entry(skill) -> str:
+    """A skill as the author reads it: signature, what it does in one line, and an example call."""
+    summary = skill.description.strip().split("\n", 1)[0]
+    entry = f"- {skill.signature()}: {summary}" if summary else f"- {skill.signature()}"
+    example = example_call(skill)
+    return entry + (f"\n  e.g. {example}" if example else "")
 
 
 def _surroundings(spec: AmbiguousSpec, source: str, context_lines: int) -> str:

@@ -77,7 +77,7 @@ class LiteLLMModel(Model):
     """A model reached through litellm. Rate limits, timeouts and 5xx errors are retried up to `max_retries`
     times with exponential backoff (`backoff_s`, doubling, capped at `max_backoff_s`)."""
 
-    def __init__(self, name: str, api_base: str | None = None, api_key: str | None = None, timeout: float = 60,
+    def __init__(self, name: str, api_base: str | None = None, api_key: str | None = None, timeout: float = 120,
                  max_retries: int = 3, backoff_s: float = 1.0, max_backoff_s: float = 30.0) -> None:
         self.name = name
         self.api_base = api_base

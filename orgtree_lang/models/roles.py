@@ -41,14 +41,18 @@ class RunModels:
 
     @classmethod
     def from_config(cls, model: str | None = None, review_model: str | None = None, *,
-                    api_base: str | None = None, record: str | None = None,
+                    api_base: str | None = None, record: str | None = None, timeout: float | None = None,
                     config_path: Path = Path("orgtree.toml")) -> RunModels:
-        """The models named by the arguments, else the environment, else orgtree.toml (nothing built yet)."""
-        from orgtree_lang.models.select import resolve_model_spec, resolve_review_model_spec
+        """The models named by the arguments, else the environment, else orgtree.toml (nothing built yet).
+        `timeout` (seconds per call) is resolved the same way: PIPE_MODEL_TIMEOUT, `[model] timeout`, 120."""
+        from orgtree_lang.models.select import resolve_model_spec, resolve_model_timeout, resolve_review_model_spec
 
         author = resolve_model_spec(model, config_path=config_path)
         review = resolve_review_model_spec(review_model, author, config_path=config_path)
-        return cls(author, review, extra={"api_base": api_base} if api_base else None, record=record)
+        extra: dict[str, Any] = {"timeout": resolve_model_timeout(timeout, config_path=config_path)}
+        if api_base:
+            extra["api_base"] = api_base
+        return cls(author, review, extra=extra, record=record)
 
     @property
     def configured(self) -> bool:

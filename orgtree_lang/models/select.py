@@ -30,7 +30,7 @@ def model_from_spec(spec: str, *, role: str = "author", **kw: Any) -> Model:
 
 def _config_model(config_path: Path) -> dict[str, Any]:
     try:
-        return config_section("model", config_path, types={"name": str, "review": str})
+        return config_section("model", config_path, types={"name": str, "review": str, "timeout": (int, float)})
     except ConfigError as exc:
         raise ModelError(str(exc), "config") from None
 
@@ -49,3 +49,26 @@ def resolve_review_model_spec(cli_value: str | None = None, author_spec: str | N
     env = os.environ if env is None else env
     return (cli_value or env.get("PIPE_REVIEW_MODEL") or _config_model(config_path).get("review")
             or author_spec or resolve_model_spec(None, env, config_path))
+
+
+DEFAULT_TIMEOUT = 120.0  # seconds; a local model on a CPU (llama.cpp) often needs more than a minute
+
+
+def resolve_model_timeout(cli_value: float | None = None, env: Mapping[str, str] | None = None,
+                          config_path: Path = Path("orgtree.toml")) -> float:
+    """Seconds one model call may take: --model-timeout, else PIPE_MODEL_TIMEOUT, else `[model] timeout`, else 120."""
+    env = os.environ if env is None else env
+    if cli_value is not None:
+        value, source = cli_value, "--model-timeout"
+    elif env.get("PIPE_MODEL_TIMEOUT"):
+        source = "PIPE_MODEL_TIMEOUT"
+        try:
+            value = float(env["PIPE_MODEL_TIMEOUT"])
+        except ValueError:
+            raise ModelError(f"PIPE_MODEL_TIMEOUT must be a number of seconds, got {env['PIPE_MODEL_TIMEOUT']!r}",
+                             "config") from None
+    else:
+        value, source = _config_model(config_path).get("timeout", DEFAULT_TIMEOUT), "[model] timeout"
+    if isinstance(value, bool) or not value > 0:
+        raise ModelError(f"{source} must be a number of seconds above 0, got {value!r}", "config")
+    return float(value)

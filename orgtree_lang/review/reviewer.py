@@ -53,8 +53,9 @@ def _fresh_id() -> str:
 
 
 def reviewer_messages(subject: str, round_: int, spec_text: str, artifact: str, open_concerns: list[Concern],
-                      settled_ids: list[str]) -> list[Message]:
-    """What the reviewer sees: the spec, the artifact, the still-open concerns. Never the author's conversation."""
+                      settled_ids: list[str], language: str = "") -> list[Message]:
+    """What the reviewer sees: the spec, the artifact, the still-open concerns, and the description of the
+    artifact's language when it is code (`language`). Never the author's conversation."""
     still_open = (json.dumps([c.model_dump(exclude={"still_present"}) for c in open_concerns], indent=2)
                   if open_concerns else "none")
     parts = [f"Review round {round_} of {subject}.", "", "## Spec", spec_text.strip(), "", "## Artifact",
@@ -64,7 +65,11 @@ def reviewer_messages(subject: str, round_: int, spec_text: str, artifact: str, 
                   "Do not reuse these ids for a new concern; reuse one (with \"still_present\": true) only if "
                   "that same problem is still in the artifact: " + ", ".join(settled_ids)]
     parts += ["", "Answer with one JSON object matching the schema in your instructions."]
-    return [Message("system", REVIEWER_SYSTEM), Message("user", "\n".join(parts))]
+    system = REVIEWER_SYSTEM
+    if language:
+        system += ("\nThe artifact is written in the language described below. Judge it by these semantics, "
+                   "not by another language's:\n\n" + language)
+    return [Message("system", system), Message("user", "\n".join(parts))]
 
 
 def _ask_reviewer(reviewer: Model, messages: list[Message], conversation_id: str, subject: str,
@@ -103,7 +108,7 @@ def _parse_response(subject: str, concern_id: str, response: str) -> tuple[str, 
 
 def review_loop(subject: str, spec_text: str, artifact: str, *, author: Model, reviewer: Model, revise: Revise,
                 ledger: ConcernLedger, max_rounds: int = 3, author_conversation: str | None = None,
-                new_reviewer_conversation: Callable[[], str] = _fresh_id) -> ReviewOutcome:
+                new_reviewer_conversation: Callable[[], str] = _fresh_id, language: str = "") -> ReviewOutcome:
     """Review `artifact` against `spec_text` until no blocking concern is open, or fail after `max_rounds`.
 
     Each round runs the reviewer in a fresh conversation (`new_reviewer_conversation()`, a uuid4 by default)
@@ -111,6 +116,7 @@ def review_loop(subject: str, spec_text: str, artifact: str, *, author: Model, r
     `subject`; those with an empty spec basis are recorded out of scope and never sent to `revise`. Open
     concerns the reviewer does not repeat are resolved. While blocking concerns are open and rounds remain,
     `revise(artifact, open_blocking)` returns the new artifact and {concern_id: "resolved: why" | "rejected: why"}.
+    `language`, when the artifact is code, describes its language to every reviewer (the language card).
 
     Raises SelfReviewError when a reviewer conversation is the author's (or was already used), ReviewError
     on malformed reviewer output twice in a round or when blocking concerns are left after the last round
@@ -142,7 +148,7 @@ def review_loop(subject: str, spec_text: str, artifact: str, *, author: Model, r
 
         shown = [concern_from_row(row) for row in ledger.open_concerns(subject)]
         settled = [row["concern_id"] for row in ledger.history(subject) if row["status"] != "open"]
-        messages = reviewer_messages(subject, round_, spec_text, outcome.artifact, shown, settled)
+        messages = reviewer_messages(subject, round_, spec_text, outcome.artifact, shown, settled, language)
         verdict = _ask_reviewer(reviewer, messages, conversation, subject, round_)
         ledger.record_round(subject, round_, author_conversation, conversation, reviewer_model=outcome.reviewer_model,
                             concerns=len(verdict.concerns), summary=verdict.summary)

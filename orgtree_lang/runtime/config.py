@@ -18,8 +18,42 @@ class ConfigError(UsageError):
     """orgtree.toml cannot be read, or a table or key in it has the wrong shape."""
 
 
-def read_config(path: Path | str = CONFIG_NAME) -> dict[str, Any]:
-    """Every table of the file at `path`; an empty dict when there is no such file."""
+class ConfigSnapshot:
+    """A run's orgtree.toml as it was when the run started: a program that changes the file mid-run (to widen
+    its own limits) changes nothing before the next run. Pass it wherever a settings path is taken."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self._tables: dict[str, Any] | None = None
+        self._error: ConfigError | None = None
+        self._text: str | None = None
+        try:
+            if self.path.is_file():
+                self._text = self.path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            # Kept, not raised: a run that never asks for settings must not fail on a bad file.
+            self._error = ConfigError(f"cannot read {self.path}: {exc}")
+
+    def tables(self) -> dict[str, Any]:
+        """Every table of the file as read at the start; ConfigError if it could not be read or parsed."""
+        if self._error is not None:
+            raise self._error
+        if self._tables is None:
+            try:
+                self._tables = tomllib.loads(self._text) if self._text is not None else {}
+            except tomllib.TOMLDecodeError as exc:
+                self._error = ConfigError(f"cannot read {self.path}: {exc}")
+                raise self._error from None
+        return self._tables
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+
+def read_config(path: Path | str | ConfigSnapshot = CONFIG_NAME) -> dict[str, Any]:
+    """Every table of the file at `path` (or of a snapshot); an empty dict when there is no such file."""
+    if isinstance(path, ConfigSnapshot):
+        return path.tables()
     path = Path(path)
     if not path.is_file():
         return {}
@@ -29,7 +63,7 @@ def read_config(path: Path | str = CONFIG_NAME) -> dict[str, Any]:
         raise ConfigError(f"cannot read {path}: {exc}") from None
 
 
-def config_section(name: str, path: Path | str = CONFIG_NAME, *,
+def config_section(name: str, path: Path | str | ConfigSnapshot = CONFIG_NAME, *,
                    types: dict[str, type | tuple[type, ...]] | None = None) -> dict[str, Any]:
     """The table `[name]` of the file (empty if absent); each key listed in `types` must have that type."""
     section = read_config(path).get(name, {})

@@ -1,44 +1,74 @@
-"""Parse input values given as text (`-i key=value`) by the .pipe type of the parameter they are for."""
+"""Read the entry pipeline's inputs (`-i key=value` text or JSON values) and find every problem with them."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from orgtree_lang.runtime.errors import PipeRuntimeError
+from orgtree_lang.runtime.values import conforms, display_short
 from orgtree_lang.syntax.errors import UsageError
 
 
 class InputError(UsageError):
-    """An input value that cannot be read as its parameter's type."""
+    """An input that is missing, unknown, unparsable or of the wrong type: a usage error (exit 2)."""
 
 
 def parse_input(name: str, text: str, ptype) -> Any:
-    """Parse a -i value: strings and paths as given, everything else as a .pipe/JSON literal."""
+    """Parse a -i value by its parameter's type: str and path as given, bool exactly `true`/`false`, int and float
+    as numbers, everything else as JSON (`none`/`null` for an optional parameter)."""
     kind = ptype.arg.kind if ptype.kind == "optional" else ptype.kind
     if ptype.kind == "optional" and text in ("none", "null"):
         return None
     if kind in ("str", "path"):
         return text
     if kind == "bool":
-        if text.lower() in ("true", "1", "yes"):
-            return True
-        if text.lower() in ("false", "0", "no"):
-            return False
-        raise InputError(f"input `{name}` is a bool: give true or false, got {text!r}")
+        if text in ("true", "false"):
+            return text == "true"
+        raise InputError(f"input `{name}` ({ptype}): expected true or false, got {text!r}")
     if kind == "int":
         try:
             return int(text)
         except ValueError:
-            raise InputError(f"input `{name}` is an int, got {text!r}") from None
+            raise InputError(f"input `{name}` ({ptype}): expected a whole number, got {text!r}") from None
     if kind == "float":
         try:
             return float(text)
         except ValueError:
-            raise InputError(f"input `{name}` is a float, got {text!r}") from None
+            raise InputError(f"input `{name}` ({ptype}): expected a number, got {text!r}") from None
     json_text = {"none": "null", "true": "true", "false": "false"}.get(text, text)
     try:
         return json.loads(json_text)
     except json.JSONDecodeError:
         if kind == "any":
             return text
-        raise InputError(f"input `{name}` is a {ptype}: give it as JSON, got {text!r}") from None
+        raise InputError(f"input `{name}` ({ptype}): expected JSON, e.g. -i '{name}=[1, 2]', got {text!r}") from None
+
+
+def check_inputs(code, inputs: dict[str, Any], records) -> None:
+    """Raise InputError for the first input problem of a call of `code` (a CodeObject) with `inputs`.
+
+    Unknown names, missing parameters without a default, and values that do not fit their parameter's type
+    (records built field by field with `records`, a RecordTypes) are found here, before the run starts."""
+    from orgtree_lang.syntax.diagnostics import did_you_mean
+
+    params = {p.name: p for p in code.params}
+    signature = ", ".join(f"{p.name}: {p.type}" for p in code.params) or "none"
+    for key in inputs:
+        if key not in params:
+            hint = did_you_mean(key, params)
+            raise InputError(f"pipeline {code.name} has no parameter `{key}`{'; ' + hint if hint else ''} "
+                             f"(parameters: {signature})")
+    for param in code.params:
+        if param.name not in inputs:
+            if not param.has_default:
+                raise InputError(f"pipeline {code.name} needs input `{param.name}` ({param.type}): "
+                                 f"pass it with -i {param.name}=VALUE")
+            continue
+        value = inputs[param.name]
+        try:
+            converted = records.from_plain(value, param.type)
+        except PipeRuntimeError as err:
+            raise InputError(f"input `{param.name}` ({param.type}): {err.message}") from None
+        if not conforms(converted, param.type):
+            raise InputError(f"input `{param.name}` ({param.type}): got {display_short(value, 60)}")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePath
 from typing import Any, Callable
 
+from orgtree_lang.runtime.config import CONFIG_NAME, ConfigSnapshot
 from orgtree_lang.runtime.docstrings import parse_docstring
 from orgtree_lang.runtime.errors import SkillArgumentError, SkillError
 from orgtree_lang.runtime.state_db import StateConnection, open_state_db, state_db_path
@@ -70,6 +71,13 @@ class SkillContext:
     # Set by the VM (vm.budget.ModelSpend): a skill's model calls are checked against and charged to the run
     # tree's --max-tokens / --max-cost, and to the calling skill's org tree node. None outside a VM.
     spend: Any = None
+    # The workspace's orgtree.toml read once when the run's context is made, for the skills that obey it
+    # (code.run, http.fetch, web.search); a copy made with dataclasses.replace shares it.
+    config: ConfigSnapshot | None = None  # filled in by __post_init__
+
+    def __post_init__(self) -> None:
+        if self.config is None:
+            object.__setattr__(self, "config", ConfigSnapshot(self.workspace.root / CONFIG_NAME))
 
     def state_db(self, *, create: bool = True, timeout: float = 10) -> StateConnection | None:
         """The workspace's state.db, migrated to the newest schema, for a skill that keeps durable records.

@@ -64,9 +64,21 @@ class Workspace:
 
     def is_state_path(self, real: Path) -> bool:
         """True if a resolved path lies in the run's own state folder, or is the workspace's settings file
-        (which says what the sandbox and http.fetch may do: a program must not widen its own limits)."""
+        (which says what the sandbox and http.fetch may do: a program must not widen its own limits).
+
+        The settings file counts under every name that reaches it: its own, the target of a symbolic link
+        it is, and a hard link to it."""
         state = Path(os.path.realpath(self.state_dir))
-        return real == state or real.is_relative_to(state) or real == self.root / SETTINGS_FILE_NAME
+        if real == state or real.is_relative_to(state):
+            return True
+        settings = self.root / SETTINGS_FILE_NAME
+        target = Path(os.path.realpath(settings))
+        if real in (settings, target):
+            return True
+        try:
+            return os.path.samefile(real, target)
+        except OSError:  # one of them does not exist (yet): no hard link between them
+            return False
 
     def __repr__(self) -> str:
         return f"Workspace({str(self.root)!r})"

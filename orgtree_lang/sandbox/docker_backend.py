@@ -70,7 +70,8 @@ class DockerBackend:
             cap = self.settings.max_output_bytes
             stdout, out_cut = _capped(container.logs(stdout=True, stderr=False), cap)
             stderr, err_cut = _capped(container.logs(stdout=False, stderr=True), cap)
-            files, files_cut = folders.written_files(request.files, cap)
+            files, files_cut, notes = folders.written_files(request.files, cap)
+            stderr += "".join(f"\n[sandbox: {note}]" for note in notes)
         finally:
             container.remove(force=True)
             folders.remove()

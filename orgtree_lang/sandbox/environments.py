@@ -6,6 +6,7 @@ import hashlib
 import os
 import re
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 
@@ -41,7 +42,7 @@ def cached_environment(requirements: tuple[str, ...], settings: SandboxSettings,
     check_requirements(requirements)
     cache = settings.env_cache_dir()
     final = cache / requirements_key(requirements, settings.interpreter())
-    if (final / _DONE).exists():
+    if _complete(final):
         return final
     if not settings.allow_install:
         raise SandboxError(
@@ -54,15 +55,43 @@ def cached_environment(requirements: tuple[str, ...], settings: SandboxSettings,
     building = Path(tempfile.mkdtemp(prefix=".building-", dir=cache))
     try:
         _install(requirements, building, settings, backend)
-        (building / _DONE).write_text("\n".join(requirements) + "\n", encoding="utf-8")
+        _mark_complete(building, requirements)
         try:
             building.rename(final)
         except OSError:  # another run finished the same environment first: use theirs
-            if not (final / _DONE).exists():
+            if not _complete(final):
                 raise
     finally:
         shutil.rmtree(building, ignore_errors=True)
     return final
+
+
+def _mark_complete(folder: Path, requirements: tuple[str, ...]) -> None:
+    """Write the completion marker into a folder the install's code could write: never through a link.
+
+    The folder is opened without following a link and the marker created only if nothing is there yet
+    (O_EXCL does not follow a link either); a file the install left in its place fails the install.
+    """
+    folder_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        fd = os.open(_DONE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=folder_fd)
+    except FileExistsError:
+        raise SandboxError(f"code.run: installing {', '.join(requirements)} left a file at {_DONE}, the name "
+                           "that marks a finished environment; the environment is not used",
+                           hint="a requirement's build code wrote where it must not; check the requirements") from None
+    finally:
+        os.close(folder_fd)
+    with os.fdopen(fd, "w", encoding="utf-8") as marker:
+        marker.write("\n".join(requirements) + "\n")
+
+
+def _complete(folder: Path) -> bool:
+    """True when the folder holds the marker as a regular file the host wrote (a link does not count)."""
+    try:
+        found = os.stat(folder / _DONE, follow_symlinks=False)
+    except OSError:
+        return False
+    return stat.S_ISREG(found.st_mode) and found.st_uid == os.geteuid()
 
 
 def _install(requirements: tuple[str, ...], folder: Path, settings: SandboxSettings,
@@ -78,8 +107,9 @@ def _install(requirements: tuple[str, ...], folder: Path, settings: SandboxSetti
     env = {key: value for key, value in os.environ.items() if key.startswith(_PASSED)}
     result = backend.execute(["--ro-bind", "/etc", "/etc", "--bind", str(folder), "/env"], ["/bin/sh", "-c", script],
                              settings.install_timeout, max(settings.memory_mb, 1024), network=True, env=env)
-    if result.exit_code != 0:
-        why = "timed out" if result.timed_out else f"exited with {result.exit_code}"
+    if result.exit_code != 0 or not result.contained:
+        why = ("timed out" if result.timed_out else f"exited with {result.exit_code}" if result.exit_code
+               else "left processes that could not be shown to have ended")
         raise SandboxError(f"code.run: installing {', '.join(requirements)} {why}: {result.stderr.strip()[-600:]}",
                            hint="check the requirement names and versions")
 

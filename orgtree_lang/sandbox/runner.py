@@ -39,7 +39,8 @@ def choose_backend(settings: SandboxSettings) -> SandboxBackend:
         reasons.append(f"{name}: {reason}")
     raise SandboxUnavailable(
         "code.run refuses to run the code: no sandbox can start here (" + "; ".join(reasons) + ")",
-        hint="install bubblewrap (`apt-get install -y bubblewrap`) or start a Docker engine, and check "
+        hint="install bubblewrap and libseccomp (`apt-get install -y bubblewrap libseccomp2`; pyseccomp comes with "
+             "orgtree-lang) or start a Docker engine, and check "
              "[sandbox] backend and bwrap in orgtree.toml; code is never run outside a sandbox",
     )
 

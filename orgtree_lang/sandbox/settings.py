@@ -135,6 +135,8 @@ class CodeResult:
     truncated: bool
     backend: str
     duration: float
+    # False when the host could not show that every process of the run ended (then no files were read back).
+    contained: bool = True
 
     def as_value(self) -> dict[str, Any]:
         """The result as a plain .pipe dict."""

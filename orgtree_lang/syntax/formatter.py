@@ -206,10 +206,64 @@ class _Printer:
                 self._line(indent + INDENT, "use " + ", ".join(u.name for u in s.uses), line, s.uses[-1].span.line)
             self._block(s.body, indent + INDENT, s.span.line)
         else:
+            self._comments_before(s.span.line, indent)
+            exploded = self._commented_items(s, indent)
+            if exploded is not None:
+                self.out.extend(exploded)
+                return
             text = self._simple(s)
             if len(indent) + len(text) > MAX_WIDTH:
                 text = self._wrapped(s, indent) or text
             self._line(indent, text, s.span.line, s.span.end_line)
+
+    def _items(self, value: n.Expr) -> tuple[str, str, list[tuple[str, int, int]]] | None:
+        """Opener, closer and (text, first line, last line) of each item of a list, dict or call."""
+        if isinstance(value, n.ListExpr) and value.items:
+            return "[", "]", [(self.expr(i), i.span.line, i.span.end_line) for i in value.items]
+        if isinstance(value, n.DictExpr) and value.keys:
+            return "{", "}", [(f"{self.expr(k)}: {self.expr(v)}", k.span.line, v.span.end_line)
+                              for k, v in zip(value.keys, value.values)]
+        if isinstance(value, n.Call) and (value.args or value.keywords):
+            items = [(self.expr(a), a.span.line, a.span.end_line) for a in value.args]
+            items += [(f"{k.name}={self.expr(k.value)}", k.span.line, k.span.end_line) for k in value.keywords]
+            return self._wrap(value.func, _POSTFIX) + "(", ")", items
+        return None
+
+    def _commented_items(self, s: n.Stmt, indent: str) -> list[str] | None:
+        """A statement ending in a list, dict or call with comments among its items: one item per line, each
+        comment kept with the item it follows on its line, or above the item it precedes."""
+        value = getattr(s, "value", None) or getattr(s, "expr", None)
+        parts = self._items(value) if isinstance(value, n.Expr) else None
+        end = s.span.end_line
+        inside = [c for c in self.comments[self.next_comment:] if c[0] < end]
+        if parts is None or not inside or value.span.end_line != end:
+            return None
+        opener, closer, items = parts
+        head = self._simple(s)
+        lines = [indent + head[: len(head) - len(self.expr(value))] + opener]
+        if items[0][1] > value.span.line:  # a comment after the opener, before the first item's line
+            lines[0] += "".join("  " + c[2].rstrip() for c in self._take_comments(value.span.line, own_line=False))
+        inner = indent + INDENT
+        for text, first, last in items:
+            lines.extend(inner + c[2].rstrip() for c in self._take_comments(first - 1, own_line=None))
+            trailing = self._take_comments(min(last, end - 1), own_line=False)  # the closer's line keeps its own
+            lines[-1] += "".join("  " + c[2].rstrip() for c in trailing if c[0] < first)
+            lines.append(inner + text + "," + "".join("  " + c[2].rstrip() for c in trailing if c[0] >= first))
+        lines.extend(inner + c[2].rstrip() for c in self._take_comments(end - 1, own_line=None))
+        closing = self._take_comments(end, own_line=None)
+        lines.append(indent + closer + "".join("  " + c[2].rstrip() for c in closing))
+        return lines
+
+    def _take_comments(self, up_to_line: int, own_line: bool | None) -> list[tuple[int, int, str, bool]]:
+        """Consume the comments up to line `up_to_line` (only trailing ones when own_line is False)."""
+        taken = []
+        while self.next_comment < len(self.comments):
+            comment = self.comments[self.next_comment]
+            if comment[0] > up_to_line or (own_line is False and comment[3]):
+                break
+            taken.append(comment)
+            self.next_comment += 1
+        return taken
 
     def _wrapped(self, s: n.Stmt, indent: str) -> str | None:
         """A too-long statement ending in a list, dict or call, with one item per line."""

@@ -24,7 +24,7 @@ def fetch(ctx: SkillContext, url: str) -> dict[str, Any]:
     from orgtree_lang.sandbox.allowlist import HttpPolicy
     from orgtree_lang.web.fetch import fetch as fetch_url
 
-    return fetch_url(url, HttpPolicy.from_config(ctx.workspace.root / "orgtree.toml")).as_value()
+    return fetch_url(url, HttpPolicy.from_config(ctx.config)).as_value()
 
 
 @skill("web.search")
@@ -46,7 +46,7 @@ def search(ctx: SkillContext, query: str, k: int = 5) -> list[dict[str, Any]]:
     if k < 1:
         raise SkillError(f"web.search: k must be at least 1, got {k}")
     root = ctx.workspace.root
-    return [r.as_value() for r in provider_from_config(root, root / "orgtree.toml").search(query, k)]
+    return [r.as_value() for r in provider_from_config(root, ctx.config).search(query, k)]
 
 
 @skill("web.extract", pure=True)
