@@ -101,25 +101,25 @@ def test_no_module_but_the_schema_creates_or_changes_a_table_of_state_db() -> No
 
 # ---- migrations ------------------------------------------------------------------------------------------
 
-_LATER = Migration(2, "a test table, an index on an older table, and a column", tables=(
-    Table("kv", "orgtree_lang.runtime.schema", "key TEXT PRIMARY KEY, value TEXT NOT NULL"),),
+_LATER = Migration(SCHEMA_VERSION + 1, "a test table, an index on an older table, and a column", tables=(
+    Table("later", "orgtree_lang.runtime.schema", "key TEXT PRIMARY KEY, value TEXT NOT NULL"),),
     indexes=(Index("pad_notes_by_kind", "pad_notes (kind)"),),
-    statements=("ALTER TABLE kv ADD COLUMN at REAL NOT NULL DEFAULT 0",))
+    statements=("ALTER TABLE later ADD COLUMN at REAL NOT NULL DEFAULT 0",))
 
 
 def test_two_migrations_applied_twice_change_nothing_the_second_time(v0: Path) -> None:
     path = state_db_path(v0)
     two = (*MIGRATIONS, _LATER)
     db = open_state_db(path, migrations=two)
-    db.execute("INSERT INTO kv (key, value) VALUES ('k', 'v')")
+    db.execute("INSERT INTO later (key, value) VALUES ('k', 'v')")
     db.close()
     once = _schema(path)
     db = open_state_db(path, migrations=two)
-    assert schema_version(db) == 2
-    assert [tuple(row) for row in db.execute("SELECT key, value, at FROM kv")] == [("k", "v", 0)]
+    assert schema_version(db) == SCHEMA_VERSION + 1
+    assert [tuple(row) for row in db.execute("SELECT key, value, at FROM later")] == [("k", "v", 0)]
     db.close()
     assert _schema(path) == once
-    assert once["table kv"] == [("key", "TEXT", 0, None, 1, 0), ("value", "TEXT", 1, None, 0, 0),
+    assert once["table later"] == [("key", "TEXT", 0, None, 1, 0), ("value", "TEXT", 1, None, 0, 0),
                                 ("at", "REAL", 1, "0", 0, 0)]
     assert "index pad_notes_by_kind" in once and set(declared_indexes(two)) == set(declared_indexes()) | {
         "pad_notes_by_kind"}
@@ -127,12 +127,12 @@ def test_two_migrations_applied_twice_change_nothing_the_second_time(v0: Path) -
 
 def test_a_failing_migration_leaves_the_previous_version_and_nothing_of_itself(tmp_path: Path) -> None:
     path = state_db_path(tmp_path)
-    broken = Migration(2, "creates a table, then fails", tables=(Table("half", "x", "a INT"),),
+    broken = Migration(SCHEMA_VERSION + 1, "creates a table, then fails", tables=(Table("half", "x", "a INT"),),
                        statements=("ALTER TABLE no_such_table ADD COLUMN b INT",))
     with pytest.raises(sqlite3.OperationalError, match="no_such_table"):
         open_state_db(path, migrations=(*MIGRATIONS, broken))
     db = open_state_db(path)
-    assert schema_version(db) == SCHEMA_VERSION == 1
+    assert schema_version(db) == SCHEMA_VERSION
     assert db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'half'").fetchone()[0] == 0
     db.close()
 
@@ -144,7 +144,7 @@ def test_threads_opening_one_new_workspace_at_once_all_see_one_migrated_schema(t
     def open_one() -> None:
         try:
             db = open_state_db(path, migrations=(*MIGRATIONS, _LATER))
-            assert schema_version(db) == 2
+            assert schema_version(db) == SCHEMA_VERSION + 1
             db.close()
         except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
             errors.append(exc)

@@ -12,14 +12,15 @@ No other module creates, alters or drops a table of state.db: they open it with
 
 To add a table (or an index, or a column), append one `Migration` to `MIGRATIONS`; nothing else changes:
 
-    Migration(2, "the language's key-value store", tables=(
-        Table("kv", "orgtree_lang.<package>.<module>", '''
-            key TEXT PRIMARY KEY,
-            value TEXT NOT NULL
-        ''', indexes=(Index("kv_by_value", "kv (value)"),)),
+    Migration(3, "what each run wrote down for later", tables=(
+        Table("run_notes", "orgtree_lang.<package>.<module>", '''
+            run_id TEXT NOT NULL,
+            text TEXT NOT NULL
+        ''', indexes=(Index("run_notes_by_run", "run_notes (run_id)"),)),
     )),
 
-An index on an existing table goes in `indexes=(Index(...),)`; a column is added with `statements=("ALTER TABLE kv ADD COLUMN at REAL NOT NULL DEFAULT 0",)`. Never edit a
+An index on an existing table goes in `indexes=(Index(...),)`; a column is added with
+`statements=("ALTER TABLE run_notes ADD COLUMN at REAL NOT NULL DEFAULT 0",)`. Never edit a
 migration that has shipped: workspaces at its version have already run it. tests/test_state_schema.py checks
 that the migrations are numbered 1, 2, 3 ..., that every table and index a migrated database holds is
 declared here, and that the committed workspace of fa31da4 (tests/fixtures/workspace_v0) still migrates.
@@ -307,6 +308,13 @@ MIGRATIONS: tuple[Migration, ...] = (
         _INSIGHTS, _INSIGHT_PROPOSALS, _INSIGHT_EVENTS, _PAD_NOTES,
         _MEMORY_NODES, _MEMORY_EDGES, _MEMORY_COVERS, _MEMORY_SUMMARIES, _MEMORY_VECTORS, _MEMORY_META,
         _FS_APPENDS)),
+    Migration(2, "kv.get/set/delete/keys: values per namespace, kept across runs", tables=(
+        Table("kv", "orgtree_lang.stdlib.kv", """
+    namespace TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,          -- the value encoded as JSON (runtime.values.encode)
+    PRIMARY KEY (namespace, key)
+"""),)),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version
