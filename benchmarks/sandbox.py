@@ -15,7 +15,7 @@ import statistics
 import subprocess
 import time
 
-from orgtree_lang.sandbox.runner import run_code
+from orgtree_lang.sandbox.backends import run_code
 from orgtree_lang.sandbox.settings import CodeRequest, SandboxSettings
 
 TARGET_OVERHEAD_MS = 100.0

@@ -33,7 +33,7 @@ def run(ctx: SkillContext, language: str, source: str, files: dict[str, str] | N
         with a marker), `backend` and `duration` in seconds.
     """
     # Imported here: subprocess, tempfile and the backends are not needed by `pipe check` or `pipe --help`.
-    from orgtree_lang.sandbox.runner import run_code
+    from orgtree_lang.sandbox.backends import run_code
     from orgtree_lang.sandbox.settings import CodeRequest, SandboxSettings
 
     # The workspace's own orgtree.toml as read when the run started: the fs skills refuse to change the file,

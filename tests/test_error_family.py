@@ -158,3 +158,5 @@ def test_a_bug_in_orgtree_lang_is_an_internal_error_not_a_traceback(tmp_path, ca
     err = capsys.readouterr().err
     assert err.startswith("internal error: KeyError: 'boom'\n  = this is a bug in orgtree_lang")
     assert "Traceback" not in err
+    assert main(["check", "--debug", str(tmp_path / "p.pipe")]) == 70
+    assert "Traceback (most recent call last)" in capsys.readouterr().err

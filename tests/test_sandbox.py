@@ -14,7 +14,7 @@ from orgtree_lang.engine.registries import default_registry
 from orgtree_lang.runtime.skills import SkillContext
 from orgtree_lang.runtime.workspace import Workspace
 from orgtree_lang.sandbox.environments import requirements_key
-from orgtree_lang.sandbox.runner import run_code
+from orgtree_lang.sandbox.backends import run_code
 from orgtree_lang.sandbox.settings import CodeRequest, SandboxError, SandboxSettings, SandboxUnavailable
 
 

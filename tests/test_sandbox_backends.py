@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from orgtree_lang.sandbox.runner import SandboxBackend, backend_class
+from orgtree_lang.sandbox.backends import SandboxBackend, backend_class
 from orgtree_lang.sandbox.settings import BACKEND_CLASSES, BACKENDS, SandboxError, SandboxSettings
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from sandbox_testing import local_server, quick_settings
 
-from orgtree_lang.sandbox.runner import choose_backend, run_code
+from orgtree_lang.sandbox.backends import choose_backend, run_code
 from orgtree_lang.sandbox.settings import CodeRequest, SandboxError, SandboxSettings, SandboxUnavailable
 
 CORPUS_DIR = Path(__file__).parent / "sandbox_escapes"

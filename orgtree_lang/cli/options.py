@@ -29,6 +29,8 @@ def add_verb(commands, name: str, *, help: str, description: str, examples: list
     parser.set_defaults(verb=parser.prog)
     if handler is not None:
         parser.set_defaults(handler=handler)
+        # Every verb can fail with a bug of orgtree_lang; `pipe`'s one handler shows its traceback only on request.
+        parser.add_argument("--debug", action="store_true", help="show Python tracebacks for internal errors")
     return parser
 
 

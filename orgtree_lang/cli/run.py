@@ -30,7 +30,6 @@ def register(commands) -> None:
     add_workspace_option(run, default=None, help="workspace root for fs skills and .orgtree/ "
                                                  "(default: the program's folder)")
     run.add_argument("--json", action="store_true", help="print one JSON envelope: output, run id, status, usage")
-    run.add_argument("--debug", action="store_true", help="show Python tracebacks for internal errors")
     add_model_options(run)
     run.add_argument("--durability", choices=("power", "process"), default="power",
                      help="power (default): every journaled step is on disk before the run moves on; process: "

@@ -23,7 +23,6 @@ def register(commands) -> None:
     def with_attempt_options(parser):
         add_budget_options(parser, resumed=True)
         parser.add_argument("--json", action="store_true", help="print one JSON envelope")
-        parser.add_argument("--debug", action="store_true", help="show Python tracebacks for internal errors")
         add_model_options(parser)
         return parser
 

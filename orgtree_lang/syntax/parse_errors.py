@@ -94,6 +94,11 @@ def parse_error_diagnostic(err: Exception, source: str, file: str) -> Diagnostic
         hint = _parse_hint(token, expected, source, line)
         if hint == _IMMUTABLE_HINT:
             message = "cannot assign to a field or an item"
+        keyword = _keyword_assigned(token, source, line)
+        if keyword is not None:
+            word, col = keyword
+            return Diagnostic("error", f"`{word}` is a keyword and cannot be used as a name",
+                              Span(file, line, col, line, col + len(word)), f"choose another name, e.g. `my_{word}`")
         if token.type == "_INDENT":
             line, col, end_col = token.end_line, 1, len(str(token.value)) + 1
             message = "unexpected indentation"
@@ -130,6 +135,19 @@ def _parse_hint(token: Token, expected: set[str], source: str, line: int) -> str
     if token.type == "NAME" and "_NL" in expected:
         return "one statement per line; did you forget an operator or a comma?"
     return None
+
+
+def _keyword_assigned(token: Token, source: str, line: int) -> tuple[str, int] | None:
+    """The keyword and its column when the failing statement assigns to a keyword (`record = {}`, `pass = 1`)."""
+    from orgtree_lang.syntax.parser import KEYWORDS
+
+    text = source.splitlines()[line - 1] if 0 < line <= source.count("\n") + 1 else ""
+    match = re.match(r"^(\s*)([A-Za-z_]\w*)\s*(?:[-+*/%]|//)?=(?!=)", text)
+    if match is None or match.group(2) not in KEYWORDS:
+        return None
+    if token.line != line or token.column - 1 > match.end():
+        return None
+    return match.group(2), len(match.group(1)) + 1
 
 
 _CLOSERS = {"(": ")", "[": "]", "{": "}"}
