@@ -10,7 +10,7 @@ from typing import Any
 from orgtree_lang.cli.options import (EXIT_OK, add_budget_options, add_model_options, add_verb, add_workspace_option,
                                       budget_from_args)
 from orgtree_lang.runtime.errors import PipeRuntimeError, UsageError
-from orgtree_lang.runtime.inputs import InputError, parse_input
+from orgtree_lang.runtime.inputs import InputError, check_depth, parse_input, too_deep
 
 
 def register(commands) -> None:
@@ -271,9 +271,11 @@ def collect_inputs(code, pairs: list[str], inputs_file: str | None, program=None
             raise InputError(f"cannot read {inputs_file}: {err.strerror}") from None
         except json.JSONDecodeError as err:
             raise InputError(f"{inputs_file}:{err.lineno}:{err.colno}: invalid JSON: {err.msg}") from None
+        except RecursionError:
+            raise too_deep(inputs_file) from None
         if not isinstance(data, dict):
             raise InputError(f"{inputs_file} must hold a JSON object of inputs, got {type(data).__name__}")
-        inputs.update(data)
+        inputs.update({key: check_depth(key, value) for key, value in data.items()})
     params = {p.name: p for p in code.params}
     for pair in pairs:
         key, sep, text = pair.partition("=")

@@ -35,6 +35,8 @@ def register(commands) -> None:
                 description="Show a saved run.", examples=["pipe show 3f2a", "pipe show 3f2a9c1d7e0b --json"])
     show.add_argument("run", metavar="RUN", help="a run id (or a unique prefix of one)")
     show.add_argument("--json", action="store_true", help="print JSON")
+    show.add_argument("--steps", action="store_true",
+                      help="list the journaled steps with the statement each ran in (`pipe fork --at` counts these)")
 
     resume = with_attempt_options(verb(
         "resume", handler=command_resume, help="continue a crashed, stopped or failed run",
@@ -92,25 +94,44 @@ def command_runs(args) -> int:
     return EXIT_OK
 
 
+def _print_steps(meta, steps, as_json: bool) -> int:
+    """One line per journaled step: its number, the statement it ran in, what it called, where and in which node."""
+    rows = [{"seq": r.seq, "statement": r.statement, "kind": r.kind, "name": r.name, "at": f"{r.file}:{r.line}",
+             "node": r.node, "ok": r.ok} for r in steps.values()]
+    if as_json:
+        print(json.dumps({"id": meta["run_id"], "statements": meta.get("steps", 0), "steps": rows}, indent=1))
+        return EXIT_OK
+    print(f"run {meta['run_id']}: {meta.get('steps', 0)} statements, {len(rows)} journaled steps "
+          "(`pipe fork RUN --at N` starts after statement N; --at 0 is the start)")
+    for row in rows:
+        statement = "?" if row["statement"] is None else row["statement"]
+        print(f"  step {row['seq']:>4}  statement {statement:>6}  {row['kind']} {row['name']}  {row['at']}  "
+              f"{row['node']}{'' if row['ok'] else '  (failed)'}")
+    return EXIT_OK
+
+
 def command_show(args) -> int:
     from orgtree_lang.durable.journal import Journal
-    from orgtree_lang.durable.runs import effective_status, find_run
+    from orgtree_lang.durable.runs import effective_status, find_run, view_meta
     from orgtree_lang.durable.resume import node_names
     from orgtree_lang.runtime.values import decode, display, to_plain
 
     run_dir = find_run(Path(args.workspace), args.run)
     journal = Journal.open(run_dir)
     try:
-        meta = journal.meta()
+        meta = view_meta(run_dir, journal)
         steps = journal.steps()
         nodes = sorted(node_names(journal, meta))
     finally:
         journal.close()
     status = effective_status(run_dir, meta)
     inputs = to_plain(decode(meta.get("inputs", {})))
+    defaults = to_plain(decode(meta.get("defaults", {})))
+    if args.steps:
+        return _print_steps(meta, steps, args.json)
     if args.json:
         print(json.dumps({"id": meta["run_id"], "program": meta.get("program"), "status": status,
-                          "inputs": inputs, "result": to_plain(decode(meta.get("result"))),
+                          "inputs": inputs, "defaults": defaults, "result": to_plain(decode(meta.get("result"))),
                           "printed": meta.get("output", []), "error": meta.get("error"), "nodes": nodes,
                           "steps": meta.get("steps", 0), "journaled_steps": len(steps),
                           "attempts": meta.get("attempts", 0), "parent_run": meta.get("parent_run")}, indent=1))
@@ -120,7 +141,9 @@ def command_show(args) -> int:
     print(f"program: {meta.get('program')} (pipeline {meta.get('entry')})")
     if meta.get("parent_run"):
         print(f"forked from run {meta['parent_run']} at step {meta.get('fork_step')}")
-    print("inputs: " + (", ".join(f"{k}={display(v, True)}" for k, v in inputs.items()) or "(none)"))
+    given = [f"{k}={display(v, True)}" for k, v in inputs.items()]
+    given += [f"{k}={display(v, True)} (default)" for k, v in defaults.items()]
+    print("inputs: " + (", ".join(given) or "(none)"))
     if meta.get("output"):
         print("printed:")
         for line in meta["output"]:

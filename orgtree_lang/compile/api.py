@@ -44,9 +44,18 @@ def compile_source(source: str, file: str, registry, cache_dir: Path | None = No
     from orgtree_lang.compile.codegen import generate
     from orgtree_lang.syntax.parser import parse
 
-    module = parse(source, file)
-    checked = check(module, registry, source)
-    program = generate(checked, source_hash(source))
+    try:
+        module = parse(source, file)
+        checked = check(module, registry, source)
+        program = generate(checked, source_hash(source))
+    except RecursionError:
+        # The parser bounds brackets and blocks; long chains of operators (`- - - x`) can still nest deeper.
+        from orgtree_lang.syntax.spans import Span
+
+        raise CompileError([Diagnostic("error", "this source nests expressions too deeply to compile",
+                                       Span(file, 1, 1, 1, 1),
+                                       "break long chains of operators into steps with names")],
+                           {file: source}) from None
     warnings = [d for d in checked.diagnostics if d.severity == "warning"]
     if key is not None and not warnings:
         _write_cache(cache_dir, key, program)

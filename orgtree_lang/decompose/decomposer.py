@@ -283,9 +283,14 @@ class Decomposer:
         try:
             result = block.run_child(program, child_decomposer)
         except PipeRuntimeError as err:
-            raise PipeRuntimeError(f"the generated module for `{spec.name}` ({path}) failed: {err.message}",
-                                   kind=err.kind, hint=err.hint or f"read or fix it: {path}",
-                                   catchable=err.catchable) from err
+            # Point at the child's line, with the child's text to show it, and keep its frames on the stack.
+            inside = err.span is not None and Path(err.span.file) == path
+            wrapped = PipeRuntimeError(f"the generated module for `{spec.name}` ({path}) failed: {err.message}",
+                                       kind=err.kind, span=err.span, hint=err.hint or f"read or fix it: {path}",
+                                       catchable=err.catchable,
+                                       source=err.source or (path.read_text(encoding="utf-8") if inside else None))
+            wrapped.frames_below = list(err.stack)
+            raise wrapped from err
         if len(spec.outputs) == 1:
             outputs = {spec.outputs[0][0]: result}
         elif isinstance(result, RecordValue) and result.record_name == OUTPUTS_RECORD:

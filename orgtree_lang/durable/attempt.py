@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from orgtree_lang.durable.effects import EffectLog, NonDeterminismError
-from orgtree_lang.durable.journal import Journal, JournalError
+from orgtree_lang.durable.journal import JOURNAL_FILE, Journal, JournalError
 from orgtree_lang.durable.runs import RunLock, find_run, runs_dir
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.values import encode
@@ -117,6 +117,9 @@ def start(program, root: Path, registry, options, source: str, program_path: Pat
         "run_id": run_id, "program": str(Path(program_path).resolve()), "file": program.file,
         "entry": program.entry(options.entry).name,
         "inputs": encode(options.inputs), "source_hash": digest, "sources": {digest: source}, "budget": budget,
+        # The parameters the run took from their defaults: shown by `pipe show`, kept apart so resume is unchanged.
+        "defaults": encode({p.name: p.default for p in program.entry(options.entry).params
+                            if p.has_default and p.name not in options.inputs}),
         "created": time.time(), "status": "running", "attempts": 0, "workspace": str(root),
         "durability": options.durability,
     })
@@ -145,16 +148,30 @@ class Opened:
             self.lock.release()
 
 
-def open_run(root: Path, ref: str, lock: bool = True) -> Opened:
+def open_run(root: Path, ref: str, lock: bool = True, whole: bool = True) -> Opened:
+    """Open a run's journal (locked when `lock`); refuse it to a lock holder when it lost steps, unless not `whole`."""
     run_dir = find_run(root, ref)
     held = RunLock(run_dir).acquire() if lock else None
     try:
         journal = Journal.open(run_dir)
+        if lock and whole:
+            _refuse_lost_steps(journal, run_dir)
         return Opened(run_dir, journal, journal.meta(), held)
     except BaseException:
         if held is not None:
             held.release()
         raise
+
+
+def _refuse_lost_steps(journal: Journal, run_dir: Path) -> None:
+    lost = journal.lost_steps()
+    if lost is not None:
+        journal.close()
+        raise JournalError(
+            f"the journal in {run_dir} lost committed steps {lost[0]} to {lost[1]} (its write-ahead log "
+            f"{JOURNAL_FILE}-wal was damaged or removed); continuing would run them, and their effects, again",
+            hint="restore the run folder from a backup, or start again with `pipe resume RUN --from-scratch` "
+                 "after checking what those steps already did")
 
 
 def current_program(opened: Opened, registry, program_path: Path | None):

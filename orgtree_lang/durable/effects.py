@@ -109,7 +109,7 @@ class EffectLog:
 
     def _record(self, step: EffectStep, digest: str, ok: bool, result: str | None, error: dict | None) -> None:
         self.journal.record(step.seq, step.node, step.span.file, step.span.line, step.kind, step.name, digest,
-                            self.source_hash, ok, result, error)
+                            self.source_hash, ok, result, error, step.statement)
 
     def _in_retried_node(self, node: str) -> bool:
         return self.retry_node is not None and (node == self.retry_node or node.startswith(self.retry_node + "/"))

@@ -16,6 +16,10 @@ from orgtree_lang.runtime.values import encode
 
 JOURNAL_FORMAT = 1
 JOURNAL_FILE = "journal.db"
+# The highest step number ever committed, kept beside the database and not inside it: a damaged or lost WAL
+# takes its committed steps with it, and without a mark elsewhere a resume would silently run them again
+# (duplicating their effects when the workspace's state.db ledger is gone too). See docs/durability.md.
+MARK_FILE = "journal.mark"
 
 # How far a committed step is safe. power: WAL + synchronous=FULL, every step is on disk before the VM moves
 # on (survives kill -9, OS crashes and power loss). process: WAL + synchronous=NORMAL, every step is in the
@@ -38,7 +42,8 @@ CREATE TABLE IF NOT EXISTS steps (
     result TEXT,
     error TEXT,
     attempts INTEGER NOT NULL DEFAULT 1,
-    finished REAL NOT NULL
+    finished REAL NOT NULL,
+    statement INTEGER             -- statements the run had started when it asked (`pipe fork --at` counts these)
 );
 CREATE TABLE IF NOT EXISTS checkpoints (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -70,6 +75,7 @@ class StepRecord:
     result: str | None  # encoded value (JSON text)
     error: dict[str, Any] | None
     attempts: int
+    statement: int | None = None  # None in journals written before statements were recorded
 
 
 def input_hash(args: list[Any], kwargs: dict[str, Any]) -> str:
@@ -86,6 +92,33 @@ class Journal:
         self.db = connection
         row = connection.execute("SELECT max(seq) FROM steps").fetchone() if _has_steps(connection) else None
         self._high_seq = (row[0] or 0) if row else 0
+        self._statement = _has_steps(connection) and _has_statement_column(connection)
+        self._mark_path = path.parent / MARK_FILE
+        self._mark = self.committed_mark()
+
+    def committed_mark(self) -> int:
+        """The highest step number this journal ever committed, by the mark file (0 when there is none)."""
+        try:
+            data = self._mark_path.read_bytes()
+        except OSError:
+            return 0
+        return int.from_bytes(data[:8], "little") if len(data) >= 8 else 0
+
+    def lost_steps(self) -> tuple[int, int] | None:
+        """(first, last) step numbers that were committed but are missing now, or None when none are."""
+        row = self.db.execute("SELECT max(seq) FROM steps").fetchone()
+        have = row[0] or 0
+        mark = self.committed_mark()
+        return (have + 1, mark) if mark > have else None
+
+    def _set_mark(self, seq: int) -> None:
+        # Written after the step commits and lowered before steps are deleted, so it is never below the truth.
+        fd = os.open(self._mark_path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            os.pwrite(fd, seq.to_bytes(8, "little"), 0)
+        finally:
+            os.close(fd)
+        self._mark = seq
 
     # ---- opening ------------------------------------------------------------
 
@@ -160,6 +193,8 @@ class Journal:
 
     def start_over(self, **meta: Any) -> None:
         """Forget every step and checkpoint and update `meta`, in one transaction (`pipe resume --from-scratch`)."""
+        if self._mark:
+            self._set_mark(0)
         with self.db:
             self.db.execute("DELETE FROM steps")
             self.db.execute("DELETE FROM checkpoints")
@@ -169,8 +204,15 @@ class Journal:
     # ---- steps --------------------------------------------------------------
 
     def record(self, seq: int, node: str, file: str, line: int, kind: str, name: str, digest: str,
-               source_hash: str, ok: bool, result: str | None, error: dict[str, Any] | None) -> None:
+               source_hash: str, ok: bool, result: str | None, error: dict[str, Any] | None,
+               statement: int | None = None) -> None:
         """Commit one finished step; a repeat of an in-flight step (same seq) replaces it and counts an attempt."""
+        if not self._statement:
+            # A journal written before steps recorded their statement gets the column when it is written to
+            # again; reading one (show, replay, fork) leaves it exactly as it was.
+            with self.db:
+                self.db.execute("ALTER TABLE steps ADD COLUMN statement INTEGER")
+            self._statement = True
         with self.db:
             attempts = 1
             if seq <= self._high_seq:  # a repeat: count the attempt (a new step needs no lookup)
@@ -179,32 +221,45 @@ class Journal:
             self._high_seq = max(self._high_seq, seq)
             self.db.execute(
                 "INSERT OR REPLACE INTO steps (seq, node, file, line, kind, name, input_hash, source_hash, ok, result,"
-                " error, attempts, finished) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " error, attempts, finished, statement) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (seq, node, file, line, kind, name, digest, source_hash, int(ok), result,
-                 json.dumps(error) if error is not None else None, attempts, time.time()),
+                 json.dumps(error) if error is not None else None, attempts, time.time(), statement),
             )
+        if seq > self._mark:
+            self._set_mark(seq)
 
     def forget_steps_from(self, seq: int) -> None:
         """Delete the steps numbered `seq` and above (work of a block that crashed and is being redone)."""
+        if self._mark >= seq:
+            self._set_mark(seq - 1)
         with self.db:
             self.db.execute("DELETE FROM steps WHERE seq >= ?", (seq,))
         self._high_seq = min(self._high_seq, seq - 1)
 
     def steps(self) -> dict[int, StepRecord]:
+        statement = "statement" if self._statement else "NULL"
         rows = self.db.execute("SELECT seq, node, file, line, kind, name, input_hash, source_hash, ok, result, error,"
-                               " attempts FROM steps ORDER BY seq")
+                               f" attempts, {statement} FROM steps ORDER BY seq")
         return {row[0]: StepRecord(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], bool(row[8]),
-                                   row[9], json.loads(row[10]) if row[10] else None, row[11]) for row in rows}
+                                   row[9], json.loads(row[10]) if row[10] else None, row[11], row[12])
+                for row in rows}
 
     def truncate_steps(self, after_seq: int) -> None:
         """Forget steps after `after_seq` (they belong to a path the run no longer takes)."""
+        if self._mark > after_seq:
+            self._set_mark(after_seq)
         with self.db:
             self.db.execute("DELETE FROM steps WHERE seq > ?", (after_seq,))
 
     def copy_steps_to(self, other: Journal, up_to_seq: int) -> None:
-        rows = self.db.execute("SELECT * FROM steps WHERE seq <= ? ORDER BY seq", (up_to_seq,)).fetchall()
+        columns = ("seq, node, file, line, kind, name, input_hash, source_hash, ok, result, error, attempts, finished,"
+                   " statement")
+        selected = columns if self._statement else columns.replace(" statement", " NULL")
+        rows = self.db.execute(f"SELECT {selected} FROM steps WHERE seq <= ? ORDER BY seq", (up_to_seq,)).fetchall()
         with other.db:
-            other.db.executemany("INSERT INTO steps VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            other.db.executemany(f"INSERT INTO steps ({columns}) VALUES ({', '.join('?' * 14)})", rows)
+        if rows and rows[-1][0] > other._mark:
+            other._set_mark(rows[-1][0])
 
     # ---- checkpoints --------------------------------------------------------
 
@@ -227,6 +282,10 @@ class Journal:
 
     def integrity_ok(self) -> bool:
         return self.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def _has_statement_column(db: sqlite3.Connection) -> bool:
+    return "statement" in {row[1] for row in db.execute("PRAGMA table_info(steps)")}
 
 
 def _has_steps(db: sqlite3.Connection) -> bool:

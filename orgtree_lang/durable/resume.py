@@ -17,7 +17,7 @@ from orgtree_lang.vm.state import RunState
 def resume(root: Path, ref: str, registry, options, *, build: RunBuilder, from_scratch: bool = False,
            program_path: Path | None = None):
     """Continue a crashed, killed, stopped or failed run without redoing its journaled steps."""
-    opened = open_run(root, ref)
+    opened = open_run(root, ref, whole=not from_scratch)
     try:
         meta = opened.meta
         if meta.get("status") == "done" and not from_scratch:

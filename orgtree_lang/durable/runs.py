@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import uuid
 from dataclasses import dataclass
@@ -101,14 +102,35 @@ def list_runs(workspace: Path) -> list[RunSummary]:
             continue
         try:
             journal = Journal.open(run_dir)
-            meta = journal.meta()
-            journal.close()
+            try:
+                meta = view_meta(run_dir, journal)
+            finally:
+                journal.close()
         except JournalError as err:
             summaries.append(RunSummary(run_dir.name, "?", f"unreadable: {err}", 0, 0, 0, {}))
             continue
         summaries.append(RunSummary(run_dir.name, meta.get("program", "?"), effective_status(run_dir, meta),
                                     meta.get("created", 0), meta.get("elapsed", 0.0), meta.get("steps", 0), meta))
     return sorted(summaries, key=lambda s: s.started)
+
+
+def view_meta(run_dir: Path, journal: Journal) -> dict[str, Any]:
+    """The run's metadata as the views show it: for a run whose process died, the counters and printed lines
+    of its last checkpoint, since the metadata is only brought up to date when an attempt ends."""
+    meta = journal.meta()
+    if effective_status(run_dir, meta) != "crashed":
+        return meta
+    checkpoint = journal.latest_checkpoint()
+    if checkpoint is None:
+        return meta
+    state = json.loads(checkpoint[2])
+    if state.get("steps", 0) <= meta.get("steps", 0):
+        return meta
+    # The state's own clock only counts stretches that ended; the checkpoint's time covers the one that crashed.
+    taken = journal.db.execute("SELECT created FROM checkpoints ORDER BY id DESC LIMIT 1").fetchone()[0]
+    elapsed = max(state.get("elapsed", 0.0), meta.get("elapsed", 0.0) + taken - meta.get("created", taken))
+    return {**meta, "steps": state["steps"], "elapsed": elapsed,
+            "output": state.get("output", []), "skill_calls": state.get("skill_calls", meta.get("skill_calls", 0))}
 
 
 def effective_status(run_dir: Path, meta: dict[str, Any]) -> str:

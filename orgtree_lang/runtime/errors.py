@@ -50,6 +50,9 @@ class PipeRuntimeError(PipeError):
     catchable: bool = True
     # The program's text, set by whoever ran it, so that the error can show the line it points at.
     source: str | None = field(default=None, repr=False, compare=False)
+    # Frames of the generated children the error came up through (innermost first), above which the
+    # machine that catches it adds its own: the .pipe call stack spans the whole tree.
+    frames_below: list[StackEntry] = field(default_factory=list, repr=False, compare=False)
 
     exit_code = EXIT_RUNTIME
 
@@ -73,10 +76,28 @@ class PipeRuntimeError(PipeError):
             lines.append(f"  = hint: {self.hint}")
         if self.stack:
             lines.append(".pipe call stack (most recent call last):")
-            for entry in reversed(self.stack):
-                lines.append(f"  {entry}")
+            lines.extend(_collapsed([str(entry) for entry in reversed(self.stack)]))
         if debug and self.__cause__ is not None:
             lines.append("Python traceback (--debug):")
             lines.append("".join(traceback.format_exception(self.__cause__)).rstrip())
         lines.extend(getattr(self, "__notes__", ()))
         return "\n".join(lines)
+
+
+# A deep recursion would print the same frame hundreds of times: show a few, then count the rest.
+SHOWN_REPEATS = 3
+
+
+def _collapsed(entries: list[str]) -> list[str]:
+    lines: list[str] = []
+    start = 0
+    while start < len(entries):
+        end = start
+        while end < len(entries) and entries[end] == entries[start]:
+            end += 1
+        shown = min(end - start, SHOWN_REPEATS)
+        lines.extend(f"  {entries[start]}" for _ in range(shown))
+        if end - start > shown:
+            lines.append(f"  … repeated {end - start - shown} more times")
+        start = end
+    return lines

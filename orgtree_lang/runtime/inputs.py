@@ -10,8 +10,29 @@ from orgtree_lang.runtime.values import conforms, display_short
 from orgtree_lang.syntax.errors import UsageError
 
 
+# Lists and dicts nested in one input value; deeper values would exhaust Python's stack on the way in.
+MAX_INPUT_DEPTH = 100
+
+
 class InputError(UsageError):
     """An input that is missing, unknown, unparsable or of the wrong type: a usage error (exit 2)."""
+
+
+def check_depth(name: str, value: Any) -> Any:
+    """Return value, or refuse it when its lists and dicts nest deeper than MAX_INPUT_DEPTH."""
+    pending = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, (list, dict)):
+            if depth > MAX_INPUT_DEPTH:
+                raise too_deep(name)
+            pending.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return value
+
+
+def too_deep(name: str) -> InputError:
+    return InputError(f"input `{name}` nests lists or dicts more than {MAX_INPUT_DEPTH} deep",
+                      hint="give a flatter value, or read the data at run time with fs.read")
 
 
 def parse_input(name: str, text: str, ptype) -> Any:
@@ -38,7 +59,9 @@ def parse_input(name: str, text: str, ptype) -> Any:
             raise InputError(f"input `{name}` ({ptype}): expected a number, got {text!r}") from None
     json_text = {"none": "null", "true": "true", "false": "false"}.get(text, text)
     try:
-        return json.loads(json_text)
+        return check_depth(name, json.loads(json_text))
+    except RecursionError:
+        raise too_deep(name) from None
     except json.JSONDecodeError:
         if kind == "any":
             return text

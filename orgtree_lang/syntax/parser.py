@@ -9,11 +9,11 @@ import re
 from importlib import resources
 
 from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import UnexpectedInput
+from lark.exceptions import LarkError, UnexpectedInput
 from lark.indenter import DedentError, Indenter
 
 from orgtree_lang.syntax import nodes as n
-from orgtree_lang.syntax.diagnostics import CompileError, DiagnosticSink
+from orgtree_lang.syntax.diagnostics import CompileError, Diagnostic, DiagnosticSink
 from orgtree_lang.syntax.parse_errors import RESERVED, parse_error_diagnostic
 from orgtree_lang.syntax.python_habits import find_habits
 from orgtree_lang.syntax.spans import Span
@@ -30,6 +30,22 @@ _PYTHON_TYPE_NAMES = {"None": "none", "NoneType": "none", "String": "str", "stri
                       "Bool": "bool", "List": "list", "Dict": "dict", "tuple": "list", "set": "list"}
 
 
+# Sources larger than this are refused before parsing: the parser takes about 0.5 ms a line, so a 10 MB
+# file would take minutes and gigabytes. docs/language.md states the limit.
+MAX_SOURCE_BYTES = 200_000
+# Brackets and blocks open at once. Every later pass walks the tree recursively, so a deeper program
+# would end in a Python RecursionError; no program written by a person or a model needs this many.
+MAX_NESTING = 100
+
+
+class NestingTooDeep(LarkError):
+    """Raised by the indenter at the token that opens one bracket or block too many."""
+
+    def __init__(self, token: Token) -> None:
+        super().__init__("nested too deeply")
+        self.token = token
+
+
 class PipeIndenter(Indenter):
     """Turns leading whitespace after newlines into _INDENT/_DEDENT; ignores newlines inside brackets."""
 
@@ -39,6 +55,12 @@ class PipeIndenter(Indenter):
     INDENT_type = "_INDENT"
     DEDENT_type = "_DEDENT"
     tab_len = 8
+
+    def _process(self, stream):
+        for token in super()._process(stream):
+            if self.paren_level + len(self.indent_level) - 1 > MAX_NESTING:
+                raise NestingTooDeep(token)
+            yield token
 
 
 @functools.lru_cache(maxsize=1)
@@ -62,10 +84,13 @@ def lark_parser() -> Lark:
 
 def parse(source: str, file: str = "<string>") -> n.Module:
     """Parse a whole module; raise CompileError with every diagnostic found."""
+    _refuse_huge(source, file)
     if not source.endswith("\n"):
         source += "\n"
     try:
         tree = lark_parser().parse(source, start="start")
+    except NestingTooDeep as err:
+        raise CompileError([_nesting_diagnostic(err, file)], {file: source}) from None
     except (UnexpectedInput, DedentError) as err:
         diagnostic = parse_error_diagnostic(err, source, file)
         # A Python spelling at or before the place the parser stopped is the likely cause: say that instead.
@@ -76,6 +101,23 @@ def parse(source: str, file: str = "<string>") -> n.Module:
     if sink.has_errors:
         raise CompileError(_explain_habits(sink.items, source, file), {file: source})
     return module
+
+
+def _refuse_huge(source: str, file: str) -> None:
+    size = len(source.encode("utf-8", "surrogatepass"))
+    if size > MAX_SOURCE_BYTES:
+        raise CompileError([Diagnostic(
+            "error", f"this source is {size:,} bytes; the limit is {MAX_SOURCE_BYTES:,} bytes",
+            Span(file, 1, 1, 1, 1),
+            "split it into modules (`use` other .pipe files), or read large data at run time with fs.read")])
+
+
+def _nesting_diagnostic(err: NestingTooDeep, file: str) -> Diagnostic:
+    token = err.token
+    line, col = token.line or 1, token.column or 1
+    return Diagnostic("error", f"brackets and blocks are nested more than {MAX_NESTING} deep here",
+                      Span(file, line, col, line, col + 1),
+                      "flatten it: build the value step by step, or move inner blocks into pipelines")
 
 
 def _explain_habits(diagnostics: list, source: str, file: str) -> list:
@@ -90,6 +132,10 @@ def parse_expr(text: str, file: str, line: int, col: int, sink: DiagnosticSink) 
     """Parse one expression (an f-string field) located at line/col; report errors into sink."""
     try:
         tree = lark_parser().parse(text, start="expr")
+    except NestingTooDeep as err:
+        diag = _nesting_diagnostic(err, file)
+        sink.error(diag.message, Span(file, line, col, line, col + 1), diag.hint)
+        return None
     except (UnexpectedInput, DedentError) as err:
         diag = parse_error_diagnostic(err, text, file)
         span = Span(file, line, col + diag.span.col - 1, line, col + diag.span.col)

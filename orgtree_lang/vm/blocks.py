@@ -48,7 +48,8 @@ class BlockContext:
         """A journaled step asked for by this block (a model call), numbered in the run tree's journal."""
         machine = self._machine
         node = machine.effect_node(self.node[len(machine.state.run_id) + 1:])
-        return EffectStep(machine.next_effect_seq(), kind, name, node, self.spec.span, args, kwargs)
+        return EffectStep(machine.next_effect_seq(), kind, name, node, self.spec.span, args, kwargs,
+                          machine.state.steps)
 
     def run_child(self, program, resolver: BlockResolver | None, context: Any = None) -> Any:
         """Run `program`'s `main` on the block's inputs as a generated child of this run; its result.
@@ -142,7 +143,7 @@ def _outputs(m, spec: AmbiguousSpec, inputs: dict[str, Any], values: list, frame
     if effects is None:
         return decompose()["outputs:"]
     seq = m.next_effect_seq()
-    step = EffectStep(seq, "ambiguous", spec.name, m.effect_node(frame.node), spec.span, values, {})
+    step = EffectStep(seq, "ambiguous", spec.name, m.effect_node(frame.node), spec.span, values, {}, m.state.steps)
     result = effects.perform(step, decompose)
     if "outputs:" not in result:
         return result

@@ -118,7 +118,7 @@ def call_skill(m, frame: Frame, stack: list, arg: int) -> None:
             result = skill.invoke(args, kwargs, m.context)
         else:
             step = EffectStep(m.next_effect_seq(), "skill", site.name, m.effect_node(frame.node),
-                              frame.code.span_at(frame.pc - 1), args, kwargs)
+                              frame.code.span_at(frame.pc - 1), args, kwargs, m.state.steps)
             result = effects.perform(
                 step, lambda key: skill.invoke(args, kwargs, _with_idempotency_key(m.context, key)))
     except SkillError as err:

@@ -19,6 +19,7 @@ class EffectStep:
     span: Span
     args: list[Any]
     kwargs: dict[str, Any]
+    statement: int = 0  # statements the run had started when it asked: `pipe fork --at` counts the same way
 
 
 class Effects(Protocol):

@@ -48,7 +48,8 @@ def handle_error(m, err: PipeRuntimeError) -> None:
         top = state.frames[-1]
         err.span = top.code.span_at(max(top.pc - 1, 0))
     if not err.stack:
-        err.stack = [StackEntry(f.code.span_at(max(f.pc - 1, 0)), f.pipeline) for f in reversed(state.frames)]
+        err.stack = list(err.frames_below) + [StackEntry(f.code.span_at(max(f.pc - 1, 0)), f.pipeline)
+                                              for f in reversed(state.frames)]
     m.observer.error_raised(state, err, err.catchable and any(f.handlers for f in state.frames))
     if not err.catchable:
         raise err
