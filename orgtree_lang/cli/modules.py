@@ -1,4 +1,5 @@
-"""`pipe modules list | show`: the generated child modules of a workspace, their provenance and review ledgers."""
+"""`pipe modules list | show | accept`: the generated child modules of a workspace, their provenance and review
+ledgers, and a person's approval of a module edited since its review."""
 
 from __future__ import annotations
 
@@ -27,6 +28,15 @@ def register(commands) -> None:
     show.add_argument("--attempts", action="store_true",
                       help="also print every answer the author gave while writing it, with its problems")
     add_workspace_option(show)
+    accept = add_verb(actions, "accept", handler=command_accept,
+                      help="approve a module edited since its review, so runs reuse it again",
+                      description="Record that a person read the module as it is now and approves it: runs refuse "
+                                  "a module whose body changed since its review, or that went over a generated "
+                                  "module's limits, until it is accepted. Its signature and capabilities are still "
+                                  "checked against its parent on every reuse.",
+                      examples=["pipe modules accept triage/classify"])
+    accept.add_argument("name", metavar="NAME", help="a block name, PARENT/BLOCK, or the module's path")
+    add_workspace_option(accept)
 
 
 def command_list(args) -> int:
@@ -40,23 +50,48 @@ def command_list(args) -> int:
     for module in saved:
         p = module.provenance
         print(f"{module.path.relative_to(store.root)}  block {p.get('block', '?')}  parent {p.get('parent', '?')}  "
-              f"review rounds {p.get('review-rounds', '?')}")
+              f"review rounds {p.get('review-rounds', '?')}" + "".join(f"  [{w}]" for w in _warnings(module)))
     return EXIT_OK
+
+
+def _warnings(module) -> list[str]:
+    """Why runs refuse to reuse the module until a person accepts it (empty when they reuse it)."""
+    warnings = []
+    if module.changed_since_review:
+        warnings.append("changed since review" if module.provenance.get("body-hash") else "no reviewed body-hash")
+    if module.budget_failure:
+        warnings.append("over its limits")
+    return warnings
+
+
+def _one_module(store, name: str):
+    """The saved module NAME names; UsageError if none or several."""
+    matches = matching_modules(store, name)
+    if not matches:
+        names = ", ".join(str(m.path.relative_to(store.root)) for m in store.all()) or "none"
+        raise UsageError(f"no module `{name}` (saved modules: {names})")
+    if len(matches) > 1:
+        names = ", ".join(str(m.path.relative_to(store.root)) for m in matches)
+        raise UsageError(f"`{name}` names several modules ({names}); write PARENT/BLOCK")
+    return matches[0]
 
 
 def command_show(args) -> int:
     from orgtree_lang.decompose.store import ModuleStore
 
+    from orgtree_lang.decompose.reuse import accept_name
+
     store = ModuleStore(Path(args.workspace))
-    matches = matching_modules(store, args.name)
-    if not matches:
-        names = ", ".join(str(m.path.relative_to(store.root)) for m in store.all()) or "none"
-        raise UsageError(f"no module `{args.name}` (saved modules: {names})")
-    if len(matches) > 1:
-        names = ", ".join(str(m.path.relative_to(store.root)) for m in matches)
-        raise UsageError(f"`{args.name}` names several modules ({names}); write PARENT/BLOCK")
-    module = matches[0]
-    sys.stdout.write(module.path.read_text(encoding="utf-8"))
+    module = _one_module(store, args.name)
+    sys.stdout.write(module.text)
+    if module.changed_since_review:
+        print(f"pipe modules show: {module.path} was changed since it was reviewed (its body no longer matches the "
+              f"header's body-hash); runs refuse it until a person approves it with "
+              f"`pipe modules accept {accept_name(module)}`", file=sys.stderr)
+    if module.budget_failure:
+        print(f"pipe modules show: a run of {module.path} went over the limits of a generated module "
+              f"({module.budget_failure}); runs refuse it until it is fixed or the limits raised, and accepted with "
+              f"`pipe modules accept {accept_name(module)}`", file=sys.stderr)
     if args.review:
         from orgtree_lang.review.ledger import ConcernLedger
 
@@ -79,6 +114,39 @@ def command_show(args) -> int:
             verdict = "accepted" if row["accepted"] else "not accepted: " + " | ".join(
                 p.splitlines()[0] for p in row["problems"])
             print(f"# {row['phase']} attempt {row['attempt']} by {row['model']}: {verdict}")
+    return EXIT_OK
+
+
+def command_accept(args) -> int:
+    import getpass
+
+    from orgtree_lang.decompose.reuse import spec_in_parent
+    from orgtree_lang.decompose.store import ModuleStore, StoreError
+    from orgtree_lang.decompose.validate import validate_module
+    from orgtree_lang.engine.registries import default_registry
+
+    store = ModuleStore(Path(args.workspace))
+    module = _one_module(store, args.name)
+    if not module.changed_since_review and not module.budget_failure:
+        print(f"pipe modules accept: {module.path} is as its review accepted it; nothing to accept", file=sys.stderr)
+        return EXIT_OK
+    registry = default_registry()
+    spec = spec_in_parent(module, Path(args.workspace), registry)
+    if spec is not None:
+        problems = validate_module(module.text, spec, registry, str(module.path)).problems
+        if problems:
+            raise UsageError(f"{module.path} does not fit block `{spec.name}` of its parent, so runs would refuse "
+                             "it even accepted:\n" + "\n".join(problems))
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown user"
+    try:
+        store.accept(module, user, registry)
+    except StoreError as err:
+        raise UsageError(str(err)) from None
+    print(f"accepted {module.path}: runs reuse it as it is now (still checked against its parent's signature and "
+          "capabilities on every reuse)", file=sys.stderr)
     return EXIT_OK
 
 

@@ -62,6 +62,13 @@ def positive(convert, what: str):
 
 positive_int = positive(int, "a whole number")
 
+
+def _bytes(text: str) -> int:
+    """`500M`, `2G`, `64K` or a number of bytes."""
+    scale = {"K": 1024, "M": 1024**2, "G": 1024**3}.get(text[-1:].upper(), 1)
+    return int(float(text[:-1] if scale > 1 else text) * scale)
+
+
 # flag, type, metavar, help for a new run, help for a resumed one (whose limits count what was already spent)
 _BUDGETS = (
     ("--max-steps", positive_int, "N", "stop after N statements", "new step limit (steps already done count)"),
@@ -73,11 +80,14 @@ _BUDGETS = (
      "new limit on model tokens (so far count)"),
     ("--max-cost", positive(float, "an amount in USD"), "USD",
      "stop once the models of the whole run tree have cost USD dollars", "new limit on model cost (so far counts)"),
+    ("--max-memory", positive(_bytes, "a size like 500M or 2G"), "SIZE",
+     "stop when the program builds one value (a string, list or dict) larger than SIZE (bytes, or with K, M or G)",
+     "limit on the bytes one value may take (500M, 2G, or bytes)"),
 )
 
 
 def add_budget_options(parser: argparse.ArgumentParser, resumed: bool = False) -> None:
-    """--max-steps, --max-seconds, --max-skill-calls, --max-tokens and --max-cost, each a number above 0."""
+    """--max-steps, --max-seconds, --max-skill-calls, --max-tokens, --max-cost and --max-memory, each above 0."""
     for flag, kind, metavar, fresh, again in _BUDGETS:
         parser.add_argument(flag, type=kind, metavar=metavar, help=again if resumed else fresh)
 
@@ -87,7 +97,8 @@ def budget_from_args(args):
     from orgtree_lang.vm.budget import Budget
 
     return Budget(max_steps=args.max_steps or Budget().max_steps, max_seconds=args.max_seconds,
-                  max_skill_calls=args.max_skill_calls, max_tokens=args.max_tokens, max_cost=args.max_cost)
+                  max_skill_calls=args.max_skill_calls, max_tokens=args.max_tokens, max_cost=args.max_cost,
+                  max_memory=args.max_memory)
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:

@@ -11,10 +11,12 @@ from typing import Any
 
 from orgtree_lang.compile.code import AmbiguousSpec
 from orgtree_lang.decompose.extract import ExtractError, extract_module
+from orgtree_lang.decompose.limits import ChildLimits, output_size
 from orgtree_lang.decompose.prompt import CONTEXT_SHARE, PromptTooLarge, build_request, spec_text
 from orgtree_lang.decompose.research import INSTRUCTIONS as RESEARCH_INSTRUCTIONS
 from orgtree_lang.decompose.research import needs_research, record_need
-from orgtree_lang.decompose.reuse import SIMILARITY, ask_reuse, similar_modules
+from orgtree_lang.decompose.reuse import (SIMILARITY, ReuseRefused, ask_reuse, checked_for_reuse,
+                                         similar_modules)
 from orgtree_lang.decompose.spec import OUTPUTS_RECORD, spec_hash
 from orgtree_lang.decompose.store import ModuleStore, SavedModule
 from orgtree_lang.decompose.validate import validate_module
@@ -40,14 +42,27 @@ class DecomposeSettings:
     max_depth: int = 3  # generated modules inside generated modules
     context_share: float = CONTEXT_SHARE  # of the author's context window, for the synthesis request
     similarity: float = SIMILARITY  # word overlap for a saved module of another block to be offered for reuse
+    child_max_steps: int = ChildLimits.steps  # what each generated module may take, even when its parent has
+    child_max_seconds: float = ChildLimits.seconds  # no limit (decompose/limits.py)
+    max_output_chars: int = ChildLimits.output_chars
+    child_max_memory: int = ChildLimits.memory
+
+    @property
+    def limits(self) -> ChildLimits:
+        return ChildLimits(self.child_max_steps, self.child_max_seconds, self.max_output_chars, self.child_max_memory)
 
     @classmethod
     def from_config(cls, path: Path | str = "orgtree.toml") -> DecomposeSettings:
-        from orgtree_lang.runtime.config import config_section
+        from orgtree_lang.runtime.config import ConfigError, config_section
 
         section = config_section("decompose", path, types={
             "max_repairs": int, "max_review_rounds": int, "max_depth": int, "context_share": (int, float),
-            "similarity": (int, float)})
+            "similarity": (int, float), "child_max_steps": int, "child_max_seconds": (int, float),
+            "max_output_chars": int, "child_max_memory": int})
+        for key in ("child_max_steps", "child_max_seconds", "max_output_chars", "child_max_memory"):
+            if key in section and section[key] <= 0:
+                raise ConfigError(f"{path}: [decompose] {key} must be more than 0, got {section[key]!r} (a generated "
+                                  "module's limits can be raised, not switched off)")
         return cls(**{k: v for k, v in section.items() if k in cls.__dataclass_fields__})
 
 
@@ -95,10 +110,16 @@ class Decomposer:
         if digest in self._programs:  # reached again in this run: no file is read, nothing is compiled again
             saved, program = self._programs[digest]
             block.note(f"reused {saved.path}")
-            return self._run_child(program, block, saved.path, self._metered(block)[0])
+            return self._run_child(program, block, saved, self._metered(block)[0])
         saved = self.store.find(digest)
         author, reviewer = self._metered(block)
+        program = None
         if saved is not None:
+            try:
+                program = checked_for_reuse(saved, spec, self.registry)
+            except ReuseRefused as err:
+                raise PipeRuntimeError(f"ambiguous block `{spec.name}`: {err}", kind="ambiguous", catchable=False,
+                                       hint=err.hint) from None
             block.note(f"reused {saved.path}")
         elif self.author is None:
             raise PipeRuntimeError(
@@ -124,11 +145,12 @@ class Decomposer:
                 raise PipeRuntimeError(f"ambiguous block `{spec.name}`: {err}", kind=kind, catchable=False,
                                        hint=getattr(err, "hint", None) or "nothing was saved; fix the cause "
                                        "and run again") from err
-        from orgtree_lang.compile.api import compile_source
+        if program is None:
+            from orgtree_lang.compile.api import compile_source
 
-        program = compile_source(saved.path.read_text(encoding="utf-8"), str(saved.path), self.registry).program
+            program = compile_source(saved.text, str(saved.path), self.registry).program
         self._programs[digest] = (saved, program)
-        return self._run_child(program, block, saved.path, author)
+        return self._run_child(program, block, saved, author)
 
     def _metered(self, block):
         """The author and reviewer, their calls counted against the run tree's budget and charged to the block."""
@@ -272,16 +294,22 @@ class Decomposer:
 
     # ---- running it ------------------------------------------------------------
 
-    def _run_child(self, program, block, path: Path, author):
+    def _run_child(self, program, block, saved: SavedModule, author):
         from orgtree_lang.decompose.coerce import fit_outputs, model_reshaper
+        from orgtree_lang.vm.blocks import ChildOverLimit
 
-        spec = block.spec
+        spec, path = block.spec, saved.path
         child_decomposer = Decomposer(
             author=self.author, reviewer=self.reviewer, registry=self.registry, workspace=self.workspace,
-            parent_file=str(path), parent_source=path.read_text(encoding="utf-8"), settings=self.settings,
-            depth=self.depth + 1)
+            parent_file=str(path), parent_source=saved.text, settings=self.settings, depth=self.depth + 1)
+        limits = self.settings.limits
         try:
-            result = block.run_child(program, child_decomposer)
+            # Every child runs within a generated module's limits, even when the parent has none, and its
+            # workspace keeps program sources read-only whatever the settings say.
+            result = block.run_child(program, child_decomposer, context=_generated_context(block.context),
+                                     limits=limits.budget())
+        except ChildOverLimit as err:
+            raise self._over_limits(spec, saved, limits.describe(err.limit), err) from err
         except PipeRuntimeError as err:
             # Point at the child's line, with the child's text to show it, and keep its frames on the stack.
             inside = err.span is not None and Path(err.span.file) == path
@@ -298,8 +326,35 @@ class Decomposer:
         else:
             raise PipeRuntimeError(f"the generated module for `{spec.name}` returned {display(result, True)}, not "
                                    f"an {OUTPUTS_RECORD} record", kind="ambiguous")
+        if limits.output_chars is not None and output_size(outputs, limits.output_chars) > limits.output_chars:
+            raise self._over_limits(spec, saved, limits.describe("output"), None)
         reshaper = model_reshaper(author, block.records, uuid.uuid4().hex) if author is not None else None
         return fit_outputs(outputs, spec, block.records, reshaper)
+
+    def _over_limits(self, spec: AmbiguousSpec, saved: SavedModule, limit: str, err: PipeRuntimeError | None):
+        """The error for a child that went over a generated module's limit, after marking its module so that later
+        runs refuse it rather than run it again with no model."""
+        from orgtree_lang.decompose.reuse import accept_name
+
+        self.store.mark_budget_failure(saved, f"went over {limit}")
+        self._programs.pop(spec_hash(spec), None)
+        where = f"; stopped at {err.span}" if err is not None and err.span else ""
+        return PipeRuntimeError(
+            f"the generated module for `{spec.name}` ({saved.path}) went over the {limit} a generated module may "
+            f"take{where}", kind="budget", span=err.span if err is not None else None, catchable=False,
+            hint=f"later runs refuse it until a person acts: fix it and approve it with `pipe modules accept "
+                 f"{accept_name(saved)}`, raise the limit in orgtree.toml and approve it, or delete the file and a "
+                 "model writes a new one")
+
+
+def _generated_context(context):
+    """The parent's skill context as a generated module gets it: the workspace with program sources read-only."""
+    import dataclasses
+
+    workspace = getattr(context, "workspace", None)
+    if workspace is None or not dataclasses.is_dataclass(context):
+        return context
+    return dataclasses.replace(context, workspace=workspace.for_generated_module())
 
 
 _RESOLUTION = re.compile(r"^\s*[-*]?\s*`?([A-Za-z0-9_.-]+)`?\s*:\s*(resolved|rejected)\s*:\s*(.+)$", re.I | re.M)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -9,6 +11,8 @@ from orgtree_lang.runtime.errors import PipeError
 from orgtree_lang.runtime.files import write_atomic
 
 HEADER = "# orgtree: "
+BODY_HASH = "body-hash"  # the sha256 of the body its review (or a person's `pipe modules accept`) approved
+BUDGET_FAILED = "budget-failed"  # set when a run of the module went over the limits of a generated module
 
 
 class StoreError(PipeError):
@@ -20,10 +24,21 @@ class SavedModule:
     path: Path
     provenance: dict[str, str]
     body: str  # the module without its provenance header
+    text: str = ""  # the whole file as read, header included: what a reuse compiles and runs
 
     @property
     def spec_hash(self) -> str:
         return self.provenance.get("spec-hash", "")
+
+    @property
+    def changed_since_review(self) -> bool:
+        """True if the body is not the one its review or a person accepted (or the header has no record of it)."""
+        return self.provenance.get(BODY_HASH) != body_hash(self.body)
+
+    @property
+    def budget_failure(self) -> str | None:
+        """What went over a generated module's limits in a run of it, until a person accepts it again."""
+        return self.provenance.get(BUDGET_FAILED)
 
 
 class ModuleStore:
@@ -38,10 +53,32 @@ class ModuleStore:
     def save(self, parent_file: str, block: str, body: str, provenance: dict[str, str], registry) -> SavedModule:
         """Write atomically, after checking that the file as saved compiles (nothing half-saved, nothing broken)."""
         path = self.path_for(parent_file, block)
+        provenance = {**{k: v for k, v in provenance.items() if k not in (BODY_HASH, BUDGET_FAILED)},
+                      BODY_HASH: body_hash(body)}
         text = checked_module_text(path, provenance, body, registry)
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, text)
-        return SavedModule(path, dict(provenance), body.strip() + "\n")
+        return SavedModule(path, provenance, body.strip() + "\n", text)
+
+    def accept(self, module: SavedModule, who: str, registry) -> SavedModule:
+        """Record that a person approved the module's body as it is now (and cleared any budget failure)."""
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        provenance = {**{k: v for k, v in module.provenance.items() if k not in (BODY_HASH, BUDGET_FAILED)},
+                      "accepted-by": f"{who} on {stamp}", BODY_HASH: body_hash(module.body)}
+        text = checked_module_text(module.path, provenance, module.body, registry)
+        write_atomic(module.path, text)
+        return SavedModule(module.path, provenance, module.body.strip() + "\n", text)
+
+    def mark_budget_failure(self, module: SavedModule, what: str) -> None:
+        """Note in the module's header that a run of it went over a generated module's limits, so later runs
+        refuse it instead of running it again with no model; the body (and its hash) stay as they are."""
+        current = self.read(module.path)
+        if current.body != module.body:
+            return  # replaced or edited meanwhile: the note would be about another module
+        provenance = {**{k: v for k, v in current.provenance.items() if k != BUDGET_FAILED},
+                      BUDGET_FAILED: f"{time.strftime('%Y-%m-%d %H:%M:%S')}: {what}"}
+        lines = "".join(f"{HEADER}{key} = {_one_line(value)}\n" for key, value in provenance.items())
+        write_atomic(module.path, lines + "\n" + current.body.strip() + "\n")
 
     def read(self, path: Path) -> SavedModule:
         try:
@@ -49,7 +86,7 @@ class ModuleStore:
         except OSError as err:
             raise StoreError(f"cannot read {path}: {err.strerror}") from None
         provenance, body = split_header(text, HEADER)
-        return SavedModule(Path(path), provenance, body)
+        return SavedModule(Path(path), provenance, body, text)
 
     def all(self) -> list[SavedModule]:
         return [self.read(p) for p in sorted(self.root.rglob("*.pipe"))] if self.root.is_dir() else []
@@ -60,6 +97,11 @@ class ModuleStore:
             if module.spec_hash == spec_hash:
                 return module
         return None
+
+
+def body_hash(body: str) -> str:
+    """`sha256:<hex>` of a module's body (surrounding blank space ignored), for the header's `body-hash`."""
+    return "sha256:" + hashlib.sha256(body.strip().encode("utf-8")).hexdigest()
 
 
 def split_header(text: str, prefix: str) -> tuple[dict[str, str], str]:

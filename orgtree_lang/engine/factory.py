@@ -96,7 +96,7 @@ def build_run(program, root: Path, registry, options, run_id: str, *, effects=No
 
         recorder = recorder_for(root, options.tree_listener)
     factory = MachineFactory(
-        registry=registry, context=SkillContext(Workspace(root), run_id=run_id, models=options.models),
+        registry=registry, context=SkillContext(Workspace.for_run(root), run_id=run_id, models=options.models),
         budget=options.budget, resolver=options.decomposer, printer=options.printer, effects=effects,
         tracer=tracer, recorder=recorder, progress=options.progress)
     return RunParts(factory.top(program), tracer, recorder)

@@ -55,20 +55,13 @@ def saved_module_spec(saved, root: Path, registry):
 
     Falls back to the module itself (its `main` signature and docstring) when the parent cannot be read."""
     from orgtree_lang.compile.api import compile_source
-    from orgtree_lang.decompose.spec import OUTPUTS_RECORD, spec_hash
+    from orgtree_lang.decompose.reuse import spec_in_parent
+    from orgtree_lang.decompose.spec import OUTPUTS_RECORD
 
+    spec = spec_in_parent(saved, root, registry)
+    if spec is not None:
+        return spec
     parent = saved.provenance.get("parent", "").rsplit(":", 1)[0]
-    for candidate in (Path(parent), Path(root) / parent, Path(root) / Path(parent).name):
-        if not parent or not candidate.is_file():
-            continue
-        try:
-            program = compile_source(candidate.read_text(encoding="utf-8"), str(candidate), registry).program
-        except Exception:  # a parent that no longer compiles: fall back to the module itself
-            break
-        for code in program.pipelines.values():
-            for spec in code.ambiguous:
-                if spec_hash(spec) == saved.spec_hash:
-                    return spec
     from orgtree_lang.compile.code import AmbiguousSpec
 
     program = compile_source(saved.path.read_text(encoding="utf-8"), str(saved.path), registry).program

@@ -9,16 +9,40 @@ from orgtree_lang.runtime.errors import SkillError
 
 STATE_DIR_NAME = ".orgtree"
 SETTINGS_FILE_NAME = "orgtree.toml"
+SOURCE_SUFFIX = ".pipe"
 
 _RELATIVE_HINT = "fs paths are relative to the workspace root, e.g. `notes/todo.txt`"
 
 
 class Workspace:
-    """The folder a run may read and write; every fs path is resolved against it and must stay inside."""
+    """The folder a run may read and write; every fs path is resolved against it and must stay inside.
 
-    def __init__(self, root: Path | str) -> None:
+    `writable_sources` (`[fs] writable_sources = true` in orgtree.toml, which only a person can write) lets the
+    fs skills change program sources; `generated` marks the view a generated module gets, which never may."""
+
+    def __init__(self, root: Path | str, *, writable_sources: bool = False, generated: bool = False) -> None:
         # Resolve symlinks in the root itself so that real paths of entries can be compared with it.
         self.root = Path(root).expanduser().resolve()
+        self.writable_sources = writable_sources and not generated
+        self.generated = generated
+
+    @classmethod
+    def for_run(cls, root: Path | str) -> Workspace:
+        """The workspace of a run started by a person, with the source policy its orgtree.toml sets."""
+        from orgtree_lang.runtime.config import ConfigError, config_section
+        from orgtree_lang.runtime.errors import PipeRuntimeError
+
+        root = Path(root).expanduser().resolve()
+        try:
+            section = config_section("fs", root / SETTINGS_FILE_NAME, types={"writable_sources": bool})
+        except ConfigError as err:
+            raise PipeRuntimeError(str(err), kind="config", catchable=False,
+                                   hint="fix the setting in orgtree.toml, then run again") from None
+        return cls(root, writable_sources=section.get("writable_sources", False))
+
+    def for_generated_module(self) -> Workspace:
+        """The same folder as a generated module sees it: program sources stay read-only whatever the settings."""
+        return Workspace(self.root, generated=True)
 
     @property
     def state_dir(self) -> Path:
@@ -79,6 +103,11 @@ class Workspace:
             return os.path.samefile(real, target)
         except OSError:  # one of them does not exist (yet): no hard link between them
             return False
+
+    def is_program_source(self, real: Path) -> bool:
+        """True if a resolved path is a program's source (a `.pipe` file): changing one would change what a later
+        run of it does, with no person reading the change."""
+        return real.suffix.lower() == SOURCE_SUFFIX
 
     def __repr__(self) -> str:
         return f"Workspace({str(self.root)!r})"

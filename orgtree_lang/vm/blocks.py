@@ -10,7 +10,7 @@ from orgtree_lang.compile.code import AmbiguousSpec
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.records import RecordTypes
 from orgtree_lang.runtime.values import conforms
-from orgtree_lang.vm.budget import Budget, NodeSpend
+from orgtree_lang.vm.budget import Budget, BudgetExceeded, NodeSpend
 from orgtree_lang.vm.effects import EffectStep, Effects
 from orgtree_lang.vm.state import Frame
 
@@ -21,6 +21,13 @@ class BlockResolver(Protocol):
     """Resolves an ambiguous block (the decomposer): returns a value for each of the block's outputs."""
 
     def __call__(self, block: BlockContext) -> dict[str, Any]: ...
+
+
+@dataclasses.dataclass
+class ChildOverLimit(PipeRuntimeError):
+    """A generated child stopped by one of its own limits (`run_child(limits=...)`), not by the tree's budget."""
+
+    limit: str = ""  # "steps", "seconds" or "memory"
 
 
 @dataclasses.dataclass
@@ -51,12 +58,15 @@ class BlockContext:
         return EffectStep(machine.next_effect_seq(), kind, name, node, self.spec.span, args, kwargs,
                           machine.state.steps)
 
-    def run_child(self, program, resolver: BlockResolver | None, context: Any = None) -> Any:
+    def run_child(self, program, resolver: BlockResolver | None, context: Any = None,
+                  limits: Budget | None = None) -> Any:
         """Run `program`'s `main` on the block's inputs as a generated child of this run; its result.
 
         `context` replaces the skill context the child's skills get (default: this run's). The child shares
         the tree's budget (its wall-clock limit reduced by the time used so far), meter, journal and org tree;
-        what it counted joins the tree's meter when it ends, whether it failed or not."""
+        what it counted joins the tree's meter when it ends, whether it failed or not. `limits` are the
+        child's own, counted from its start (its steps and those of the children it makes, its seconds): each
+        set one tightens the tree's budget, and going over it raises ChildOverLimit."""
         machine = self._machine
         build = machine.services.children
         if build is None:
@@ -67,16 +77,40 @@ class BlockContext:
         if budget.max_seconds is not None:
             left = max(budget.max_seconds - machine.seconds_used(), 0.001)
             budget = dataclasses.replace(budget, max_seconds=left)
+        own = _own_limits(budget, limits, machine.state.steps + machine.steps_elsewhere())
+        budget = dataclasses.replace(budget, **own)
         child = build(machine, self, program, resolver, budget, context)
         # The child run is named after its org tree node, so a block reached twice makes two children.
         child.start("main", dict(self.inputs), run_id=self.node)
         try:
             child.run()
+        except BudgetExceeded as err:
+            # Where the child's own limit is tighter than the tree's, it is the one a stop of that kind hit.
+            if f"max_{err.budget}" in own:
+                raise ChildOverLimit(err.message, kind="budget", span=err.span, catchable=False,
+                                     limit=err.budget) from err
+            raise
         finally:
             child.release()
             # The child's own counters join the tree's (its children's are in the meter already).
             machine.meter.add({"steps": child.state.steps, "skill_calls": child.state.skill_calls})
         return child.state.result
+
+
+def _own_limits(budget: Budget, limits: Budget | None, steps_before: int) -> dict[str, Any]:
+    """The budget fields a child's own `limits` tighten (steps counted on from the tree's `steps_before`)."""
+    own: dict[str, Any] = {}
+    if limits is None:
+        return own
+    if limits.max_steps is not None:
+        steps = steps_before + limits.max_steps
+        if budget.max_steps is None or steps < budget.max_steps:
+            own["max_steps"] = steps
+    for name in ("max_seconds", "max_memory"):
+        mine, tree = getattr(limits, name), getattr(budget, name)
+        if mine is not None and (tree is None or mine < tree):
+            own[name] = mine
+    return own
 
 
 def resolve_block(m, frame: Frame, stack: list, arg: int) -> int:

@@ -10,9 +10,10 @@ from orgtree_lang.syntax.spans import Span
 
 # Flags that raise each budget, for the hint in the error.
 _FLAGS = {"steps": "--max-steps", "seconds": "--max-seconds", "skill_calls": "--max-skill-calls",
-          "tokens": "--max-tokens", "cost": "--max-cost"}
+          "tokens": "--max-tokens", "cost": "--max-cost", "memory": "--max-memory"}
 _UNITS = {"steps": "steps", "seconds": "seconds", "skill_calls": "skill calls", "tokens": "model tokens",
-          "cost": "USD of model cost"}
+          "cost": "USD of model cost", "memory": "bytes for one value"}
+_NAMES = {"memory": "memory"}  # what a budget is called where its unit does not say it
 
 
 @dataclass(frozen=True)
@@ -24,21 +25,34 @@ class Budget:
     max_skill_calls: int | None = None
     max_tokens: int | None = None
     max_cost: float | None = None
+    max_memory: int | None = None  # bytes one value may take (vm/memory.py)
+
+
+@dataclass
+class BudgetExceeded(PipeRuntimeError):
+    """A stop at a budget's limit; `budget` names which one ("steps", "seconds", "memory", ...)."""
+
+    budget: str = ""
 
 
 def budget_exceeded(name: str, limit: float, used: float, span: Span | None,
-                    where: str | None = None) -> PipeRuntimeError:
+                    where: str | None = None) -> BudgetExceeded:
     """The error for an exceeded budget: which one, the limit, the count, and where."""
     unit = _UNITS[name]
     used_text = f"{used:.2f}" if isinstance(used, float) else str(used)
+    limit_text = f"{limit:g}"
+    if name == "memory":  # sizes in bytes read better whole and grouped
+        limit_text, used_text = f"{limit:,}", f"{used:,}"
     where = where or (f"at {span}" if span else "")
-    return PipeRuntimeError(
-        f"{unit} budget exceeded: limit {limit:g} {unit}, used {used_text}; stopped{' ' + where if where else ''}",
+    return BudgetExceeded(
+        f"{_NAMES.get(name, unit)} budget exceeded: limit {limit_text} {unit}, used {used_text}; "
+        f"stopped{' ' + where if where else ''}",
         kind="budget",
         span=span,
         hint=f"raise the limit with {_FLAGS[name]}, or check the loop around this line"
         if name not in ("tokens", "cost") else f"raise the limit with {_FLAGS[name]}",
         catchable=False,
+        budget=name,
     )
 
 

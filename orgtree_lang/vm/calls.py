@@ -13,6 +13,7 @@ from orgtree_lang.runtime.errors import PipeRuntimeError, SkillError
 from orgtree_lang.runtime.values import UNBOUND, conforms
 from orgtree_lang.vm.budget import budget_exceeded
 from orgtree_lang.vm.effects import EffectStep
+from orgtree_lang.vm.memory import check_value
 from orgtree_lang.vm.state import Frame
 from orgtree_lang.vm.trace import summarize
 
@@ -135,6 +136,8 @@ def call_skill(m, frame: Frame, stack: list, arg: int) -> None:
         raise error from exc
     finally:
         m.observer.skill_called(state, frame, site.name, args, kwargs, outcome, result, failure, started, m.spend)
+    if m.budget.max_memory is not None:
+        check_value(result, m.budget.max_memory, f"the result of {site.name}")
     stack.append(result)
 
 

@@ -11,6 +11,7 @@ from orgtree_lang.runtime.values import RecordValue, display, is_kind, strict_co
 from orgtree_lang.syntax import types as t
 from orgtree_lang.vm.blocks import resolve_block
 from orgtree_lang.vm.calls import call_args, call_skill
+from orgtree_lang.vm.memory import check_value
 
 # Each handler takes (machine, frame, stack, arg) and returns a new pc to jump to, RELOAD, or None.
 
@@ -104,7 +105,10 @@ def _op_build_dict(m, frame, stack, arg):
 def _op_build_string(m, frame, stack, arg):
     parts = stack[len(stack) - arg:]
     del stack[-arg:]
-    stack.append("".join(parts))
+    text = "".join(parts)
+    if m.budget.max_memory is not None:
+        check_value(text, m.budget.max_memory, "an f-string")
+    stack.append(text)
 
 
 def _op_format(m, frame, stack, arg):

@@ -17,6 +17,7 @@ from orgtree_lang.vm.blocks import RELOAD
 from orgtree_lang.vm.budget import ModelSpend, TreeMeter, budget_exceeded
 from orgtree_lang.vm.errors import handle_error, translate
 from orgtree_lang.vm.instructions import BINARY_FUNCS, COMPARE_FUNCS, HANDLERS, UNARY_FUNCS
+from orgtree_lang.vm.memory import guarded_operators
 from orgtree_lang.vm.observe import observe
 from orgtree_lang.vm.services import Services, TreePlace
 from orgtree_lang.vm.state import Frame, RunState
@@ -58,6 +59,9 @@ class Machine:
         self.records = RecordTypes(program.records)
         self.state: RunState | None = None
         self._prepared: dict[str, list[Any]] = {}
+        # With a memory budget, `+` and `*` check the size of what they build; without one they cost nothing more.
+        self._binary = BINARY_FUNCS if self.budget.max_memory is None else \
+            guarded_operators(BINARY_FUNCS, self.budget.max_memory)
         self._started = 0.0
         self._pause_at: int | None = None
 
@@ -187,10 +191,12 @@ class Machine:
             prepared = []
             for op, arg in zip(code.ops, code.args):
                 operand = OPCODES[op].operand
-                if operand in _OPERAND_FUNCS:
+                if operand == "binop":
+                    arg = self._binary[arg]
+                elif operand in _OPERAND_FUNCS:
                     arg = _OPERAND_FUNCS[operand][arg]
                 elif operand == "binop_const":
-                    arg = (code.consts[arg[0]], BINARY_FUNCS[arg[1]])
+                    arg = (code.consts[arg[0]], self._binary[arg[1]])
                 elif operand == "locals":
                     arg = tuple(arg)
                 elif operand == "compare_jump":

@@ -1,0 +1,54 @@
+"""The memory budget: with --max-memory no value a program builds may take more bytes than the limit."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from pipe_testing import run_source
+
+from orgtree_lang.vm.budget import Budget
+
+MB = 1024 * 1024
+DOUBLINGS = {
+    "a list by +": 'xs = [1, 2, 3]\n    for i in range(40):\n        xs = xs + xs',
+    "a list by *": 'xs = [1, 2, 3]\n    for i in range(40):\n        xs = xs * 2',
+    "a string by *": 's = "ab"\n    for i in range(40):\n        s = 2 * s',
+    "an f-string": 's = "ab"\n    for i in range(40):\n        s = f"{s}{s}"',
+    "a skill's result": 'xs = [1, 2, 3]\n    for i in range(40):\n        xs = lists.concat([xs, xs])',
+}
+
+
+@pytest.mark.parametrize("how", sorted(DOUBLINGS))
+def test_a_value_doubling_past_the_limit_stops_the_run_before_it_takes_the_memory(how, tmp_path):
+    source = f"use lists\n\npipeline main() -> int:\n    {DOUBLINGS[how]}\n    return 1\n"
+    outcome = run_source(source, tmp_path, budget=Budget(max_memory=8 * MB))
+    assert outcome.error is not None, f"{how}: the run finished"
+    assert outcome.error.kind == "budget" and not outcome.error.catchable
+    assert outcome.error.message.startswith("memory budget exceeded: limit 8,388,608 bytes for one value, used ")
+    assert outcome.error.span is not None and outcome.error.span.line == 6
+    assert "--max-memory" in outcome.error.hint
+
+
+def test_values_within_the_limit_are_built_as_before(tmp_path):
+    source = 'pipeline main() -> int:\n    xs = [1]\n    for i in range(10):\n        xs = xs + xs\n    return len(xs)\n'
+    assert run_source(source, tmp_path, budget=Budget(max_memory=8 * MB)).result == 1024
+
+
+def test_pipe_run_takes_max_memory_with_a_unit(tmp_path):
+    (tmp_path / "grow.pipe").write_text('pipeline main() -> int:\n    s = "ab"\n    for i in range(40):\n'
+                                        '        s = s + s\n    return len(s)\n')
+
+    def pipe(*args):
+        return subprocess.run([sys.executable, "-m", "orgtree_lang.cli.main", "run", "grow.pipe", *args],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                              env=dict(os.environ, PIPE_NO_PLUGINS="1"))
+
+    stopped = pipe("--max-memory", "50M")
+    assert stopped.returncode == 70
+    assert "memory budget exceeded: limit 52,428,800 bytes for one value" in stopped.stderr
+    assert "grow.pipe:4" in stopped.stderr
+    wrong = pipe("--max-memory", "lots")
+    assert wrong.returncode == 2 and "expected a size like 500M or 2G, got 'lots'" in wrong.stderr
