@@ -141,7 +141,7 @@ def append(ctx: SkillContext, path: str, text: str) -> int:
     real = _writable("fs.append", ctx, path)
     data = text.encode("utf-8")
     try:
-        return fs_ledger.append(ctx.workspace, real, data, ctx.idempotency_key)
+        return fs_ledger.append(ctx, real, data)
     except OSError as exc:
         raise SkillError(f"fs.append: cannot write `{path}`: {exc.strerror or exc}") from None
     except sqlite3.Error as exc:

@@ -1,6 +1,8 @@
 """Append bytes to a workspace file at most once per idempotency key, across crashes, with a ledger in state.db.
 
-The ledger is the table `fs_appends` in `<workspace>/.orgtree/state.db` (SQLite, WAL, synchronous=FULL).
+The ledger is the table `fs_appends` in `<workspace>/.orgtree/state.db` (SQLite, WAL, synchronous=FULL), declared
+in runtime/schema.py and reached only through the skill context (`ctx.state_db()`), writing through the connection's shared write
+lock (`conn.transaction()`).
 A keyed append is a small write-ahead log:
 
 1. under an exclusive lock on the file, first roll forward every interrupted append to that file;
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Iterator
 
 from orgtree_lang.runtime.errors import SkillError
+from orgtree_lang.runtime.skills import SkillContext
 from orgtree_lang.runtime.workspace import Workspace
 
 try:
@@ -34,51 +37,28 @@ except ImportError:  # Windows: appends are still exactly-once for one process a
 STATE_DB_NAME = "state.db"
 BUSY_TIMEOUT_MS = 30_000
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS fs_appends (
-    key    TEXT PRIMARY KEY,      -- the caller's idempotency key, e.g. `<run id>:<step>`
-    path   TEXT NOT NULL,         -- the file, relative to the workspace root
-    offset INTEGER NOT NULL,      -- the file's size when this append started
-    size   INTEGER NOT NULL,      -- how many bytes the append adds
-    digest TEXT NOT NULL,         -- sha256 of those bytes, to catch a key reused for another append
-    data   BLOB,                  -- the bytes while the append is pending; NULL once done
-    done   INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS fs_appends_pending ON fs_appends(path) WHERE done = 0;
-"""
-
 
 def state_db_path(workspace: Workspace) -> Path:
+    """Where the ledger is, for messages; it is opened only through the skill context."""
     return workspace.state_dir / STATE_DB_NAME
 
 
-def open_ledger(workspace: Workspace, *, create: bool) -> sqlite3.Connection | None:
-    """A connection to the workspace's state.db with the ledger table; None if it is absent and not `create`."""
-    path = state_db_path(workspace)
-    if not create and not path.exists():
-        return None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # Autocommit: every statement below is its own transaction, durable when it returns.
-    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-    try:
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = FULL")
-        conn.executescript(_SCHEMA)
-    except BaseException:
-        conn.close()
-        raise
-    return conn
+def open_ledger(ctx: SkillContext, *, create: bool) -> sqlite3.Connection | None:
+    """The workspace's state.db from the skill context (the table `fs_appends` is declared in runtime/schema.py);
+    None if it is absent and not `create`."""
+    return ctx.state_db(create=create, timeout=BUSY_TIMEOUT_MS / 1000)
 
 
-def append(workspace: Workspace, real: Path, data: bytes, key: str | None) -> int:
-    """Append `data` to the file `real` (inside `workspace`); with a key, at most once per key. Returns len(data).
+def append(ctx: SkillContext, real: Path, data: bytes) -> int:
+    """Append `data` to the file `real` (inside the workspace); with the call's idempotency key, at most once per
+    key. Returns len(data).
 
     Raises OSError and sqlite3.Error as they come; SkillError if the key already names a different append.
     """
-    rel = workspace.relative(real)
+    key = ctx.idempotency_key
+    rel = ctx.workspace.relative(real)
     digest = hashlib.sha256(data).hexdigest()
-    conn = open_ledger(workspace, create=key is not None)
+    conn = open_ledger(ctx, create=key is not None)
     try:
         if key is not None:
             assert conn is not None
@@ -94,13 +74,14 @@ def append(workspace: Workspace, real: Path, data: bytes, key: str | None) -> in
             if size is not None:  # done by an earlier attempt, or rolled forward just now
                 return size
             offset = os.fstat(fd).st_size
-            conn.execute(
-                "INSERT INTO fs_appends (key, path, offset, size, digest, data, done) VALUES (?, ?, ?, ?, ?, ?, 0)",
-                (key, rel, offset, len(data), digest, data),
-            )
+            with conn.transaction():
+                conn.execute(
+                    "INSERT INTO fs_appends (key, path, offset, size, digest, data, done) VALUES (?, ?, ?, ?, ?, ?, 0)",
+                    (key, rel, offset, len(data), digest, data),
+                )
             _write_all(fd, data)
             os.fsync(fd)
-            conn.execute("UPDATE fs_appends SET done = 1, data = NULL WHERE key = ?", (key,))
+            _mark_done(conn, key)
             return len(data)
     finally:
         if conn is not None:
@@ -132,10 +113,16 @@ def _roll_forward(conn: sqlite3.Connection, fd: int, rel: str) -> None:
             # The file was replaced or cut since (e.g. by fs.write), taking any partial bytes with it:
             # the append starts again at the new end, and the ledger must say so before anything is written.
             offset = size
-            conn.execute("UPDATE fs_appends SET offset = ? WHERE key = ?", (offset, key))
+            with conn.transaction():
+                conn.execute("UPDATE fs_appends SET offset = ? WHERE key = ?", (offset, key))
         os.ftruncate(fd, offset)
         _write_all(fd, bytes(data))
         os.fsync(fd)
+        _mark_done(conn, key)
+
+
+def _mark_done(conn: sqlite3.Connection, key: str) -> None:
+    with conn.transaction():
         conn.execute("UPDATE fs_appends SET done = 1, data = NULL WHERE key = ?", (key,))
 
 

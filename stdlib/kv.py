@@ -4,29 +4,21 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from pathlib import Path
 from typing import Any
 
 from orgtree_lang.runtime.errors import SkillError
 from orgtree_lang.runtime.skills import SkillContext, skill
-from orgtree_lang.runtime.state_db import Transaction, open_state_db
 from orgtree_lang.runtime.values import decode, encode
 
-# A file of its own under the workspace's state folder; every kv call is one short transaction.
-KV_FILE = "kv.db"
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS kv (
-    namespace TEXT NOT NULL,
-    key TEXT NOT NULL,
-    value TEXT NOT NULL,
-    PRIMARY KEY (namespace, key)
-)
-"""
 MAX_VALUE_CHARS = 10_000_000
 
 
 def _db(ctx: SkillContext) -> sqlite3.Connection:
-    return open_state_db(Path(ctx.workspace.state_dir) / KV_FILE, SCHEMA)
+    # The table `kv` of the workspace's state.db (declared in runtime/schema.py); every call is one short
+    # transaction.
+    db = ctx.state_db()
+    assert db is not None  # created when missing
+    return db
 
 
 def _check_namespace(skill_name: str, namespace: str) -> None:
@@ -72,7 +64,7 @@ def set_value(ctx: SkillContext, key: str, value: Any, namespace: str = "default
                          f"{MAX_VALUE_CHARS:,} allowed", hint="store large data in a file with fs.write")
     db = _db(ctx)
     try:
-        with Transaction(db):
+        with db.transaction():
             db.execute("INSERT INTO kv (namespace, key, value) VALUES (?, ?, ?) "
                        "ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value", (namespace, key, text))
     finally:
@@ -92,7 +84,7 @@ def delete(ctx: SkillContext, key: str, namespace: str = "default") -> bool:
     _check_namespace("kv.delete", namespace)
     db = _db(ctx)
     try:
-        with Transaction(db):
+        with db.transaction():
             removed = db.execute("DELETE FROM kv WHERE namespace = ? AND key = ?", (namespace, key)).rowcount
     finally:
         db.close()

@@ -56,7 +56,7 @@ def _interrupted(root: Path, key: str, path: str, text: str, written: int) -> No
     real = root / path
     offset = real.stat().st_size if real.exists() else 0
     data = text.encode()
-    conn = fs_ledger.open_ledger(Workspace(root), create=True)
+    conn = fs_ledger.open_ledger(SkillContext(workspace=Workspace(root)), create=True)
     conn.execute(
         "INSERT INTO fs_appends (key, path, offset, size, digest, data, done) VALUES (?, ?, ?, ?, ?, ?, 0)",
         (key, path, offset, len(data), fs_ledger.hashlib.sha256(data).hexdigest(), data),
@@ -98,7 +98,7 @@ def test_the_ledger_is_sqlite_in_wal_mode_and_forgets_the_bytes_once_done(append
     assert _rows(root) == [("r1:1", "notes/log.txt", 0, 4, 1, None)]
     with _ledger(root) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    conn = fs_ledger.open_ledger(Workspace(root), create=False)
+    conn = fs_ledger.open_ledger(SkillContext(workspace=Workspace(root)), create=False)
     try:
         assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
         assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == fs_ledger.BUSY_TIMEOUT_MS

@@ -8,28 +8,12 @@ from pathlib import Path
 
 from orgtree_lang.runtime.state_db import Transaction, open_state_db, state_db_path
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS decompose_attempts (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    block TEXT NOT NULL,
-    spec_hash TEXT NOT NULL,
-    attempt INTEGER NOT NULL,      -- 1, 2, ... within one writing or revision of the module
-    phase TEXT NOT NULL,           -- write | revise
-    model TEXT NOT NULL,
-    conversation TEXT NOT NULL,
-    answer TEXT NOT NULL,
-    problems TEXT NOT NULL,        -- JSON list: why the answer was not accepted (empty when it was)
-    accepted INTEGER NOT NULL,
-    at REAL NOT NULL
-)
-"""
-
 
 class AttemptLog:
     """Appends to and reads the `decompose_attempts` table of one workspace's state.db."""
 
     def __init__(self, workspace: Path | str) -> None:
-        self.db = open_state_db(state_db_path(workspace), _SCHEMA)
+        self.db = open_state_db(state_db_path(workspace))
 
     def close(self) -> None:
         self.db.close()

@@ -12,19 +12,6 @@ from orgtree_lang.runtime.state_db import Transaction, open_state_db, state_db_p
 
 _JSON_FENCE = re.compile(r"```(?:json)?[ \t]*\n(.*?)```", re.S)
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS research_needs (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    block TEXT NOT NULL,
-    spec_hash TEXT NOT NULL,
-    parent TEXT NOT NULL,          -- file:line of the block
-    reasons TEXT NOT NULL,         -- JSON list of strings
-    questions TEXT NOT NULL,       -- JSON list of strings
-    model TEXT NOT NULL,
-    conversation TEXT NOT NULL,
-    at REAL NOT NULL
-)
-"""
 
 INSTRUCTIONS = """\
 If the step cannot be written without facts you do not have (an unknown API, data format or rule), do not
@@ -54,7 +41,7 @@ def needs_research(answer: str) -> ResearchNeed | None:
 
 def record_need(workspace: Path | str, block: str, spec_hash: str, parent: str, need: ResearchNeed, model: str,
                 conversation: str) -> None:
-    db = open_state_db(state_db_path(workspace), _SCHEMA)
+    db = open_state_db(state_db_path(workspace))
     try:
         with Transaction(db):
             db.execute("INSERT INTO research_needs (block, spec_hash, parent, reasons, questions, model, "
@@ -67,7 +54,7 @@ def record_need(workspace: Path | str, block: str, spec_hash: str, parent: str, 
 
 def recorded_needs(workspace: Path | str) -> list[dict]:
     """Every recorded need, oldest first."""
-    db = open_state_db(state_db_path(workspace), _SCHEMA)
+    db = open_state_db(state_db_path(workspace))
     try:
         rows = db.execute("SELECT * FROM research_needs ORDER BY seq").fetchall()
         return [{**dict(r), "reasons": json.loads(r["reasons"]), "questions": json.loads(r["questions"])}

@@ -18,42 +18,6 @@ from orgtree_lang.review import ConcernLedger, ReviewError, SelfReviewError, rev
 INSIGHT_STATUSES = ("proposed", "active", "rejected", "removed")
 PROPOSAL_STATUSES = ("pending", "accepted", "rejected")
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS insights (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    text TEXT NOT NULL,
-    evidence TEXT NOT NULL,
-    author TEXT NOT NULL,
-    tags TEXT NOT NULL,          -- JSON list of strings
-    status TEXT NOT NULL CHECK(status IN ('proposed', 'active', 'rejected', 'removed')),
-    created REAL NOT NULL,
-    updated REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS insight_proposals (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    insight_id INTEGER NOT NULL REFERENCES insights(id),
-    action TEXT NOT NULL CHECK(action IN ('add', 'remove')),
-    author TEXT NOT NULL,
-    author_conversation TEXT NOT NULL,
-    reason TEXT NOT NULL DEFAULT '',          -- remove: why the author wants it gone
-    status TEXT NOT NULL CHECK(status IN ('pending', 'accepted', 'rejected')),
-    decision TEXT NOT NULL DEFAULT '',        -- the reviewer's summary, or why it was rejected
-    reviewer_model TEXT NOT NULL DEFAULT '',
-    reviewer_conversations TEXT NOT NULL DEFAULT '[]',
-    created REAL NOT NULL,
-    decided REAL,
-    key TEXT UNIQUE                           -- the idempotency key of the skill call that proposed it, if any
-);
-CREATE TABLE IF NOT EXISTS insight_events (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    insight_id INTEGER NOT NULL,
-    proposal_id INTEGER,
-    event TEXT NOT NULL,         -- proposed, added, add_rejected, removal_proposed, removed, removal_rejected
-    detail TEXT NOT NULL DEFAULT '',
-    at REAL NOT NULL
-);
-"""
-
 ADD_SPEC = """An insight for the shared pool that every agent of the team reads before its next piece of work.
 Accept it only if all of these hold:
 1. Accurate: its evidence supports the text, and nothing in the evidence contradicts it.
@@ -141,7 +105,7 @@ class InsightPool:
 
     def __init__(self, db_path: Path | str) -> None:
         self.path = Path(db_path)
-        self.db = open_state_db(self.path, _SCHEMA)
+        self.db = open_state_db(self.path)
         self._lock = self.db.write_lock  # reads that must see one state take it too
         self.ledger = ConcernLedger(self.path)
 

@@ -13,28 +13,11 @@ from typing import Any
 
 from orgtree_lang.memory.lock import PadLock, Recovery
 from orgtree_lang.memory.statedb import StateError
-from orgtree_lang.runtime.state_db import open_state_db
+from orgtree_lang.runtime.state_db import Transaction, open_state_db
 
 LOCK_FILE = "pad.lock"
 RECOVERY_AGENT = "pad"
 KINDS = ("plan", "plan_changed", "lock_recovered")
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS pad_notes (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,  -- the order notes were written in, which is lock order
-    turn INTEGER NOT NULL,                  -- the lock turn that wrote it
-    agent TEXT NOT NULL,
-    kind TEXT NOT NULL CHECK(kind IN ('plan', 'plan_changed', 'lock_recovered')),
-    text TEXT NOT NULL,                     -- the whole note as readers see it
-    before TEXT NOT NULL DEFAULT '',        -- plan_changed: what the agent meant to do
-    why TEXT NOT NULL DEFAULT '',           -- plan_changed: what it read that changed that
-    now TEXT NOT NULL DEFAULT '',           -- plan_changed: how it goes on instead ('' if it does not know yet)
-    pid INTEGER NOT NULL,
-    at REAL NOT NULL,
-    key TEXT UNIQUE                         -- the idempotency key of the skill call that wrote it, if any
-);
-CREATE INDEX IF NOT EXISTS pad_notes_agent ON pad_notes (agent, seq);
-"""
 
 
 class PadProtocolError(StateError):
@@ -87,7 +70,7 @@ class Scratchpad:
         self.path = Path(db_path)
         self.lock_path = Path(lock_path) if lock_path is not None else self.path.parent / LOCK_FILE
         self.on_recover = on_recover
-        self.db = open_state_db(self.path, _SCHEMA)
+        self.db = open_state_db(self.path)
         self._db_lock = self.db.write_lock
 
     @classmethod
@@ -207,8 +190,8 @@ class Scratchpad:
     def _append(self, turn: int, agent: str, kind: str, text: str, before: str = "", why: str = "",
                 now: str = "", key: str | None = None) -> Note:
         at = time.time()
-        with self._db_lock:
-            cursor = self.db.execute(
+        with Transaction(self.db) as db:
+            cursor = db.execute(
                 "INSERT INTO pad_notes (turn, agent, kind, text, before, why, now, pid, at, key) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (turn, agent, kind, text, before, why, now, os.getpid(), at, key))

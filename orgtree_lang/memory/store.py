@@ -4,55 +4,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
 from orgtree_lang.memory.nodes import Node, Span
-from orgtree_lang.runtime.state_db import open_state_db
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS memory_nodes (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    kind TEXT NOT NULL CHECK(kind IN ('document', 'piece', 'summary')),
-    level INTEGER NOT NULL,
-    blob TEXT NOT NULL,           -- sha256 of the blob under .orgtree/blobs holding the node's bytes
-    start INTEGER NOT NULL,       -- the node's text is bytes start:end of that blob
-    end INTEGER NOT NULL,
-    tokens INTEGER NOT NULL,
-    document INTEGER,             -- a piece's document (a document's own id), NULL for summaries
-    name TEXT NOT NULL DEFAULT '',
-    tags TEXT NOT NULL DEFAULT '[]',
-    key TEXT NOT NULL UNIQUE,     -- what makes the node: a document's name+hash, a piece's range, a summary's inputs
-    created REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS memory_edges (
-    parent INTEGER NOT NULL,
-    position INTEGER NOT NULL,
-    child INTEGER NOT NULL,
-    PRIMARY KEY (parent, position)
-);
-CREATE INDEX IF NOT EXISTS memory_edges_child ON memory_edges(child);
-CREATE TABLE IF NOT EXISTS memory_covers (  -- every node -> the documents whose bytes it stands for
-    node INTEGER NOT NULL,
-    document INTEGER NOT NULL,
-    PRIMARY KEY (node, document)
-);
-CREATE INDEX IF NOT EXISTS memory_covers_document ON memory_covers(document);
-CREATE TABLE IF NOT EXISTS memory_summaries (  -- summary cache: input hash + summarizer id + target -> text
-    key TEXT PRIMARY KEY,
-    blob TEXT NOT NULL,
-    tokens INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS memory_vectors (
-    node INTEGER PRIMARY KEY,
-    model TEXT NOT NULL,
-    vector BLOB NOT NULL
-);
-CREATE TABLE IF NOT EXISTS memory_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-"""
+from orgtree_lang.runtime.state_db import Transaction, open_state_db
 
 _NODE_COLUMNS = "id, kind, level, blob, start, end, tokens, document, name, tags"
 
@@ -67,8 +25,7 @@ class NodeStore:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.RLock()
-        self.db = open_state_db(self.path, _SCHEMA, synchronous="NORMAL", timeout=30)
+        self.db = open_state_db(self.path, synchronous="NORMAL", timeout=30)
         self.db.row_factory = None  # rows as tuples, as this store reads them
 
     def close(self) -> None:
@@ -77,14 +34,8 @@ class NodeStore:
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
         """One transaction: everything inside commits together, or nothing does."""
-        with self._lock:
-            self.db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self.db
-            except BaseException:
-                self.db.execute("ROLLBACK")
-                raise
-            self.db.execute("COMMIT")
+        with Transaction(self.db) as db:
+            yield db
 
     # ---- generation -------------------------------------------------------------------------------------
 

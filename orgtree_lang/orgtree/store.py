@@ -12,29 +12,6 @@ from orgtree_lang.runtime.state_db import Transaction, open_state_db, state_db_p
 KINDS = ("pipeline", "skill", "ambiguous")
 STATUSES = ("running", "ok", "error")
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS tree_nodes (
-    id TEXT PRIMARY KEY,          -- <run id>/<node path>, e.g. 3f2a9c1b7d0e/main/fetch#2
-    run_id TEXT NOT NULL,         -- the run (a generated child's run id is its ambiguous node's id)
-    parent_id TEXT,               -- NULL for a top-level run's entry pipeline
-    seq INTEGER NOT NULL,         -- order of opening within the process that wrote it
-    name TEXT NOT NULL,           -- pipeline, skill or block name
-    kind TEXT NOT NULL CHECK(kind IN ('pipeline', 'skill', 'ambiguous')),
-    caller TEXT NOT NULL DEFAULT '',  -- the pipeline that made the call
-    status TEXT NOT NULL CHECK(status IN ('running', 'ok', 'error')),
-    inputs TEXT NOT NULL DEFAULT '',
-    output TEXT NOT NULL DEFAULT '',
-    error TEXT,
-    started_at REAL NOT NULL,     -- seconds since the epoch
-    duration_ms REAL,
-    tokens INTEGER NOT NULL DEFAULT 0,   -- model tokens spent by this node itself (not its children)
-    cost REAL NOT NULL DEFAULT 0,        -- model cost in USD spent by this node itself
-    detail TEXT NOT NULL DEFAULT ''      -- e.g. `reused`, `written in 2 rounds`, the module's path
-);
-CREATE INDEX IF NOT EXISTS tree_nodes_by_name ON tree_nodes (name, started_at);
-CREATE INDEX IF NOT EXISTS tree_nodes_by_run ON tree_nodes (run_id, seq)
-"""
-
 
 @dataclass(slots=True)
 class TreeNode:
@@ -79,7 +56,7 @@ class TreeStore:
 
     def __init__(self, db_path: Path | str, *, synchronous: str = "NORMAL") -> None:
         self.path = Path(db_path)
-        self.db = open_state_db(self.path, _SCHEMA, synchronous=synchronous)
+        self.db = open_state_db(self.path, synchronous=synchronous)
 
     @classmethod
     def for_workspace(cls, workspace_root: Path | str) -> TreeStore:

@@ -12,61 +12,6 @@ from typing import Any
 from orgtree_lang.runtime.errors import UsageError
 from orgtree_lang.runtime.state_db import Transaction, open_state_db, state_db_path
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS skill_bugs (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    skill TEXT NOT NULL,
-    use_case TEXT NOT NULL,
-    expected TEXT NOT NULL,
-    observed TEXT NOT NULL,
-    notes TEXT NOT NULL DEFAULT '',
-    reporter TEXT NOT NULL,
-    reporter_conversation TEXT NOT NULL,
-    reporter_model TEXT NOT NULL DEFAULT '',
-    idempotency_key TEXT UNIQUE,
-    status TEXT NOT NULL CHECK(status IN ('open', 'fixed', 'modified', 'removed')),
-    created REAL NOT NULL,
-    updated REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS skill_bug_decisions (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    bug INTEGER NOT NULL REFERENCES skill_bugs(id),
-    skill TEXT NOT NULL,
-    decision TEXT NOT NULL CHECK(decision IN ('fix', 'modify', 'remove')),
-    outcome TEXT NOT NULL CHECK(outcome IN ('applied', 'refused')),
-    reasoning TEXT NOT NULL,
-    evidence TEXT NOT NULL DEFAULT '[]',
-    detail TEXT NOT NULL DEFAULT '',
-    reviewer_model TEXT NOT NULL DEFAULT '',
-    reviewer_conversation TEXT NOT NULL,
-    at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS skill_notes (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    skill TEXT NOT NULL,
-    bug INTEGER NOT NULL,
-    note TEXT NOT NULL,
-    at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS skill_removals (
-    skill TEXT PRIMARY KEY,
-    bug INTEGER NOT NULL,
-    reasoning TEXT NOT NULL,
-    at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS skill_promotions (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    module TEXT NOT NULL,
-    name TEXT NOT NULL,
-    accepted INTEGER NOT NULL,
-    reasons TEXT NOT NULL,
-    cases TEXT NOT NULL,
-    reviewer_model TEXT NOT NULL DEFAULT '',
-    reviewer_conversation TEXT NOT NULL,
-    at REAL NOT NULL
-);
-"""
-
 
 @dataclass(frozen=True)
 class BugReport:
@@ -100,7 +45,7 @@ class PoolStore:
 
     def __init__(self, db_path: Path | str) -> None:
         self.path = Path(db_path)
-        self.db = open_state_db(self.path, _SCHEMA)
+        self.db = open_state_db(self.path)
 
     @classmethod
     def for_workspace(cls, root: Path | str) -> PoolStore:

@@ -14,47 +14,6 @@ from orgtree_lang.runtime.state_db import Transaction, open_state_db, state_db_p
 STATUSES = ("open", "resolved", "rejected", "out_of_scope")
 OUT_OF_SCOPE_RATIONALE = "the spec does not require this"
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS concerns (
-    subject TEXT NOT NULL,
-    concern_id TEXT NOT NULL,
-    round INT NOT NULL,
-    severity TEXT NOT NULL CHECK(severity IN ('blocking', 'minor')),
-    spec_basis TEXT NOT NULL,
-    evidence TEXT NOT NULL,
-    suggested_fix TEXT NOT NULL,
-    status TEXT NOT NULL CHECK(status IN ('open', 'resolved', 'rejected', 'out_of_scope')),
-    rationale TEXT NOT NULL DEFAULT '',
-    author_conversation TEXT NOT NULL,
-    reviewer_conversation TEXT NOT NULL,
-    created REAL NOT NULL,
-    updated REAL NOT NULL,
-    PRIMARY KEY (subject, concern_id)
-);
-CREATE TABLE IF NOT EXISTS concern_events (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    subject TEXT NOT NULL,
-    concern_id TEXT NOT NULL,
-    round INT,
-    event TEXT NOT NULL,
-    status TEXT NOT NULL,
-    rationale TEXT NOT NULL DEFAULT '',
-    conversation TEXT NOT NULL DEFAULT '',
-    at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS review_rounds (
-    subject TEXT NOT NULL,
-    round INT NOT NULL,
-    author_conversation TEXT NOT NULL,
-    reviewer_conversation TEXT NOT NULL,
-    reviewer_model TEXT NOT NULL DEFAULT '',
-    concerns INT NOT NULL,
-    summary TEXT NOT NULL DEFAULT '',
-    at REAL NOT NULL,
-    PRIMARY KEY (subject, round)
-);
-"""
-
 _COLUMNS = ("subject", "concern_id", "round", "severity", "spec_basis", "evidence", "suggested_fix", "status",
             "rationale", "author_conversation", "reviewer_conversation", "created", "updated")
 
@@ -67,7 +26,7 @@ class ConcernLedger:
 
     def __init__(self, db_path: Path | str) -> None:
         self.path = Path(db_path)
-        self.db = open_state_db(self.path, _SCHEMA)
+        self.db = open_state_db(self.path)
         self._lock = self.db.write_lock  # also held by reads that must see one consistent state
 
     @classmethod

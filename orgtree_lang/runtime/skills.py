@@ -16,6 +16,7 @@ from typing import Any, Callable
 from orgtree_lang.runtime.config import CONFIG_NAME, ConfigSnapshot
 from orgtree_lang.runtime.docstrings import parse_docstring
 from orgtree_lang.runtime.errors import SkillArgumentError, SkillError
+from orgtree_lang.runtime.state_db import StateConnection, open_state_db, state_db_path
 from orgtree_lang.runtime.values import RecordValue, conforms, display, to_plain
 from orgtree_lang.runtime.workspace import Workspace
 from orgtree_lang.syntax import types as T
@@ -77,6 +78,17 @@ class SkillContext:
     def __post_init__(self) -> None:
         if self.config is None:
             object.__setattr__(self, "config", ConfigSnapshot(self.workspace.root / CONFIG_NAME))
+
+    def state_db(self, *, create: bool = True, timeout: float = 10) -> StateConnection | None:
+        """The workspace's state.db, migrated to the newest schema, for a skill that keeps durable records.
+
+        The only way a skill reaches the database: its tables are declared in runtime/schema.py, and writes go
+        through `with db.transaction():` (the connection's write lock, then BEGIN IMMEDIATE). The caller
+        closes the connection. None when the workspace has no state.db yet and `create` is false."""
+        path = state_db_path(self.workspace.root)
+        if not create and not path.exists():
+            return None
+        return open_state_db(path, timeout=timeout)
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,0 +1,331 @@
+"""Every table and index of the workspace's state.db, declared once as data, and the ordered migrations that build them.
+
+state.db has one schema version, kept in `PRAGMA user_version`. A database at version N has had migrations
+1..N applied, each in one transaction together with the version bump, so a crash leaves either the old
+version or the new one. Version 0 is every workspace written before versions existed (fa31da4 and earlier):
+each module then created its own tables when it first opened the file, so a version-0 database holds any
+subset of the tables of migration 1, created with exactly the statements below. Migration 1 therefore
+creates only what is missing (IF NOT EXISTS); every later migration runs exactly once.
+
+No other module creates, alters or drops a table of state.db: they open it with
+`runtime.state_db.open_state_db`, which applies what is missing, and write through its `Transaction`.
+
+To add a table (or an index, or a column), append one `Migration` to `MIGRATIONS`; nothing else changes:
+
+    Migration(3, "what each run wrote down for later", tables=(
+        Table("run_notes", "orgtree_lang.<package>.<module>", '''
+            run_id TEXT NOT NULL,
+            text TEXT NOT NULL
+        ''', indexes=(Index("run_notes_by_run", "run_notes (run_id)"),)),
+    )),
+
+An index on an existing table goes in `indexes=(Index(...),)`; a column is added with
+`statements=("ALTER TABLE run_notes ADD COLUMN at REAL NOT NULL DEFAULT 0",)`. Never edit a
+migration that has shipped: workspaces at its version have already run it. tests/test_state_schema.py checks
+that the migrations are numbered 1, 2, 3 ..., that every table and index a migrated database holds is
+declared here, and that the committed workspace of fa31da4 (tests/fixtures/workspace_v0) still migrates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Index:
+    """An index: its name and what follows ON in CREATE INDEX (`table (columns)`, with an optional WHERE)."""
+
+    name: str
+    on: str
+
+    def create(self, if_not_exists: bool) -> str:
+        return f"CREATE INDEX {'IF NOT EXISTS ' if if_not_exists else ''}{self.name} ON {self.on}"
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table: its name, the module that reads and writes it, its column definitions, and its indexes."""
+
+    name: str
+    owner: str
+    columns: str
+    indexes: tuple[Index, ...] = ()
+
+    def create(self, if_not_exists: bool) -> list[str]:
+        exists = "IF NOT EXISTS " if if_not_exists else ""
+        return [f"CREATE TABLE {exists}{self.name} ({self.columns})",
+                *(index.create(if_not_exists) for index in self.indexes)]
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One step from version `version - 1` to `version`: tables to create, indexes on older tables, statements."""
+
+    version: int
+    summary: str
+    tables: tuple[Table, ...] = ()
+    indexes: tuple[Index, ...] = ()
+    statements: tuple[str, ...] = ()
+
+    def sql(self) -> list[str]:
+        # Migration 1 meets databases that already hold some of its tables (version 0); later ones never do.
+        baseline = self.version == 1
+        return ([statement for table in self.tables for statement in table.create(baseline)]
+                + [index.create(baseline) for index in self.indexes] + list(self.statements))
+
+
+_CONCERNS = Table("concerns", "orgtree_lang.review.ledger", """
+    subject TEXT NOT NULL,
+    concern_id TEXT NOT NULL,
+    round INT NOT NULL,
+    severity TEXT NOT NULL CHECK(severity IN ('blocking', 'minor')),
+    spec_basis TEXT NOT NULL,
+    evidence TEXT NOT NULL,
+    suggested_fix TEXT NOT NULL,
+    status TEXT NOT NULL CHECK(status IN ('open', 'resolved', 'rejected', 'out_of_scope')),
+    rationale TEXT NOT NULL DEFAULT '',
+    author_conversation TEXT NOT NULL,
+    reviewer_conversation TEXT NOT NULL,
+    created REAL NOT NULL,
+    updated REAL NOT NULL,
+    PRIMARY KEY (subject, concern_id)
+""")
+_CONCERN_EVENTS = Table("concern_events", "orgtree_lang.review.ledger", """
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    subject TEXT NOT NULL,
+    concern_id TEXT NOT NULL,
+    round INT,
+    event TEXT NOT NULL,
+    status TEXT NOT NULL,
+    rationale TEXT NOT NULL DEFAULT '',
+    conversation TEXT NOT NULL DEFAULT '',
+    at REAL NOT NULL
+""")
+_REVIEW_ROUNDS = Table("review_rounds", "orgtree_lang.review.ledger", """
+    subject TEXT NOT NULL,
+    round INT NOT NULL,
+    author_conversation TEXT NOT NULL,
+    reviewer_conversation TEXT NOT NULL,
+    reviewer_model TEXT NOT NULL DEFAULT '',
+    concerns INT NOT NULL,
+    summary TEXT NOT NULL DEFAULT '',
+    at REAL NOT NULL,
+    PRIMARY KEY (subject, round)
+""")
+_TREE_NODES = Table("tree_nodes", "orgtree_lang.orgtree.store", """
+    id TEXT PRIMARY KEY,          -- <run id>/<node path>, e.g. 3f2a9c1b7d0e/main/fetch#2
+    run_id TEXT NOT NULL,         -- the run (a generated child's run id is its ambiguous node's id)
+    parent_id TEXT,               -- NULL for a top-level run's entry pipeline
+    seq INTEGER NOT NULL,         -- order of opening within the process that wrote it
+    name TEXT NOT NULL,           -- pipeline, skill or block name
+    kind TEXT NOT NULL CHECK(kind IN ('pipeline', 'skill', 'ambiguous')),
+    caller TEXT NOT NULL DEFAULT '',  -- the pipeline that made the call
+    status TEXT NOT NULL CHECK(status IN ('running', 'ok', 'error')),
+    inputs TEXT NOT NULL DEFAULT '',
+    output TEXT NOT NULL DEFAULT '',
+    error TEXT,
+    started_at REAL NOT NULL,     -- seconds since the epoch
+    duration_ms REAL,
+    tokens INTEGER NOT NULL DEFAULT 0,   -- model tokens spent by this node itself (not its children)
+    cost REAL NOT NULL DEFAULT 0,        -- model cost in USD spent by this node itself
+    detail TEXT NOT NULL DEFAULT ''      -- e.g. `reused`, `written in 2 rounds`, the module's path
+""", indexes=(Index("tree_nodes_by_name", "tree_nodes (name, started_at)"),
+              Index("tree_nodes_by_run", "tree_nodes (run_id, seq)")))
+_DECOMPOSE_ATTEMPTS = Table("decompose_attempts", "orgtree_lang.decompose.attempts", """
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    block TEXT NOT NULL,
+    spec_hash TEXT NOT NULL,
+    attempt INTEGER NOT NULL,      -- 1, 2, ... within one writing or revision of the module
+    phase TEXT NOT NULL,           -- write | revise
+    model TEXT NOT NULL,
+    conversation TEXT NOT NULL,
+    answer TEXT NOT NULL,
+    problems TEXT NOT NULL,        -- JSON list: why the answer was not accepted (empty when it was)
+    accepted INTEGER NOT NULL,
+    at REAL NOT NULL
+""")
+_RESEARCH_NEEDS = Table("research_needs", "orgtree_lang.decompose.research", """
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    block TEXT NOT NULL,
+    spec_hash TEXT NOT NULL,
+    parent TEXT NOT NULL,          -- file:line of the block
+    reasons TEXT NOT NULL,         -- JSON list of strings
+    questions TEXT NOT NULL,       -- JSON list of strings
+    model TEXT NOT NULL,
+    conversation TEXT NOT NULL,
+    at REAL NOT NULL
+""")
+_SKILL_BUGS = Table("skill_bugs", "orgtree_lang.pool.store", """
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    skill TEXT NOT NULL,
+    use_case TEXT NOT NULL,
+    expected TEXT NOT NULL,
+    observed TEXT NOT NULL,
+    notes TEXT NOT NULL DEFAULT '',
+    reporter TEXT NOT NULL,
+    reporter_conversation TEXT NOT NULL,
+    reporter_model TEXT NOT NULL DEFAULT '',
+    idempotency_key TEXT UNIQUE,
+    status TEXT NOT NULL CHECK(status IN ('open', 'fixed', 'modified', 'removed')),
+    created REAL NOT NULL,
+    updated REAL NOT NULL
+""")
+_SKILL_BUG_DECISIONS = Table("skill_bug_decisions", "orgtree_lang.pool.store", """
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    bug INTEGER NOT NULL REFERENCES skill_bugs(id),
+    skill TEXT NOT NULL,
+    decision TEXT NOT NULL CHECK(decision IN ('fix', 'modify', 'remove')),
+    outcome TEXT NOT NULL CHECK(outcome IN ('applied', 'refused')),
+    reasoning TEXT NOT NULL,
+    evidence TEXT NOT NULL DEFAULT '[]',
+    detail TEXT NOT NULL DEFAULT '',
+    reviewer_model TEXT NOT NULL DEFAULT '',
+    reviewer_conversation TEXT NOT NULL,
+    at REAL NOT NULL
+""")
+_SKILL_NOTES = Table("skill_notes", "orgtree_lang.pool.store", """
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    skill TEXT NOT NULL,
+    bug INTEGER NOT NULL,
+    note TEXT NOT NULL,
+    at REAL NOT NULL
+""")
+_SKILL_REMOVALS = Table("skill_removals", "orgtree_lang.pool.store", """
+    skill TEXT PRIMARY KEY,
+    bug INTEGER NOT NULL,
+    reasoning TEXT NOT NULL,
+    at REAL NOT NULL
+""")
+_SKILL_PROMOTIONS = Table("skill_promotions", "orgtree_lang.pool.store", """
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    module TEXT NOT NULL,
+    name TEXT NOT NULL,
+    accepted INTEGER NOT NULL,
+    reasons TEXT NOT NULL,
+    cases TEXT NOT NULL,
+    reviewer_model TEXT NOT NULL DEFAULT '',
+    reviewer_conversation TEXT NOT NULL,
+    at REAL NOT NULL
+""")
+_INSIGHTS = Table("insights", "orgtree_lang.memory.insights", """
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    text TEXT NOT NULL,
+    evidence TEXT NOT NULL,
+    author TEXT NOT NULL,
+    tags TEXT NOT NULL,          -- JSON list of strings
+    status TEXT NOT NULL CHECK(status IN ('proposed', 'active', 'rejected', 'removed')),
+    created REAL NOT NULL,
+    updated REAL NOT NULL
+""")
+_INSIGHT_PROPOSALS = Table("insight_proposals", "orgtree_lang.memory.insights", """
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    insight_id INTEGER NOT NULL REFERENCES insights(id),
+    action TEXT NOT NULL CHECK(action IN ('add', 'remove')),
+    author TEXT NOT NULL,
+    author_conversation TEXT NOT NULL,
+    reason TEXT NOT NULL DEFAULT '',          -- remove: why the author wants it gone
+    status TEXT NOT NULL CHECK(status IN ('pending', 'accepted', 'rejected')),
+    decision TEXT NOT NULL DEFAULT '',        -- the reviewer's summary, or why it was rejected
+    reviewer_model TEXT NOT NULL DEFAULT '',
+    reviewer_conversations TEXT NOT NULL DEFAULT '[]',
+    created REAL NOT NULL,
+    decided REAL,
+    key TEXT UNIQUE                           -- the idempotency key of the skill call that proposed it, if any
+""")
+_INSIGHT_EVENTS = Table("insight_events", "orgtree_lang.memory.insights", """
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    insight_id INTEGER NOT NULL,
+    proposal_id INTEGER,
+    event TEXT NOT NULL,         -- proposed, added, add_rejected, removal_proposed, removed, removal_rejected
+    detail TEXT NOT NULL DEFAULT '',
+    at REAL NOT NULL
+""")
+_PAD_NOTES = Table("pad_notes", "orgtree_lang.memory.scratchpad", """
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,  -- the order notes were written in, which is lock order
+    turn INTEGER NOT NULL,                  -- the lock turn that wrote it
+    agent TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK(kind IN ('plan', 'plan_changed', 'lock_recovered')),
+    text TEXT NOT NULL,                     -- the whole note as readers see it
+    before TEXT NOT NULL DEFAULT '',        -- plan_changed: what the agent meant to do
+    why TEXT NOT NULL DEFAULT '',           -- plan_changed: what it read that changed that
+    now TEXT NOT NULL DEFAULT '',           -- plan_changed: how it goes on instead ('' if it does not know yet)
+    pid INTEGER NOT NULL,
+    at REAL NOT NULL,
+    key TEXT UNIQUE                         -- the idempotency key of the skill call that wrote it, if any
+""", indexes=(Index("pad_notes_agent", "pad_notes (agent, seq)"),))
+_MEMORY_NODES = Table("memory_nodes", "orgtree_lang.memory.store", """
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL CHECK(kind IN ('document', 'piece', 'summary')),
+    level INTEGER NOT NULL,
+    blob TEXT NOT NULL,           -- sha256 of the blob under .orgtree/blobs holding the node's bytes
+    start INTEGER NOT NULL,       -- the node's text is bytes start:end of that blob
+    end INTEGER NOT NULL,
+    tokens INTEGER NOT NULL,
+    document INTEGER,             -- a piece's document (a document's own id), NULL for summaries
+    name TEXT NOT NULL DEFAULT '',
+    tags TEXT NOT NULL DEFAULT '[]',
+    key TEXT NOT NULL UNIQUE,     -- what makes the node: a document's name+hash, a piece's range, a summary's inputs
+    created REAL NOT NULL
+""")
+_MEMORY_EDGES = Table("memory_edges", "orgtree_lang.memory.store", """
+    parent INTEGER NOT NULL,
+    position INTEGER NOT NULL,
+    child INTEGER NOT NULL,
+    PRIMARY KEY (parent, position)
+""", indexes=(Index("memory_edges_child", "memory_edges(child)"),))
+# Every node -> the documents whose bytes it stands for.
+_MEMORY_COVERS = Table("memory_covers", "orgtree_lang.memory.store", """
+    node INTEGER NOT NULL,
+    document INTEGER NOT NULL,
+    PRIMARY KEY (node, document)
+""", indexes=(Index("memory_covers_document", "memory_covers(document)"),))
+# The summary cache: input hash + summarizer id + target -> text.
+_MEMORY_SUMMARIES = Table("memory_summaries", "orgtree_lang.memory.store", """
+    key TEXT PRIMARY KEY,
+    blob TEXT NOT NULL,
+    tokens INTEGER NOT NULL
+""")
+_MEMORY_VECTORS = Table("memory_vectors", "orgtree_lang.memory.store", """
+    node INTEGER PRIMARY KEY,
+    model TEXT NOT NULL,
+    vector BLOB NOT NULL
+""")
+_MEMORY_META = Table("memory_meta", "orgtree_lang.memory.store", "key TEXT PRIMARY KEY, value TEXT NOT NULL")
+_FS_APPENDS = Table("fs_appends", "orgtree_lang.stdlib.fs_ledger", """
+    key    TEXT PRIMARY KEY,      -- the caller's idempotency key, e.g. `<run id>:<step>`
+    path   TEXT NOT NULL,         -- the file, relative to the workspace root
+    offset INTEGER NOT NULL,      -- the file's size when this append started
+    size   INTEGER NOT NULL,      -- how many bytes the append adds
+    digest TEXT NOT NULL,         -- sha256 of those bytes, to catch a key reused for another append
+    data   BLOB,                  -- the bytes while the append is pending; NULL once done
+    done   INTEGER NOT NULL DEFAULT 0
+""", indexes=(Index("fs_appends_pending", "fs_appends(path) WHERE done = 0"),))
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "the tables every module created for itself before state.db had a version (fa31da4)", tables=(
+        _CONCERNS, _CONCERN_EVENTS, _REVIEW_ROUNDS, _TREE_NODES, _DECOMPOSE_ATTEMPTS, _RESEARCH_NEEDS,
+        _SKILL_BUGS, _SKILL_BUG_DECISIONS, _SKILL_NOTES, _SKILL_REMOVALS, _SKILL_PROMOTIONS,
+        _INSIGHTS, _INSIGHT_PROPOSALS, _INSIGHT_EVENTS, _PAD_NOTES,
+        _MEMORY_NODES, _MEMORY_EDGES, _MEMORY_COVERS, _MEMORY_SUMMARIES, _MEMORY_VECTORS, _MEMORY_META,
+        _FS_APPENDS)),
+    Migration(2, "kv.get/set/delete/keys: values per namespace, kept across runs", tables=(
+        Table("kv", "orgtree_lang.stdlib.kv", """
+    namespace TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,          -- the value encoded as JSON (runtime.values.encode)
+    PRIMARY KEY (namespace, key)
+"""),)),
+)
+
+SCHEMA_VERSION = MIGRATIONS[-1].version
+
+
+def declared_tables(migrations: tuple[Migration, ...] = MIGRATIONS) -> dict[str, Table]:
+    """Every table the migrations create, by name."""
+    return {table.name: table for migration in migrations for table in migration.tables}
+
+
+def declared_indexes(migrations: tuple[Migration, ...] = MIGRATIONS) -> dict[str, Index]:
+    """Every index the migrations create, with their tables or on their own, by name."""
+    found = {index.name: index for table in declared_tables(migrations).values() for index in table.indexes}
+    return found | {index.name: index for migration in migrations for index in migration.indexes}
