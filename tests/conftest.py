@@ -12,6 +12,10 @@ from hypothesis import HealthCheck, settings
 # Installed third-party skill packages must not change what the tests see.
 os.environ["PIPE_NO_PLUGINS"] = "1"
 
+# Python processes the tests start import the installed orgtree_lang, never a checkout in their working folder
+# (which has no grammar or stdlib inside the package): the same as `python -P`.
+os.environ["PYTHONSAFEPATH"] = "1"
+
 # Lets test modules share helpers (`import pipe_testing`) under --import-mode=importlib.
 TESTS_DIR = Path(__file__).resolve().parent
 if str(TESTS_DIR) not in sys.path:
