@@ -7,11 +7,3 @@ from orgtree_lang.runtime.errors import PipeError
 
 class StateError(PipeError):
     """A request the scratchpad or insight pool refuses; the message says what was wrong, the hint how to fix it."""
-
-    def __init__(self, message: str, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
-
-    def __str__(self) -> str:
-        return self.message
