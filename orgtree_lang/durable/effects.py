@@ -89,6 +89,20 @@ class EffectLog:
                 hint="the run stopped before this point; `pipe resume` continues it")
         return self._execute(step, digest, execute)
 
+    def answer(self, step: EffectStep) -> tuple[bool, Any]:
+        """A person's journaled reply for `step` ((True, value)), or (False, None) while there is none.
+
+        The reply is a journaled input like any step result (written by `pipe reply`), so a resume or a replay
+        takes it from the journal; a step that has none is never executed here: the run waits for it."""
+        self._current_seq = step.seq
+        record = self.recorded.get(step.seq)
+        if record is None:
+            return False, None
+        if (record.kind, record.name, record.input_hash) != (step.kind, step.name, input_hash(step.args, step.kwargs)):
+            raise self._divergence(step, record)
+        self.reused += 1
+        return True, self._recorded_result(record)
+
     def _forget_from(self, seq: int) -> None:
         self.recorded = {s: r for s, r in self.recorded.items() if s < seq}
         self.last_seq = seq - 1
