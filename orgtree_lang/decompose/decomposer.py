@@ -11,6 +11,7 @@ from typing import Any
 
 from orgtree_lang.compile.code import AmbiguousSpec
 from orgtree_lang.decompose.extract import ExtractError, extract_module
+from orgtree_lang.decompose.goal import Goal, skill_docs
 from orgtree_lang.decompose.limits import ChildLimits, output_size
 from orgtree_lang.decompose.prompt import CONTEXT_SHARE, PromptTooLarge, build_request, spec_text
 from orgtree_lang.decompose.research import INSTRUCTIONS as RESEARCH_INSTRUCTIONS
@@ -71,7 +72,7 @@ class Decomposer:
 
     def __init__(self, *, author, reviewer, registry, workspace: Path, parent_file: str, parent_source: str,
                  settings: DecomposeSettings | None = None, depth: int = 0, max_repairs: int | None = None,
-                 max_review_rounds: int | None = None, max_depth: int | None = None) -> None:
+                 max_review_rounds: int | None = None, max_depth: int | None = None, goal=None) -> None:
         settings = settings or DecomposeSettings()
         overrides = {k: v for k, v in (("max_repairs", max_repairs), ("max_review_rounds", max_review_rounds),
                                        ("max_depth", max_depth)) if v is not None}
@@ -87,6 +88,8 @@ class Decomposer:
         self.parent_file = parent_file
         self.parent_source = parent_source
         self.depth = depth
+        # What encloses this program's blocks: a child inherits the root program's description and path.
+        self.goal = goal if goal is not None else Goal.of_program(parent_file, parent_source)
         self.store = ModuleStore(self.workspace)
         self._programs: dict[str, tuple[SavedModule, Any]] = {}  # spec hash -> module and program, this run
 
@@ -231,9 +234,15 @@ class Decomposer:
                 base = f"{Path(self.parent_file).name}:{spec.name}:{digest}"
                 subject = f"{base}:{len(ledger.subjects(base + ':')) + 1}"
                 block.note(f"in review ({subject})")
+                goal = self.goal.describe(spec, self.parent_file, self.parent_source)
+
+                def context(artifact: str) -> str:
+                    return "\n\n".join(part for part in (goal, skill_docs(artifact, self.registry)) if part)
+
                 outcome = review_loop(subject, spec_text(spec), body, language=language_card(),
                                       author=author, reviewer=reviewer, revise=revise, ledger=ledger,
-                                      max_rounds=self.settings.max_review_rounds, author_conversation=conversation)
+                                      max_rounds=self.settings.max_review_rounds, author_conversation=conversation,
+                                      context=context)
         finally:
             attempts.close()
         provenance = {
@@ -301,7 +310,8 @@ class Decomposer:
         spec, path = block.spec, saved.path
         child_decomposer = Decomposer(
             author=self.author, reviewer=self.reviewer, registry=self.registry, workspace=self.workspace,
-            parent_file=str(path), parent_source=saved.text, settings=self.settings, depth=self.depth + 1)
+            parent_file=str(path), parent_source=saved.text, settings=self.settings, depth=self.depth + 1,
+            goal=self.goal.inside(self.parent_file, spec))
         limits = self.settings.limits
         try:
             # Every child runs within a generated module's limits, even when the parent has none, and its
