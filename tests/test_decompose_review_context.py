@@ -60,7 +60,7 @@ class Recording:
         self.name, self.requests = self.model.name, []
 
     def complete(self, messages, **kwargs):
-        self.requests.append(messages)
+        self.requests.append(list(messages))
         return self.model.complete(messages, **kwargs)
 
 
