@@ -172,3 +172,14 @@ def test_the_process_exits_75_and_holds_nothing(tmp_path: Path) -> None:
                              str(tmp_path)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert result.returncode == 75, result.stderr
     assert json.loads(pipe("inbox", "--json", cwd=tmp_path).stdout)[0]["kind"] == "approve"
+
+
+def test_a_retry_keeps_the_answers_people_gave(tmp_path: Path) -> None:
+    start_example(tmp_path)
+    run = only_run(tmp_path)
+    pipe("reply", "--resume", run, "yes", cwd=tmp_path)
+    pipe("reply", "--resume", run, "Ada", cwd=tmp_path)
+    retried = pipe("retry", run, "--node", "main", cwd=tmp_path)
+    assert retried.returncode == 0, retried.stderr  # not 75: nobody is asked again
+    assert retried.stdout.endswith("2.1.0 shipped, signed off by Ada\n")
+    assert json.loads(pipe("inbox", "--json", cwd=tmp_path).stdout) == []
