@@ -136,3 +136,34 @@ def test_runtime_code_outside_a_run_waits_in_the_inbox_until_a_reply(root: Path)
         with pytest.raises(AwaitingHuman) as fresh:
             inbox.ask("skills.bugs/4/remove", "Remove skill text.other?", kind="approve")
         assert fresh.value.question.ref != ref  # another key is another question
+
+
+CHILD = '''\
+pipeline main(report: str) -> str:
+    if approve(f"Is {report} a bug?"):
+        return "bug"
+    return "question"
+'''
+
+
+class WritesAChildThatAsks:
+    """A resolver whose generated module asks the person itself (a generated child may ask too)."""
+
+    def __call__(self, block) -> dict:
+        program = compile_text(CHILD, "child.pipe", registry()).program
+        return {"label": block.run_child(program, None)}
+
+
+def test_a_generated_child_that_asks_makes_the_whole_run_wait(root: Path) -> None:
+    machine, printed = start(root, WritesAChildThatAsks())
+    run_id = machine.state.run_id
+    assert machine.state.status == "waiting" and printed == ["triaging"]
+    with Inbox.for_workspace(root) as inbox:
+        [question] = inbox.open_questions(run_id)
+    assert question.question == "Is it crashes on save a bug?"
+    assert question.node.startswith("main/classify@") and question.node.endswith("/main")
+    reply(root, run_id, None, "no")
+    machine, printed = resume(root, run_id, WritesAChildThatAsks())
+    assert machine.state.result == "question" and printed == ["label: question"]
+    report = runs.replay(root, run_id, registry())
+    assert report.identical and report.outside_calls == 0
