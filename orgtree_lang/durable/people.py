@@ -65,17 +65,10 @@ def reply(root: Path, ref: str, message: str | None, text: str) -> Reply:
             inbox_row = posted[question.seq]
             value = answer_value(question.kind, text)
             _journal_answer(opened.journal, meta, question, value)
-            opened.journal.update_meta(waiting=[{**q.to_json(), **({"answered": True} if q.seq == question.seq or
-                                                                    q.seq in _answered(meta) else {})}
-                                                for q in asked])
             inbox.record_answer(inbox_row.key, value)
             return Reply(run_id, inbox.get(inbox_row.key), value)
         finally:
             opened.close()
-
-
-def _answered(meta: dict[str, Any]) -> set[int]:
-    return {q["seq"] for q in meta.get("waiting", []) if q.get("answered")}
 
 
 def _chosen(run_id: str, asked: list[HumanQuestion], posted: dict[int, Question], message: str | None) -> HumanQuestion:
