@@ -224,6 +224,23 @@ def test_completion_on_a_use_line_offers_namespaces_and_skills(client, program):
     assert {"lists", "lists.append", "text.split"} <= labels and "while" not in labels
 
 
+def test_signature_help_inside_a_skill_call_marks_the_parameter_being_written(client, program):
+    client.open(program)
+    line, character = position_of(PROGRAM, "sep=", 0)
+    help = client.at("textDocument/signatureHelp", program, line, character)
+    (signature,) = help["signatures"]
+    label = signature["label"]
+    assert label == "text.split(text: str, sep: str? = none, maxsplit: int = -1) -> list[str]"
+    assert [label[start:end] for start, end in (p["label"] for p in signature["parameters"])] == \
+        ["text: str", "sep: str? = none", "maxsplit: int = -1"]
+    assert help["activeParameter"] == 1  # after one comma: `sep`
+    line, character = position_of(PROGRAM, "describe(Task", 9)
+    help = client.at("textDocument/signatureHelp", program, line, character)
+    assert help["signatures"][0]["label"] == "describe(task: Task) -> str" and help["activeParameter"] == 0
+    line, character = position_of(PROGRAM, "n = 0")
+    assert client.at("textDocument/signatureHelp", program, line, character) is None  # not inside a call
+
+
 def test_formatting_returns_what_pipe_fmt_prints(client, tmp_path):
     path = tmp_path / "messy.pipe"
     messy = "pipeline  main( )->int :\n    x=[1,2 ,3]\n    return len( x )\n"

@@ -12,7 +12,7 @@ from pygls.workspace import TextDocument
 from pygls.workspace.position_codec import ServerTextPosition, ServerTextRange
 
 from orgtree_lang import __version__
-from orgtree_lang.lsp import complete, navigate, outline
+from orgtree_lang.lsp import complete, navigate, outline, signature
 from orgtree_lang.lsp.analysis import Analysis, analyse, workspace_root
 from orgtree_lang.lsp.incremental import IncrementalParser
 from orgtree_lang.lsp.references import reference_at
@@ -129,6 +129,22 @@ def completion(ls: PipeLanguageServer, params: lsp.CompletionParams) -> lsp.Comp
                                 if c.documentation else None)
              for c in found]
     return lsp.CompletionList(is_incomplete=False, items=items)
+
+
+@server.feature(lsp.TEXT_DOCUMENT_SIGNATURE_HELP, lsp.SignatureHelpOptions(trigger_characters=["(", ","]))
+def signature_help(ls: PipeLanguageServer, params: lsp.SignatureHelpParams) -> lsp.SignatureHelp | None:
+    document, file, analysis, line, col = ls.at(params.text_document.uri, params.position)
+    prefix = document.lines[line - 1][:col - 1] if line <= len(document.lines) else ""
+    module = analysis.module if analysis is not None else None
+    found = signature.signature_at(prefix, module, ls.skills.registry(workspace_root(file)))
+    if found is None:
+        return None
+    parameters = [lsp.ParameterInformation(label=span) for span in found.parameters]
+    documentation = lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=found.documentation) \
+        if found.documentation else None
+    return lsp.SignatureHelp(signatures=[lsp.SignatureInformation(label=found.label, documentation=documentation,
+                                                                  parameters=parameters)],
+                             active_signature=0, active_parameter=found.active)
 
 
 @server.feature(lsp.TEXT_DOCUMENT_FORMATTING)
