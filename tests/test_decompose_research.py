@@ -168,3 +168,26 @@ def test_with_the_web_unreachable_research_says_it_used_the_memory_only(tmp_path
     assert result == "https://tickets.test/v2/tickets?state=open"
     retry = author.requests[1][-1].content
     assert "the web was not reachable" in retry and "used the workspace memory only" in retry
+
+
+def test_a_workspace_research_module_replaces_the_stdlib_one(tmp_path):
+    (tmp_path / "my_research.pipe").write_text('''record Finding:
+    question: str
+    answer: str
+    source: str
+
+record Research:
+    findings: list[Finding]
+    notes: list[str]
+
+pipeline main(questions: list[str], web: bool) -> Research:
+    found = []
+    for question in questions:
+        found += [Finding(question=question, answer="ask the team: GET /v2/tickets?state=open", source="the team wiki")]
+    return Research(findings=found, notes=["answered by my_research.pipe"])
+''')
+    result, author, _ = run(tmp_path, protocol=False, research_module="my_research.pipe")
+    assert result == "https://tickets.test/v2/tickets?state=open"
+    retry = author.requests[1][-1].content
+    assert "ask the team: GET /v2/tickets?state=open (source: the team wiki)" in retry
+    assert "Note: answered by my_research.pipe" in retry
