@@ -11,6 +11,7 @@ from orgtree_lang.runtime.builtins import BUILTINS
 from orgtree_lang.syntax import nodes as n
 from orgtree_lang.syntax import types as t
 from orgtree_lang.syntax.diagnostics import DiagnosticSink
+from orgtree_lang.syntax.spans import Span
 
 _TERMINATORS = (n.Return, n.Fail, n.Break, n.Continue, n.Goto)
 
@@ -30,6 +31,8 @@ class PipelineChecker:
         self.labels: dict[str, tuple[int, n.Label]] = {}
         self.block_parent: dict[int, int | None] = {}
         self._next_block = 0
+        self.branch_blocks: set[int] = set()  # the blocks that are branches of a parallel block
+        self.branch_depth = 0  # how many parallel blocks the statement being checked is a branch of
 
     # -- entry point
 
@@ -94,7 +97,9 @@ class PipelineChecker:
                 else:
                     self.labels[stmt.name] = (block, stmt)
             for sub in _sub_blocks(stmt):
-                self._collect_labels(sub, block)
+                inner = self._collect_labels(sub, block)
+                if isinstance(stmt, n.Parallel):
+                    self.branch_blocks.add(inner)
         return block
 
     # -- statements
@@ -162,8 +167,14 @@ class PipelineChecker:
         elif isinstance(stmt, (n.Break, n.Continue)):
             if loops == 0 and self.report:
                 word = "break" if isinstance(stmt, n.Break) else "continue"
-                self.sink.error(f"`{word}` outside a loop", stmt.span,
-                                "use `return` to leave the pipeline, or `goto` a label")
+                if self.branch_depth:
+                    self.sink.error(f"`{word}` cannot leave a branch of a parallel block", stmt.span,
+                                    "a branch ends where its statement ends; use `if` to skip the rest of it")
+                else:
+                    self.sink.error(f"`{word}` outside a loop", stmt.span,
+                                    "use `return` to leave the pipeline, or `goto` a label")
+        elif isinstance(stmt, n.Parallel):
+            next_block = self._parallel(stmt, next_block)
         elif isinstance(stmt, n.Goto):
             self._goto(stmt, block)
         elif isinstance(stmt, n.Try):
@@ -182,6 +193,49 @@ class PipelineChecker:
                             stmt.span, "put `use` lines at the top of the module; inside an ambiguous block they "
                                        "narrow the skills its module may use")
         return next_block
+
+    def _parallel(self, stmt: n.Parallel, next_block: int) -> int:
+        """Each branch is checked as a block of its own, outside any loop; branches may not share variables
+        one of them assigns (they run at the same time)."""
+        if stmt.limit is not None:
+            limit = self.typer.expr(stmt.limit)
+            if self.report and not t.is_assignable(limit, t.primitive("int")):
+                self.sink.error(f"`parallel(limit=...)` needs an int, got {limit}", stmt.limit.span,
+                                "the limit is how many branches may run at once, e.g. `parallel(limit=4):`")
+        self.branch_depth += 1
+        for branch in stmt.branches:
+            if isinstance(branch, n.Label) and self.report:
+                self.sink.error("a `label` cannot be a branch of a parallel block", branch.span,
+                                "put the label inside a branch's statement, or before the block")
+            next_block = self._block((branch,), next_block, 0)
+        self.branch_depth -= 1
+        if self.report:
+            self._shared_variables(stmt)
+        return next_block
+
+    def _shared_variables(self, stmt: n.Parallel) -> None:
+        writes = [assigned_names(branch) for branch in stmt.branches]
+        reads = [read_names(branch) for branch in stmt.branches]
+        for i, written in enumerate(writes):
+            for j in range(i):
+                for name in sorted(written.keys() & writes[j].keys()):
+                    self.sink.error(
+                        f"`{name}` is assigned in two branches of this parallel block (lines "
+                        f"{writes[j][name].line} and {written[name].line})", written[name],
+                        "branches run at the same time: give each branch its own variable and combine them "
+                        "after the block")
+        for i, read in enumerate(reads):
+            told: set[str] = set()
+            for j, written in enumerate(writes):
+                if i == j:
+                    continue
+                for name in sorted((read.keys() & written.keys()) - told):
+                    told.add(name)
+                    self.sink.error(
+                        f"this branch reads `{name}`, which the branch on line {stmt.branches[j].span.line} of "
+                        f"the same parallel block assigns", read[name],
+                        "branches run at the same time, so what it would see depends on timing: read it after "
+                        "the block, or compute it before")
 
     def _known_types(self, test: n.Expr, holds: bool) -> dict[str, t.PipeType]:
         """The variable types known while `test` is `holds` (true or false), from the type tests in it."""
@@ -236,12 +290,20 @@ class PipelineChecker:
         while ancestor is not None:
             if ancestor == target_block:
                 return
+            if ancestor in self.branch_blocks:
+                self.sink.error(f"`goto {stmt.name}` cannot leave a branch of a parallel block", stmt.span,
+                                f"`label {stmt.name}` (line {label.span.line}) is outside this branch; a branch "
+                                "ends where its statement ends")
+                return
             ancestor = self.block_parent[ancestor]
         self.sink.error(f"`goto {stmt.name}` jumps into a nested block", stmt.span,
                         f"`label {stmt.name}` (line {label.span.line}) is inside a block this goto is not in; "
                         "goto may only jump within its block or out to an enclosing one")
 
     def _return(self, stmt: n.Return) -> None:
+        if self.branch_depth and self.report:
+            self.sink.error("`return` cannot be inside a branch of a parallel block", stmt.span,
+                            "assign the value to a variable in the branch, and return it after the block")
         declared = self.info.returns
         if stmt.value is None:
             if declared.kind not in ("none", "optional", "any") and self.report:
@@ -372,7 +434,46 @@ def _sub_blocks(stmt: n.Stmt) -> list[tuple[n.Stmt, ...]]:
         return [stmt.body]
     if isinstance(stmt, n.Try):
         return [stmt.body, stmt.handler]
+    if isinstance(stmt, n.Parallel):
+        return [(branch,) for branch in stmt.branches]
     return []
+
+
+def assigned_names(stmt: n.Stmt) -> dict[str, Span]:
+    """The variables a statement assigns anywhere inside it, each with where it first does."""
+    found: dict[str, Span] = {}
+    for node in stmt.walk():
+        if isinstance(node, (n.Assign, n.For)):
+            names = [(tg.id, tg.span) for tg in node.targets]
+        elif isinstance(node, n.AugAssign):
+            names = [(node.target.id, node.target.span)]
+        elif isinstance(node, n.Try) and node.name is not None:
+            names = [(node.name.id, node.name.span)]
+        elif isinstance(node, n.Ambiguous):
+            names = [(o.name, o.span) for o in node.outputs]
+        else:
+            continue
+        for name, span in names:
+            found.setdefault(name, span)
+    return found
+
+
+def read_names(stmt: n.Stmt) -> dict[str, Span]:
+    """The variables a statement reads anywhere inside it, each with where it first does."""
+    targets: set[int] = set()
+    found: dict[str, Span] = {}
+    for node in stmt.walk():
+        if isinstance(node, (n.Assign, n.For)):
+            targets.update(id(tg) for tg in node.targets)
+        elif isinstance(node, n.Try) and node.name is not None:
+            targets.add(id(node.name))
+        elif isinstance(node, n.Ambiguous):
+            for item in node.inputs:
+                if item.default is None:
+                    found.setdefault(item.name, item.span)
+        elif isinstance(node, n.Name) and id(node) not in targets:
+            found.setdefault(node.id, node.span)
+    return found
 
 
 __all__ = ["PipelineChecker", "CallTarget"]

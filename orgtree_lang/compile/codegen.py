@@ -50,6 +50,8 @@ def _last_line_span(body: tuple[n.Stmt, ...]) -> Span:
         return _last_line_span(stmt.body)
     if isinstance(stmt, n.Try):
         return _last_line_span(stmt.handler)
+    if isinstance(stmt, n.Parallel):
+        return _last_line_span(stmt.branches)
     if isinstance(stmt, n.Ambiguous):
         return stmt.outputs[-1].span  # the end of its header; the grammar requires at least one output
     return stmt.span
@@ -101,6 +103,7 @@ class _PipelineCompiler:
         self.label_targets: dict[str, _Label] = {}
         self.label_depth: dict[str, int] = {}
         self.fixups: list[tuple[int, _Label]] = []
+        self.branch_fixups: list[tuple[int, list[_Label]]] = []  # PARALLEL instructions and their branches
         self.label_pcs: set[int] = set()
         self.last_span: Span | None = None
 
@@ -119,6 +122,8 @@ class _PipelineCompiler:
                 self.code.args[pc][1] = label.pc
             else:
                 self.code.args[pc] = label.pc
+        for pc, labels in self.branch_fixups:
+            self.code.args[pc] = [label.pc for label in labels]
         self.code.max_stack = compute_max_stack(self.code)
         return self.code
 
@@ -197,6 +202,10 @@ class _PipelineCompiler:
             elif isinstance(stmt, n.Try):
                 self._collect_labels(stmt.body, depth + 1)
                 self._collect_labels(stmt.handler, depth)
+            elif isinstance(stmt, n.Parallel):
+                # A branch runs in a frame of its own: it starts inside no block (see _Parallel).
+                for branch in stmt.branches:
+                    self._collect_labels((branch,), 0)
 
     def _unwind(self, blocks: list[_Block], span: Span) -> None:
         """Emit the cleanup for leaving `blocks` (innermost last) by a jump."""
@@ -328,6 +337,25 @@ class _PipelineCompiler:
         else:
             self._emit(CODE["POP"], None, s.except_span)
         self._body(s.handler)
+        self._place(end)
+
+    def _Parallel(self, s: n.Parallel) -> None:
+        # limit; PARALLEL [branch starts]; JUMP end; then each branch: its statement, END_BRANCH.
+        if s.limit is not None:
+            self._expr(s.limit)
+        else:
+            self._emit(CODE["LOAD_CONST"], self._const(None), s.span)
+        labels = [_Label() for _ in s.branches]
+        self.branch_fixups.append((self._emit(CODE["PARALLEL"], None, s.span), labels))
+        end = _Label()
+        self._jump(CODE["JUMP"], end, s.span)
+        # Gotos, breaks and continues never leave a branch (the checker), so its statement sees no block.
+        enclosing, self.blocks = self.blocks, []
+        for label, branch in zip(labels, s.branches):
+            self._place(label)
+            self._stmt(branch)
+            self._emit(CODE["END_BRANCH"], None, branch.span)
+        self.blocks = enclosing
         self._place(end)
 
     def _Fail(self, s: n.Fail) -> None:

@@ -25,6 +25,7 @@ def disassemble_code(code: CodeObject) -> str:
     targets = {OPCODES[op].jump_target(arg) for op, arg in zip(code.ops, code.args)
                if OPCODES[op].jump_effect is not None and OPCODES[op].name != "SETUP_TRY"}
     targets |= {arg for op, arg in zip(code.ops, code.args) if OPCODES[op].name == "SETUP_TRY"}
+    targets |= {start for op, arg in zip(code.ops, code.args) if OPCODES[op].operand == "branches" for start in arg}
     last_line = None
     for pc, (op, arg) in enumerate(zip(code.ops, code.args)):
         opcode = OPCODES[op]
@@ -57,6 +58,8 @@ def _explain(code: CodeObject, opcode, arg) -> str:
         site = code.calls[arg]
         kw = f", keywords {', '.join(site.kwnames)}" if site.kwnames else ""
         return f"({site.kind} {site.name}, {site.nargs} positional{kw})"
+    if kind == "branches":
+        return f"(branches at {', '.join(map(str, arg))})"
     if kind == "ambiguous":
         spec = code.ambiguous[arg]
         return f"({spec.name}: {', '.join(n for n, _ in spec.inputs)} -> {', '.join(n for n, _ in spec.outputs)})"

@@ -14,7 +14,7 @@ class Opcode:
     code: int
     name: str
     operand: str  # what the argument means: none, const, local, locals, jump, count, binop, binop_const,
-    # compare, compare_jump, local_jump, unary, call, attr, ambiguous
+    # compare, compare_jump, local_jump, unary, call, attr, ambiguous, branches
 
     def jump_target(self, arg) -> int:
         """Where a jumping instruction goes (fused instructions keep the target second)."""
@@ -104,6 +104,12 @@ _TABLE = [
     ("POP_TRY", "none", "--", _fixed(0), None, "Leave the innermost try block of this frame."),
     ("FAIL", "none", "message --", _fixed(-1), None, "Raise a catchable runtime error with the given message."),
     ("RETURN", "none", "value --", _fixed(-1), None, "Return the top of the stack to the calling frame."),
+    # ---- structured concurrency (issue #9; vm/scheduler.py) ----
+    ("PARALLEL", "branches", "limit --", _fixed(-1), None,
+     "Start a task for each branch of a parallel block (`arg`: the branches' first instructions), at most "
+     "`limit` at once (none: all); this task waits until every branch has ended, then goes on, or raises "
+     "the block's error when a branch failed."),
+    ("END_BRANCH", "none", "--", _fixed(0), None, "End the parallel-block branch this task runs."),
 ]
 
 OPCODES: list[Opcode] = [

@@ -61,6 +61,23 @@ class EffectLog:
 
     def perform(self, step: EffectStep, execute: Callable[[str], Any]) -> Any:
         """The step's result: from the journal when it may be reused, else by `execute(idempotency_key)`."""
+        reused, found = self.begin(step)
+        if reused:
+            return found
+        try:
+            value = execute(found)
+        except Exception as exc:
+            self.end(step, None, exc)
+            raise
+        self.end(step, value, None)
+        return value
+
+    def begin(self, step: EffectStep) -> tuple[bool, Any]:
+        """Start a step: `(True, result)` when the journal's result is reused (a recorded failure is raised
+        again), else `(False, idempotency_key)`: the caller executes the step with that key, then calls `end`.
+
+        The two halves let a slow call run on an executor while the VM goes on: the step is numbered and
+        checked against the journal when it is asked for, and recorded when its result is delivered."""
         self._current_seq = step.seq
         digest = input_hash(step.args, step.kwargs)
         record = self.recorded.get(step.seq)
@@ -73,7 +90,7 @@ class EffectLog:
                     # Only a block that crashed before its step was committed is run again, so every later
                     # step is that block's unfinished work; its prompts may differ now (e.g. a new review).
                     self._forget_from(step.seq)
-                    return self._execute(step, digest, execute)
+                    return False, self._key(step)
                 if not same:
                     raise self._divergence(step, record)
                 # A failed step that ended the run runs again on resume: its cause may have been fixed. So does a
@@ -81,31 +98,32 @@ class EffectLog:
                 reuse = self.mode == "replay" or record.ok or (step.seq != self.last_seq and record.kind != "ambiguous")
             if reuse:
                 self.reused += 1
-                return self._recorded_result(record)
+                return True, self._recorded_result(record)
         elif self.mode == "replay":
             raise PipeRuntimeError(
                 f"the journal of run {self.run_id} ends at step {self.last_seq}, but the replay asks for step "
                 f"{step.seq}: {step.kind} {step.name}", kind="replay", span=step.span, catchable=False,
                 hint="the run stopped before this point; `pipe resume` continues it")
-        return self._execute(step, digest, execute)
+        return False, self._key(step)
+
+    def end(self, step: EffectStep, value: Any, error: Exception | None) -> None:
+        """Record the outcome of a step `begin` said to execute: its value, or the exception it raised."""
+        digest = input_hash(step.args, step.kwargs)
+        if error is not None:
+            self._record(step, digest, False, None, _error_record(error))
+        else:
+            self._record(step, digest, True, json.dumps(encode(value), ensure_ascii=False), None)
 
     def _forget_from(self, seq: int) -> None:
         self.recorded = {s: r for s, r in self.recorded.items() if s < seq}
         self.last_seq = seq - 1
         self.journal.forget_steps_from(seq)
 
-    def _execute(self, step: EffectStep, digest: str, execute: Callable[[str], Any]) -> Any:
+    def _key(self, step: EffectStep) -> str:
         self.outside_calls += 1
         # A repeat of the same step (after a crash, or a resume) keeps its key so the skill can make it harmless;
         # a retry asks for the step to happen again, so it gets a key of its own.
-        key = f"{self.run_id}:{step.seq}{self.key_suffix}" + (f":retry{self.attempt}" if self.mode == "retry" else "")
-        try:
-            value = execute(key)
-        except Exception as exc:
-            self._record(step, digest, False, None, _error_record(exc))
-            raise
-        self._record(step, digest, True, json.dumps(encode(value), ensure_ascii=False), None)
-        return value
+        return f"{self.run_id}:{step.seq}{self.key_suffix}" + (f":retry{self.attempt}" if self.mode == "retry" else "")
 
     def _record(self, step: EffectStep, digest: str, ok: bool, result: str | None, error: dict | None) -> None:
         self.journal.record(step.seq, step.node, step.span.file, step.span.line, step.kind, step.name, digest,

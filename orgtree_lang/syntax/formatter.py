@@ -184,6 +184,11 @@ class _Printer:
             self._compound(indent, f"for {targets} in {self.expr(s.iterable)}:", s.span.line,
                            s.iterable.span.end_line)
             self._block(s.body, indent + INDENT, s.span.line)
+        elif isinstance(s, n.Parallel):
+            limit = f"(limit={self.expr(s.limit)})" if s.limit is not None else ""
+            self._compound(indent, f"parallel{limit}:", s.span.line,
+                           s.limit.span.end_line if s.limit is not None else s.span.line)
+            self._block(s.branches, indent + INDENT, s.span.line)
         elif isinstance(s, n.Try):
             self._compound(indent, "try:", s.span.line, s.span.line)
             self._block(s.body, indent + INDENT, s.span.line)
@@ -379,6 +384,8 @@ def _last_line(stmt: n.Stmt) -> int:
         blocks = list(stmt.bodies) + ([stmt.orelse] if stmt.orelse else [])
     elif isinstance(stmt, (n.While, n.For)):
         blocks = [stmt.body]
+    elif isinstance(stmt, n.Parallel):
+        blocks = [stmt.branches]
     elif isinstance(stmt, n.Try):
         blocks = [stmt.body, stmt.handler]
     elif isinstance(stmt, n.Ambiguous):

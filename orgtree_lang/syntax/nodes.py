@@ -298,6 +298,15 @@ class Try(Stmt):
 
 
 @node
+class Parallel(Stmt):
+    """`parallel:` or `parallel(limit=N):`: each statement of the body is a branch, run concurrently."""
+
+    span: Span
+    limit: Expr | None
+    branches: tuple[Stmt, ...]
+
+
+@node
 class Fail(Stmt):
     span: Span
     value: Expr

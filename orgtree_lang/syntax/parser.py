@@ -21,7 +21,8 @@ from orgtree_lang.syntax.spans import Span
 # Words of the language that can never be names (RESERVED, in parse_errors, holds those kept for later).
 KEYWORDS = frozenset(
     {"use", "record", "pipeline", "if", "elif", "else", "while", "for", "in", "break", "continue",
-     "pass", "try", "except", "fail", "return", "ambiguous", "and", "or", "not", "is", "true", "false", "none"}
+     "pass", "try", "except", "fail", "return", "ambiguous", "and", "or", "not", "is", "true", "false", "none",
+     "parallel"}
 )
 SOFT_KEYWORDS = ("label", "goto")
 # Python's names for types, in a type test, with the .pipe name to write instead.
@@ -338,6 +339,13 @@ class _Builder(Transformer):
         err_name = n.Name(self._tok(name), self._ident(name)) if name is not None else None
         except_span = self._tok(name) if name is not None else self._span(meta)
         return n.Try(self._span(meta), body, err_name, handler, except_span)
+
+    def parallel_stmt(self, meta, children):
+        name, limit, body = children
+        if name is not None and str(name) != "limit":
+            self.sink.error(f"`parallel(...)` takes only `limit=N`, got `{name}`", self._tok(name),
+                            "write `parallel(limit=4):` to run at most 4 branches at once, or `parallel:`")
+        return n.Parallel(self._span(meta), limit, body)
 
     def ambiguous_stmt(self, meta, children):
         name, inputs, outputs, body = children

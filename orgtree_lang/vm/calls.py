@@ -111,6 +111,10 @@ def call_skill(m, frame: Frame, stack: list, arg: int) -> None:
     if skill is None:
         raise PipeRuntimeError(f"skill {site.name} is not installed", kind="skill",
                                hint="`pipe skills` lists the installed skills")
+    if skill.slow and state.tasks:
+        from orgtree_lang.vm.scheduler import issue
+
+        return issue(m, frame, skill, site, args, kwargs)
     started = time.perf_counter()
     outcome, result, failure = "ok", None, None
     effects = m.services.effects
@@ -122,23 +126,40 @@ def call_skill(m, frame: Frame, stack: list, arg: int) -> None:
                               frame.code.span_at(frame.pc - 1), args, kwargs, m.state.steps)
             result = effects.perform(
                 step, lambda key: _invoke(m, skill, args, kwargs, _with_idempotency_key(m.context, key)))
-    except SkillError as err:
-        outcome, failure = "error", err.message
-        raise PipeRuntimeError(err.message if err.message.startswith(site.name) else f"{site.name}: {err.message}",
-                               kind="skill", hint=err.hint) from err
-    except PipeRuntimeError as err:
-        outcome, failure = "error", err.message
-        raise
     except Exception as exc:
-        outcome, failure = "error", f"{type(exc).__name__}: {exc}"
-        error = PipeRuntimeError(f"skill {site.name} crashed: {type(exc).__name__}: {exc}", kind="skill",
-                                 hint="this is a bug in the skill; run with --debug to see the Python traceback")
+        outcome, failure = "error", failure_text(exc)
+        error = skill_failure(site.name, exc)
+        if error is exc:
+            raise
         raise error from exc
     finally:
         m.observer.skill_called(state, frame, site.name, args, kwargs, outcome, result, failure, started, m.spend)
     if m.budget.max_memory is not None:
         check_value(result, m.budget.max_memory, f"the result of {site.name}")
     stack.append(result)
+    return None
+
+
+def failure_text(exc: BaseException) -> str:
+    """How a failed skill call's node records the failure."""
+    if isinstance(exc, (SkillError, PipeRuntimeError)):
+        return exc.message
+    return f"{type(exc).__name__}: {exc}"
+
+
+def skill_failure(name: str, exc: BaseException) -> PipeRuntimeError:
+    """What a skill's exception is in .pipe: a SkillError becomes a `skill` error naming the skill; a .pipe
+    error stays itself; any other exception is a crash of the skill."""
+    if isinstance(exc, SkillError):
+        error = PipeRuntimeError(exc.message if exc.message.startswith(name) else f"{name}: {exc.message}",
+                                 kind="skill", hint=exc.hint)
+    elif isinstance(exc, PipeRuntimeError):
+        return exc
+    else:
+        error = PipeRuntimeError(f"skill {name} crashed: {type(exc).__name__}: {exc}", kind="skill",
+                                 hint="this is a bug in the skill; run with --debug to see the Python traceback")
+    error.__cause__ = exc
+    return error
 
 
 def _invoke(m, skill, args: list, kwargs: dict, context) -> Any:

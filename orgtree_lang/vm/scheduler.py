@@ -1,0 +1,360 @@
+"""The deterministic scheduler: tasks switched at statement boundaries, slow calls delivered in issue order.
+
+What a program observes never depends on thread timing: tasks take turns in a fixed order (round-robin by
+task id, QUANTUM statements each), a slow call is numbered when its task asks for it, and when no task can
+run the scheduler waits for the earliest-issued call, not whichever finishes first. So a run, its resume
+and its replay see the same interleaving, and worker delays cannot change the output."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import time
+from typing import Any
+
+from orgtree_lang.runtime.errors import PipeRuntimeError
+from orgtree_lang.runtime.values import display
+from orgtree_lang.syntax.spans import Span
+from orgtree_lang.vm.blocks import RELOAD
+from orgtree_lang.vm.budget import ModelSpend, budget_exceeded
+from orgtree_lang.vm.calls import failure_text, skill_failure
+from orgtree_lang.vm.effects import EffectStep
+from orgtree_lang.vm.executor import Finished
+from orgtree_lang.vm.memory import check_value
+from orgtree_lang.vm.state import Frame
+from orgtree_lang.vm.tasks import LIVE, Call, Task
+
+QUANTUM = 64  # statements a task runs before the next ready task gets its turn
+
+
+# ---- tasks --------------------------------------------------------------------------------------------
+
+
+def current_task(state) -> Task:
+    return task_by_id(state, state.current)
+
+
+def task_by_id(state, task_id: int) -> Task:
+    for task in state.tasks:
+        if task.id == task_id:
+            return task
+    raise KeyError(task_id)
+
+
+def _enter_tasks(m) -> Task:
+    """The run gets a second task: the frames running until now become task 0."""
+    state = m.state
+    if not state.tasks:
+        state.tasks = [Task(0, state.frames[0].node, state.frames)]
+        state.current = 0
+        state.slice_end = state.steps + QUANTUM
+    return current_task(state)
+
+
+def _leave_tasks(state) -> None:
+    """Back to one task: the run costs what a run without tasks costs."""
+    if len(state.tasks) == 1 and state.tasks[0].id == 0 and not state.calls:
+        state.tasks = []
+        state.current = 0
+
+
+def _switch(m, task: Task) -> None:
+    state = m.state
+    state.current = task.id
+    state.frames = task.frames
+    state.slice_end = state.steps + QUANTUM
+
+
+# ---- parallel blocks -------------------------------------------------------------------------------------
+
+
+def start_parallel(m, frame: Frame, stack: list, arg) -> int:
+    """PARALLEL: start a task per branch (up to the limit on the stack); this task waits for them all."""
+    limit = stack.pop()
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+        raise PipeRuntimeError(f"parallel(limit=...) needs an int of at least 1, got {display(limit, True)}",
+                               kind="type", hint="write e.g. `parallel(limit=4):`")
+    owner = _enter_tasks(m)
+    frame.calls += 1
+    owner.status = "joining"
+    owner.join = {"node": f"{frame.node}/parallel#{frame.calls}", "branches": list(arg), "started": 0,
+                  "limit": limit, "members": [], "errors": [], "failed": False}
+    _start_branches(m, owner)
+    return RELOAD
+
+
+def _start_branches(m, owner: Task) -> None:
+    state = m.state
+    join = owner.join
+    frame = owner.frames[-1]
+    branches = join["branches"]
+    while join["started"] < len(branches) and not join["failed"]:
+        running = sum(1 for tid, error in zip(join["members"], join["errors"]) if _live(state, tid))
+        if join["limit"] is not None and running >= join["limit"]:
+            return
+        index = join["started"]
+        pc = branches[index]
+        node = f"{join['node']}.{index + 1}"
+        branch = Frame(frame.pipeline, pc, [], frame.locals, [], frame.code, node=node)
+        task = Task(state.next_task, node, [branch], parent=owner.id,
+                    label=f"branch {index + 1} (line {frame.code.span_at(pc).line})")
+        state.next_task += 1
+        state.tasks.append(task)
+        join["members"].append(task.id)
+        join["errors"].append(None)
+        join["started"] += 1
+        m.observer.task_started(state, task, frame)
+
+
+def must_pick(state) -> bool:
+    """Whether the current task cannot go on: it ended, waits, or its parallel block just finished."""
+    for task in state.tasks:
+        if task.id == state.current:
+            return task.status != "ready" or task.join is not None
+    return True
+
+
+def _live(state, task_id: int) -> bool:
+    return any(t.id == task_id and t.status in LIVE for t in state.tasks)
+
+
+def end_branch(m, frame: Frame, stack: list, arg) -> int:
+    """END_BRANCH: this branch is finished."""
+    task = current_task(m.state)
+    task.status = "cancelled" if task.cancelled else "done"
+    _ended(m, task)
+    return RELOAD
+
+
+def task_failed(m, err: PipeRuntimeError) -> None:
+    """An error no try block of the current task caught: the task ends with it (its parallel block sees it)."""
+    state = m.state
+    task = current_task(state)
+    if task.parent is None:
+        raise err
+    task.status = "cancelled" if err.kind == "cancelled" else "failed"
+    task.error = {"message": err.message, "kind": err.kind, "line": err.span.line if err.span else None}
+    _ended(m, task)
+
+
+def _ended(m, task: Task) -> None:
+    state = m.state
+    m.observer.task_ended(state, task)
+    state.tasks.remove(task)
+    owner = task_by_id(state, task.parent)
+    join = owner.join
+    index = join["members"].index(task.id)
+    if task.error is not None:
+        join["errors"][index] = dict(task.error, label=task.label, status=task.status)
+        if task.status == "failed" and not join["failed"]:
+            join["failed"] = True
+            for tid in join["members"]:
+                other = next((t for t in state.tasks if t.id == tid), None)
+                if other is not None and other.status in LIVE:
+                    cancel(m, other)
+    elif task.status == "cancelled":
+        join["errors"][index] = {"message": "cancelled", "kind": "cancelled", "line": None, "label": task.label,
+                                 "status": "cancelled"}
+    _start_branches(m, owner)
+    if not any(_live(state, tid) for tid in join["members"]) and \
+            (join["failed"] or join["started"] == len(join["branches"])):
+        owner.status = "ready"
+
+
+def cancel(m, task: Task) -> None:
+    """Ask `task` to stop: it sees a `cancelled` error at its next statement boundary (a call in flight
+    finishes first, and its result is delivered and journaled as usual)."""
+    if task.cancel or task.cancelled:
+        return
+    task.cancel = True
+    m.cancels_pending = True
+    m.observer.task_cancelled(m.state, task)
+
+
+def cancelled_error(task: Task) -> PipeRuntimeError:
+    task.cancel = False
+    task.cancelled = True
+    return PipeRuntimeError(f"{task.label or task.node} was cancelled", kind="cancelled",
+                            hint="catch it with try/except to clean up; the task ends after its handler")
+
+
+def _finish_join(m, owner: Task) -> None:
+    """The parallel block of `owner` is over: continue after it, or raise what its branches raised."""
+    join = owner.join
+    owner.join = None
+    _leave_tasks(m.state)
+    failures = [e for e in join["errors"] if e is not None and e["status"] == "failed"]
+    if not failures:
+        return
+    cancelled = [e["label"] for e in join["errors"] if e is not None and e["status"] == "cancelled"]
+    skipped = [f"branch {i + 1}" for i in range(join["started"], len(join["branches"]))]
+    parts = [f"{e['label']} failed: {e['message']}" for e in failures]
+    if cancelled:
+        parts.append("cancelled: " + ", ".join(cancelled))
+    if skipped:
+        parts.append("not started: " + ", ".join(skipped))
+    raise PipeRuntimeError("parallel block: " + "; ".join(parts), kind=failures[0]["kind"],
+                           hint="catch it with try/except around the parallel block, or inside the branch")
+
+
+# ---- slow calls --------------------------------------------------------------------------------------------
+
+
+def issue(m, frame: Frame, skill, site, args: list, kwargs: dict) -> int:
+    """A slow skill call of a task: numbered now, run on the executor; the task waits for its delivery."""
+    state = m.state
+    effects = m.services.effects
+    seq = None if skill.pure or effects is None else m.next_effect_seq()
+    span = frame.code.span_at(frame.pc - 1)
+    call = Call(state.next_call, state.current, site.name, args, kwargs, seq, m.effect_node(frame.node),
+                (span.file, span.line, span.col, span.end_line, span.end_col), state.steps, time.perf_counter())
+    state.next_call += 1
+    state.calls.append(call)
+    _submit(m, skill, call)
+    current_task(state).status = "blocked"
+    return RELOAD
+
+
+def reissue(m) -> None:
+    """After a resume: issue again the calls the saved state was waiting on (same steps, same keys)."""
+    for call in m.state.calls:
+        if call.order not in m.in_flight:
+            call.started = time.perf_counter()
+            _submit(m, _skill(m, call.name), call)
+
+
+def _skill(m, name: str):
+    registry = m.services.registry
+    skill = registry.get(name) if registry is not None else None
+    if skill is None:
+        raise PipeRuntimeError(f"skill {name} is not installed", kind="skill",
+                               hint="`pipe skills` lists the installed skills")
+    return skill
+
+
+def _submit(m, skill, call: Call) -> None:
+    context = m.context
+    spend = None
+    if dataclasses.is_dataclass(context) and hasattr(context, "spend"):
+        spend = ModelSpend(m)  # its own, so what its model calls spend is this call's
+        context = dataclasses.replace(context, spend=spend)
+    step = None
+    if call.seq is not None:
+        step = EffectStep(call.seq, "skill", call.name, call.node, Span(*call.span), call.args, call.kwargs,
+                          call.statement)
+        try:
+            reused, found = m.services.effects.begin(step)
+        except Exception as exc:  # a recorded failure, or a replay past the journal's end
+            m.in_flight[call.order] = (Finished(error=exc), None, spend)
+            return
+        if reused:
+            m.in_flight[call.order] = (Finished(found), None, spend)
+            return
+        if context is not None and hasattr(context, "idempotency_key"):
+            context = dataclasses.replace(context, idempotency_key=found)
+    args, kwargs = call.args, call.kwargs
+
+    def run() -> Any:
+        try:
+            return skill.invoke(args, kwargs, context)
+        finally:
+            call.finished = time.perf_counter()  # its node's duration ends here, not when it is delivered
+
+    executor = m.services.executor
+    if executor is None:
+        try:
+            pending = Finished(run())
+        except Exception as exc:
+            pending = Finished(error=exc)
+    else:
+        pending = executor.submit(run)
+    m.in_flight[call.order] = (pending, step, spend)
+
+
+def deliver_next(m) -> None:
+    """Wait for the earliest-issued call and hand its result to its task (which becomes the current one)."""
+    state = m.state
+    call = state.calls[0]
+    if call.order not in m.in_flight:
+        reissue(m)
+    pending, step, spend = m.in_flight[call.order]
+    error = None
+    value = None
+    try:
+        value = pending.result(timeout=_seconds_left(m))
+    except concurrent.futures.TimeoutError:
+        budget = m.budget
+        raise budget_exceeded("seconds", budget.max_seconds, m.seconds_used(), Span(*call.span)) from None
+    except Exception as exc:
+        error = exc
+    del m.in_flight[call.order]
+    state.calls.pop(0)
+    if step is not None:
+        m.services.effects.end(step, value, error)
+    task = task_by_id(state, call.task)
+    task.status = "ready"
+    _switch(m, task)
+    frame = task.frames[-1]
+    failure = None if error is None else skill_failure(call.name, error)
+    # Observers time a call from `started` to now: shift it so that they see how long the call really took.
+    ran = (call.finished or time.perf_counter()) - call.started
+    m.observer.skill_called(state, frame, call.name, call.args, call.kwargs,
+                            "ok" if failure is None else "error", value,
+                            None if error is None else failure_text(error), time.perf_counter() - ran, spend)
+    if failure is not None:
+        raise failure
+    if m.budget.max_memory is not None:
+        check_value(value, m.budget.max_memory, f"the result of {call.name}")
+    frame.stack.append(value)
+
+
+def _seconds_left(m) -> float | None:
+    seconds = m.budget.max_seconds
+    if seconds is None:
+        return None
+    return max(seconds - m.seconds_used(), 0.0)
+
+
+# ---- choosing the next task ------------------------------------------------------------------------------
+
+
+def pick(m) -> None:
+    """Make a ready task current: the next one after the current in task-id order, else deliver the
+    earliest-issued call. Raises, in the task concerned, a failed call's error or a parallel block's."""
+    state = m.state
+    while True:
+        task = _next_ready(state)
+        if task is not None:
+            if task.id != state.current or state.frames is not task.frames:
+                _switch(m, task)
+            if task.join is not None:
+                _finish_join(m, task)
+            return
+        if state.calls:
+            deliver_next(m)
+            return
+        raise PipeRuntimeError("every task of the run is waiting and nothing can wake any of them (a deadlock): "
+                               + ", ".join(f"{t.node} ({t.status})" for t in state.tasks),
+                               kind="deadlock", catchable=False)
+
+
+def _next_ready(state) -> Task | None:
+    tasks = state.tasks
+    current = state.current
+    after = [t for t in tasks if t.id > current and t.status == "ready"]
+    if after:
+        return after[0]
+    before = [t for t in tasks if t.id <= current and t.status == "ready"]
+    return before[0] if before else None
+
+
+def turn_over(m) -> bool:
+    """At a statement boundary once the current task's quantum is spent: give the next ready task its
+    turn. True when the current task changed."""
+    state = m.state
+    state.slice_end = state.steps + QUANTUM
+    task = _next_ready(state)
+    if task is None or task.id == state.current:
+        return False
+    _switch(m, task)
+    return True
