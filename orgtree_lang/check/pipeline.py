@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 
+from orgtree_lang.check.branches import check_parallel
 from orgtree_lang.check.capabilities import capability_allowed
 from orgtree_lang.check.module import CallTarget, CheckedModule, PipelineInfo, resolve_type
 from orgtree_lang.check.typing import ExprTyper
@@ -11,7 +12,6 @@ from orgtree_lang.runtime.builtins import BUILTINS
 from orgtree_lang.syntax import nodes as n
 from orgtree_lang.syntax import types as t
 from orgtree_lang.syntax.diagnostics import DiagnosticSink
-from orgtree_lang.syntax.spans import Span
 
 _TERMINATORS = (n.Return, n.Fail, n.Break, n.Continue, n.Goto)
 
@@ -174,7 +174,7 @@ class PipelineChecker:
                     self.sink.error(f"`{word}` outside a loop", stmt.span,
                                     "use `return` to leave the pipeline, or `goto` a label")
         elif isinstance(stmt, n.Parallel):
-            next_block = self._parallel(stmt, next_block)
+            next_block = check_parallel(self, stmt, next_block)
         elif isinstance(stmt, n.Goto):
             self._goto(stmt, block)
         elif isinstance(stmt, n.Try):
@@ -193,49 +193,6 @@ class PipelineChecker:
                             stmt.span, "put `use` lines at the top of the module; inside an ambiguous block they "
                                        "narrow the skills its module may use")
         return next_block
-
-    def _parallel(self, stmt: n.Parallel, next_block: int) -> int:
-        """Each branch is checked as a block of its own, outside any loop; branches may not share variables
-        one of them assigns (they run at the same time)."""
-        if stmt.limit is not None:
-            limit = self.typer.expr(stmt.limit)
-            if self.report and not t.is_assignable(limit, t.primitive("int")):
-                self.sink.error(f"`parallel(limit=...)` needs an int, got {limit}", stmt.limit.span,
-                                "the limit is how many branches may run at once, e.g. `parallel(limit=4):`")
-        self.branch_depth += 1
-        for branch in stmt.branches:
-            if isinstance(branch, n.Label) and self.report:
-                self.sink.error("a `label` cannot be a branch of a parallel block", branch.span,
-                                "put the label inside a branch's statement, or before the block")
-            next_block = self._block((branch,), next_block, 0)
-        self.branch_depth -= 1
-        if self.report:
-            self._shared_variables(stmt)
-        return next_block
-
-    def _shared_variables(self, stmt: n.Parallel) -> None:
-        writes = [assigned_names(branch) for branch in stmt.branches]
-        reads = [read_names(branch) for branch in stmt.branches]
-        for i, written in enumerate(writes):
-            for j in range(i):
-                for name in sorted(written.keys() & writes[j].keys()):
-                    self.sink.error(
-                        f"`{name}` is assigned in two branches of this parallel block (lines "
-                        f"{writes[j][name].line} and {written[name].line})", written[name],
-                        "branches run at the same time: give each branch its own variable and combine them "
-                        "after the block")
-        for i, read in enumerate(reads):
-            told: set[str] = set()
-            for j, written in enumerate(writes):
-                if i == j:
-                    continue
-                for name in sorted((read.keys() & written.keys()) - told):
-                    told.add(name)
-                    self.sink.error(
-                        f"this branch reads `{name}`, which the branch on line {stmt.branches[j].span.line} of "
-                        f"the same parallel block assigns", read[name],
-                        "branches run at the same time, so what it would see depends on timing: read it after "
-                        "the block, or compute it before")
 
     def _known_types(self, test: n.Expr, holds: bool) -> dict[str, t.PipeType]:
         """The variable types known while `test` is `holds` (true or false), from the type tests in it."""
@@ -437,43 +394,6 @@ def _sub_blocks(stmt: n.Stmt) -> list[tuple[n.Stmt, ...]]:
     if isinstance(stmt, n.Parallel):
         return [(branch,) for branch in stmt.branches]
     return []
-
-
-def assigned_names(stmt: n.Stmt) -> dict[str, Span]:
-    """The variables a statement assigns anywhere inside it, each with where it first does."""
-    found: dict[str, Span] = {}
-    for node in stmt.walk():
-        if isinstance(node, (n.Assign, n.For)):
-            names = [(tg.id, tg.span) for tg in node.targets]
-        elif isinstance(node, n.AugAssign):
-            names = [(node.target.id, node.target.span)]
-        elif isinstance(node, n.Try) and node.name is not None:
-            names = [(node.name.id, node.name.span)]
-        elif isinstance(node, n.Ambiguous):
-            names = [(o.name, o.span) for o in node.outputs]
-        else:
-            continue
-        for name, span in names:
-            found.setdefault(name, span)
-    return found
-
-
-def read_names(stmt: n.Stmt) -> dict[str, Span]:
-    """The variables a statement reads anywhere inside it, each with where it first does."""
-    targets: set[int] = set()
-    found: dict[str, Span] = {}
-    for node in stmt.walk():
-        if isinstance(node, (n.Assign, n.For)):
-            targets.update(id(tg) for tg in node.targets)
-        elif isinstance(node, n.Try) and node.name is not None:
-            targets.add(id(node.name))
-        elif isinstance(node, n.Ambiguous):
-            for item in node.inputs:
-                if item.default is None:
-                    found.setdefault(item.name, item.span)
-        elif isinstance(node, n.Name) and id(node) not in targets:
-            found.setdefault(node.id, node.span)
-    return found
 
 
 __all__ = ["PipelineChecker", "CallTarget"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from orgtree_lang.check.branches import branch_outputs
 from orgtree_lang.check.module import CheckedModule, PipelineInfo
 from orgtree_lang.compile.code import AmbiguousSpec, CallSite, CodeObject, Param, Program, RecordSpec
 from orgtree_lang.compile.opcodes import CODE
@@ -103,7 +104,8 @@ class _PipelineCompiler:
         self.label_targets: dict[str, _Label] = {}
         self.label_depth: dict[str, int] = {}
         self.fixups: list[tuple[int, _Label]] = []
-        self.branch_fixups: list[tuple[int, list[_Label]]] = []  # PARALLEL instructions and their branches
+        # PARALLEL instructions: their branches' labels, and the slots each branch copies back when it ends.
+        self.branch_fixups: list[tuple[int, list[_Label], list[list[int]]]] = []
         self.label_pcs: set[int] = set()
         self.last_span: Span | None = None
 
@@ -122,8 +124,8 @@ class _PipelineCompiler:
                 self.code.args[pc][1] = label.pc
             else:
                 self.code.args[pc] = label.pc
-        for pc, labels in self.branch_fixups:
-            self.code.args[pc] = [label.pc for label in labels]
+        for pc, labels, outputs in self.branch_fixups:
+            self.code.args[pc] = [[label.pc, slots] for label, slots in zip(labels, outputs)]
         self.code.max_stack = compute_max_stack(self.code)
         return self.code
 
@@ -340,13 +342,15 @@ class _PipelineCompiler:
         self._place(end)
 
     def _Parallel(self, s: n.Parallel) -> None:
-        # limit; PARALLEL [branch starts]; JUMP end; then each branch: its statement, END_BRANCH.
+        # limit; PARALLEL [[branch start, slots it copies back], ...]; JUMP end; then per branch: its
+        # statement, END_BRANCH. A branch runs on a copy of the frame's locals (vm/scheduler.py).
         if s.limit is not None:
             self._expr(s.limit)
         else:
             self._emit(CODE["LOAD_CONST"], self._const(None), s.span)
         labels = [_Label() for _ in s.branches]
-        self.branch_fixups.append((self._emit(CODE["PARALLEL"], None, s.span), labels))
+        outputs = [[self._slot(name) for name in names] for names in branch_outputs(s)]
+        self.branch_fixups.append((self._emit(CODE["PARALLEL"], None, s.span), labels, outputs))
         end = _Label()
         self._jump(CODE["JUMP"], end, s.span)
         # Gotos, breaks and continues never leave a branch (the checker), so its statement sees no block.

@@ -106,10 +106,12 @@ _TABLE = [
     ("RETURN", "none", "value --", _fixed(-1), None, "Return the top of the stack to the calling frame."),
     # ---- structured concurrency (issue #9; vm/scheduler.py) ----
     ("PARALLEL", "branches", "limit --", _fixed(-1), None,
-     "Start a task for each branch of a parallel block (`arg`: the branches' first instructions), at most "
-     "`limit` at once (none: all); this task waits until every branch has ended, then goes on, or raises "
-     "the block's error when a branch failed."),
-    ("END_BRANCH", "none", "--", _fixed(0), None, "End the parallel-block branch this task runs."),
+     "Start a task for each branch of a parallel block (`arg`: per branch, its first instruction and the "
+     "locals it copies back), at most `limit` at once (none: all), each in a frame with a copy of this "
+     "frame's locals; this task waits until every branch has ended, then goes on, or raises the block's "
+     "error when a branch failed."),
+    ("END_BRANCH", "none", "--", _fixed(0), None,
+     "End the parallel-block branch this task runs, copying the locals it assigned back to the block's frame."),
 ]
 
 OPCODES: list[Opcode] = [

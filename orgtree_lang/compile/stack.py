@@ -33,7 +33,7 @@ def stack_depths(code: CodeObject) -> dict[int, int]:
                 work.append((opcode.jump_target(arg), target_depth))
             if opcode.operand == "branches":
                 # Each branch of a parallel block runs in a frame of its own, from an empty stack.
-                work.extend((start, 0) for start in arg)
+                work.extend((start, 0) for start, _ in arg)
             if opcode.name in _ENDS_FLOW:
                 break
             depth += opcode.effect(arg, code)

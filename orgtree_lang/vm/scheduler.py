@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from orgtree_lang.runtime.errors import PipeRuntimeError
-from orgtree_lang.runtime.values import display
+from orgtree_lang.runtime.values import UNBOUND, display
 from orgtree_lang.syntax.spans import Span
 from orgtree_lang.vm.blocks import RELOAD
 from orgtree_lang.vm.budget import ModelSpend, budget_exceeded
@@ -93,9 +93,9 @@ def _start_branches(m, owner: Task) -> None:
         if join["limit"] is not None and running >= join["limit"]:
             return
         index = join["started"]
-        pc = branches[index]
+        pc = branches[index][0]
         node = f"{join['node']}.{index + 1}"
-        branch = Frame(frame.pipeline, pc, [], frame.locals, [], frame.code, node=node)
+        branch = Frame(frame.pipeline, pc, [], list(frame.locals), [], frame.code, node=node)
         task = Task(state.next_task, node, [branch], parent=owner.id,
                     label=f"branch {index + 1} (line {frame.code.span_at(pc).line})")
         state.next_task += 1
@@ -119,8 +119,17 @@ def _live(state, task_id: int) -> bool:
 
 
 def end_branch(m, frame: Frame, stack: list, arg) -> int:
-    """END_BRANCH: this branch is finished."""
-    task = current_task(m.state)
+    """END_BRANCH: this branch is finished; what it assigned is copied back into its block's frame."""
+    state = m.state
+    task = current_task(state)
+    owner = task_by_id(state, task.parent)
+    join = owner.join
+    slots = join["branches"][join["members"].index(task.id)][1]
+    target = owner.frames[-1].locals
+    for slot in slots:
+        value = frame.locals[slot]
+        if value is not UNBOUND:
+            target[slot] = value
     task.status = "cancelled" if task.cancelled else "done"
     _ended(m, task)
     return RELOAD

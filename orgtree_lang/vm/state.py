@@ -25,28 +25,22 @@ class Frame:
     node: str = ""  # the run node this call is: `main`, `main/fetch#2`, ...
     calls: int = 0  # pipeline calls made so far from this frame (numbers its child nodes)
 
-    def to_json(self, locals_of: list[int] | None = None) -> dict[str, Any]:
-        """`locals_of` ([task id, frame index]) names the frame whose locals this one shares (a branch of a
-        parallel block shares its block's), written once there."""
-        data = {
+    def to_json(self) -> dict[str, Any]:
+        return {
             "pipeline": self.pipeline,
             "pc": self.pc,
             "stack": [encode(v) for v in self.stack],
-            "locals": [encode(v) for v in self.locals] if locals_of is None else None,
+            "locals": [encode(v) for v in self.locals],
             "handlers": [list(h) for h in self.handlers],
             "node": self.node,
             "calls": self.calls,
         }
-        if locals_of is not None:
-            data["locals_of"] = list(locals_of)
-        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Frame:
-        local_values = data["locals"]
         return cls(data["pipeline"], data["pc"], [decode(v) for v in data["stack"]],
-                   [decode(v) for v in local_values] if local_values is not None else [],
-                   [list(h) for h in data["handlers"]], node=data.get("node", ""), calls=data.get("calls", 0))
+                   [decode(v) for v in data["locals"]], [list(h) for h in data["handlers"]],
+                   node=data.get("node", ""), calls=data.get("calls", 0))
 
     def __eq__(self, other: object) -> bool:
         # Compared as JSON text: dict equality would ignore key order, which .pipe programs can observe.
@@ -83,13 +77,12 @@ class RunState:
     next_call: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        frames = self._frames_json()
         data = {
             "format": STATE_FORMAT,
             "run_id": self.run_id,
             "program_hash": self.program_hash,
             "entry": self.entry,
-            "frames": frames.pop(None),
+            "frames": [f.to_json() for f in self.frames],
             "steps": self.steps,
             "skill_calls": self.skill_calls,
             "effect_seq": self.effect_seq,
@@ -101,28 +94,15 @@ class RunState:
             "usage": dict(self.usage),
         }
         if self.tasks:
-            data["tasks"] = [task.to_json(frames.get(task.id)) for task in self.tasks]
+            # The current task's frames are `frames`, written once.
+            data["tasks"] = [task.to_json(None if task.id == self.current else [f.to_json() for f in task.frames])
+                             for task in self.tasks]
             data["current"] = self.current
             data["slice_end"] = self.slice_end
             data["next_task"] = self.next_task
             data["calls"] = [call.to_json() for call in self.calls]
             data["next_call"] = self.next_call
         return data
-
-    def _frames_json(self) -> dict[int | None, list[dict[str, Any]]]:
-        """Each task's frames (None: the current task's), writing locals shared by frames only once."""
-        seen: dict[int, list[int]] = {}
-        out: dict[int | None, list[dict[str, Any]]] = {}
-        stacks = [(None, self.frames)] + [(t.id, t.frames) for t in self.tasks if t.id != self.current]
-        for task_id, frames in stacks:
-            encoded = []
-            for index, frame in enumerate(frames):
-                ref = seen.get(id(frame.locals))
-                if ref is None:
-                    seen[id(frame.locals)] = [self.current if task_id is None else task_id, index]
-                encoded.append(frame.to_json(ref))
-            out[task_id] = encoded
-        return out
 
     def dumps(self) -> str:
         # No sort_keys: the order of a dict's keys is part of its value (print and `for` show it).
@@ -133,21 +113,8 @@ class RunState:
         if data.get("format") != STATE_FORMAT:
             raise ValueError(f"run state format {data.get('format')} is not supported (expected {STATE_FORMAT})")
         frames = [Frame.from_json(f) for f in data["frames"]]
-        current = data.get("current", 0)
-        tasks = []
-        stacks = {current: (frames, data["frames"])}
-        for raw in data.get("tasks", ()):
-            if raw["frames"] is None:
-                tasks.append(Task.from_json(raw, frames))
-            else:
-                task_frames = [Frame.from_json(f) for f in raw["frames"]]
-                stacks[raw["id"]] = (task_frames, raw["frames"])
-                tasks.append(Task.from_json(raw, task_frames))
-        for task_frames, raw_frames in stacks.values():
-            for frame, raw in zip(task_frames, raw_frames):
-                if "locals_of" in raw:
-                    task_id, index = raw["locals_of"]
-                    frame.locals = stacks[task_id][0][index].locals
+        tasks = [Task.from_json(raw, frames if raw["frames"] is None else [Frame.from_json(f) for f in raw["frames"]])
+                 for raw in data.get("tasks", ())]
         return cls(
             run_id=data["run_id"],
             program_hash=data["program_hash"],
@@ -163,7 +130,7 @@ class RunState:
             error=data["error"],
             usage=dict(data.get("usage", {})),
             tasks=tasks,
-            current=current,
+            current=data.get("current", 0),
             slice_end=data.get("slice_end", 0),
             next_task=data.get("next_task", 1),
             calls=[Call.from_json(c) for c in data.get("calls", ())],

@@ -16,9 +16,9 @@ LIVE = ("ready", "blocked", "joining")
 class Task:
     """One node running concurrently with others: its frames, what it waits on, and how it ended.
 
-    A branch of a `parallel` block runs the block's code in a frame that shares the locals of the frame
-    that started it (the checker makes sure no two branches assign, or one reads what another assigns,
-    the same variable), so what a branch assigns is there after the block."""
+    A branch of a `parallel` block runs the block's code in a frame with a copy of the locals of the frame
+    that started it; when it ends, the variables it assigned are copied back (the checker makes sure no
+    two branches assign the same one), so they are there after the block."""
 
     id: int
     node: str  # its org tree node: `main/branch#1`
