@@ -9,8 +9,8 @@ with) and `solution.pipe` (an idiomatic module written by hand). A module writte
     python benchmarks/language_tasks/measure.py --generated DIR     # DIR/<task>.pipe: modules a model wrote
     python benchmarks/language_tasks/measure.py --module TASK FILE  # one saved module
 
-No model is called here: collect the modules first (e.g. from the decomposer's store after `pipe run TASK.pipe
---model ...` on each task) and point --generated at them.
+No model is called here: collect the modules first (`collect.py OUT --model ...` runs every task's block
+through `pipe run` and copies the saved modules to OUT/gen) and point --generated at them.
 """
 
 from __future__ import annotations
@@ -43,8 +43,11 @@ def tasks() -> list[str]:
 
 
 def nonblank_lines(source: str) -> int:
-    """Lines with anything but whitespace on them (comments and docstrings count: they are part of the answer)."""
-    return sum(1 for line in source.splitlines() if line.strip())
+    """Lines with anything but whitespace on them (comments and docstrings count: they are part of the answer).
+
+    The `# orgtree:` provenance header the module store writes above a saved module is not the author's, so
+    it does not count."""
+    return sum(1 for line in source.splitlines() if line.strip() and not line.startswith("# orgtree:"))
 
 
 def cases_of(task: str) -> list[dict]:
