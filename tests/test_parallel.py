@@ -142,11 +142,41 @@ def test_worker_delays_do_not_change_what_the_program_sees(tmp_path: Path) -> No
     assert _run(PROGRAM, tmp_path, ThreadExecutor(1)) == inline
 
 
-def test_a_state_saved_at_any_statement_continues_identically(tmp_path: Path) -> None:
+SPAWNING = HELPERS + '''
+pipeline watcher() -> int:
+    n = 0
+    try:
+        while true:
+            time.sleep(0.002)
+            n += 1
+    except err:
+        print(f"watcher stops: {err.kind}")
+    return n
+
+pipeline main():
+    h = spawn work("s", 6, 50)
+    w = spawn watcher()
+    parallel:
+        a = work("a", 3, 20)
+        b = work("b", 1, 80)
+    print(await h)
+    cancel w
+    print(await w)
+    late = spawn explode("late", 1)
+    try:
+        print(await late)
+    except err:
+        print(err.message)
+'''
+
+
+@pytest.mark.parametrize("source", [PROGRAM, SPAWNING], ids=["parallel", "spawn"])
+def test_a_state_saved_at_any_statement_continues_identically(tmp_path: Path, source: str) -> None:
     """Pause after every statement, save the state as JSON, and continue in a new machine: all tasks, the
     calls in flight (issued again) and the scheduler's turn are in the state, so the output is the same."""
-    expected = _run(PROGRAM, tmp_path)
-    program = compile_source(PROGRAM, "par.pipe", REGISTRY).program
+    expected = _run(source, tmp_path)
+    assert _run(source, tmp_path, DelayedExecutor(7)) == expected
+    program = compile_source(source, "par.pipe", REGISTRY).program
     executor = ThreadExecutor(4)
     machine, out = _machine(program, tmp_path, executor)
     machine.start()

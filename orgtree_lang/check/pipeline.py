@@ -175,6 +175,8 @@ class PipelineChecker:
                                     "use `return` to leave the pipeline, or `goto` a label")
         elif isinstance(stmt, n.Parallel):
             next_block = check_parallel(self, stmt, next_block)
+        elif isinstance(stmt, n.Cancel):
+            typer.handle(stmt.value, "cancel")
         elif isinstance(stmt, n.Goto):
             self._goto(stmt, block)
         elif isinstance(stmt, n.Try):

@@ -19,7 +19,7 @@ def generate(checked: CheckedModule, source_hash: str) -> Program:
         name: RecordSpec(name, tuple(info.fields.items()),
                          {k: constant_value(v) for k, v in info.defaults.items()}, info.doc or "")
         for name, info in checked.records.items()
-        if name != "Error"
+        if name not in ("Error", "Handle")  # made by the runtime, never built by a program
     }
     pipelines = {name: _PipelineCompiler(checked, info).compile() for name, info in checked.pipelines.items()}
     return Program(checked.module.file, source_hash, tuple(checked.uses), records, pipelines)
@@ -362,6 +362,10 @@ class _PipelineCompiler:
         self.blocks = enclosing
         self._place(end)
 
+    def _Cancel(self, s: n.Cancel) -> None:
+        self._expr(s.value)
+        self._emit(CODE["CANCEL"], None, s.span)
+
     def _Fail(self, s: n.Fail) -> None:
         self._expr(s.value)
         self._emit(CODE["FAIL"], None, s.span)
@@ -485,6 +489,19 @@ class _PipelineCompiler:
         opcode = {"builtin": CODE["CALL_BUILTIN"], "skill": CODE["CALL_SKILL"], "pipeline": CODE["CALL_PIPELINE"],
                   "record": CODE["MAKE_RECORD"]}[target.kind]
         self._emit(opcode, len(self.code.calls) - 1, e.span)
+
+    def _Spawn(self, e: n.Spawn) -> None:
+        call = e.call
+        for arg in call.args:
+            self._expr(arg)
+        for kw in call.keywords:
+            self._expr(kw.value)
+        self.code.calls.append(CallSite("pipeline", call.func.id, len(call.args), tuple(k.name for k in call.keywords)))
+        self._emit(CODE["SPAWN"], len(self.code.calls) - 1, e.span)
+
+    def _Await(self, e: n.Await) -> None:
+        self._expr(e.value)
+        self._emit(CODE["AWAIT"], None, e.span)
 
     def _Index(self, e: n.Index) -> None:
         self._expr(e.value)

@@ -112,6 +112,12 @@ _TABLE = [
      "error when a branch failed."),
     ("END_BRANCH", "none", "--", _fixed(0), None,
      "End the parallel-block branch this task runs, copying the locals it assigned back to the block's frame."),
+    ("SPAWN", "call", "args... kwargs... -- handle", _call_effect, None,
+     "Start the pipeline of call site `arg` as a task of its own (a spawned node); push its Handle."),
+    ("AWAIT", "none", "handle -- result", _fixed(0), None,
+     "Wait for the spawned task of the handle to end; its result, or its error raised here."),
+    ("CANCEL", "none", "handle --", _fixed(-1), None,
+     "Ask the spawned task of the handle to stop: it sees a `cancelled` error at its next statement boundary."),
 ]
 
 OPCODES: list[Opcode] = [

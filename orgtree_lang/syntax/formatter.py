@@ -24,6 +24,8 @@ def level(e: n.Expr) -> int:
         return _OR if e.op == "or" else _AND
     if isinstance(e, n.UnaryOp):
         return _NOT if e.op == "not" else _UNARY
+    if isinstance(e, (n.Spawn, n.Await)):
+        return _UNARY
     if isinstance(e, (n.Compare, n.TypeTest)):
         return _COMPARE
     if isinstance(e, n.BinOp):
@@ -311,6 +313,8 @@ class _Printer:
             return f"goto {s.name}"
         if isinstance(s, n.Fail):
             return f"fail {self.expr(s.value)}"
+        if isinstance(s, n.Cancel):
+            return f"cancel {self.expr(s.value)}"
         if isinstance(s, n.Return):
             return "return" if s.value is None else f"return {self.expr(s.value)}"
         if isinstance(s, n.UseStmt):
@@ -339,6 +343,10 @@ class _Printer:
                 left = self._wrap(e.left, mine)
                 right = self._wrap(e.right, mine + 1)
             return f"{left} {e.op} {right}"
+        if isinstance(e, n.Spawn):
+            return f"spawn {self.expr(e.call)}"
+        if isinstance(e, n.Await):
+            return f"await {self._wrap(e.value, _UNARY)}"
         if isinstance(e, n.UnaryOp):
             if e.op == "not":
                 return f"not {self._wrap(e.operand, _NOT)}"

@@ -169,6 +169,22 @@ class Call(Expr):
 
 
 @node
+class Spawn(Expr):
+    """`spawn p(args)`: start pipeline call `p(args)` as a node of its own; its value is a Handle."""
+
+    span: Span
+    call: Call
+
+
+@node
+class Await(Expr):
+    """`await h`: wait for the spawned node behind handle `h`; its result, or its error raised here."""
+
+    span: Span
+    value: Expr
+
+
+@node
 class Index(Expr):
     span: Span
     value: Expr
@@ -304,6 +320,14 @@ class Parallel(Stmt):
     span: Span
     limit: Expr | None
     branches: tuple[Stmt, ...]
+
+
+@node
+class Cancel(Stmt):
+    """`cancel h`: ask the spawned node behind handle `h` to stop."""
+
+    span: Span
+    value: Expr
 
 
 @node

@@ -22,7 +22,7 @@ from orgtree_lang.syntax.spans import Span
 KEYWORDS = frozenset(
     {"use", "record", "pipeline", "if", "elif", "else", "while", "for", "in", "break", "continue",
      "pass", "try", "except", "fail", "return", "ambiguous", "and", "or", "not", "is", "true", "false", "none",
-     "parallel"}
+     "parallel", "spawn", "await", "cancel"}
 )
 SOFT_KEYWORDS = ("label", "goto")
 # Python's names for types, in a type test, with the .pipe name to write instead.
@@ -346,6 +346,20 @@ class _Builder(Transformer):
             self.sink.error(f"`parallel(...)` takes only `limit=N`, got `{name}`", self._tok(name),
                             "write `parallel(limit=4):` to run at most 4 branches at once, or `parallel:`")
         return n.Parallel(self._span(meta), limit, body)
+
+    def cancel_stmt(self, meta, children):
+        return n.Cancel(self._span(meta), children[0])
+
+    def spawn_expr(self, meta, children):
+        call = children[0]
+        if not isinstance(call, n.Call):
+            self.sink.error("`spawn` needs a pipeline call, like `spawn fetch(url)`", self._span(meta),
+                            "spawn starts a call of one of this module's pipelines as a node of its own")
+            call = n.Call(self._span(meta), n.Name(self._span(meta), "spawn"), (), ())
+        return n.Spawn(self._span(meta), call)
+
+    def await_expr(self, meta, children):
+        return n.Await(self._span(meta), children[0])
 
     def ambiguous_stmt(self, meta, children):
         name, inputs, outputs, body = children

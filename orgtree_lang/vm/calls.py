@@ -54,6 +54,16 @@ def call_pipeline(m, site, stack: list) -> None:
     if len(state.frames) >= MAX_FRAMES:
         raise PipeRuntimeError(f"pipeline calls nested more than {MAX_FRAMES} deep", kind="recursion",
                                hint="check for a pipeline that calls itself without stopping")
+    local_values = bind_arguments(code, args, kwargs)
+    caller = state.frames[-1]
+    caller.calls += 1
+    frame = Frame(code.name, 0, [], local_values, [], code, node=f"{caller.node}/{code.name}#{caller.calls}")
+    state.frames.append(frame)
+    m.observer.pipeline_called(state, caller, frame)
+
+
+def bind_arguments(code, args: list, kwargs: dict) -> list:
+    """The locals of a new frame of `code` with its parameters bound to the call's arguments (checked)."""
     local_values = [UNBOUND] * len(code.varnames)
     for i, param in enumerate(code.params):
         if i < len(args):
@@ -68,11 +78,7 @@ def call_pipeline(m, site, stack: list) -> None:
             raise PipeRuntimeError(f"argument `{param.name}` of pipeline {code.name} expected {param.type}, got "
                                    f"{t.type_of_value(value)} {summarize(value, 60)}", kind="type")
         local_values[i] = value
-    caller = state.frames[-1]
-    caller.calls += 1
-    frame = Frame(code.name, 0, [], local_values, [], code, node=f"{caller.node}/{code.name}#{caller.calls}")
-    state.frames.append(frame)
-    m.observer.pipeline_called(state, caller, frame)
+    return local_values
 
 
 def return_from(m, frame: Frame, value: Any) -> bool:
@@ -86,6 +92,12 @@ def return_from(m, frame: Frame, value: Any) -> bool:
                                span=code.span_at(frame.pc - 1))
     state.frames.pop()
     finished = not state.frames
+    if finished and state.tasks:
+        from orgtree_lang.vm.handles import task_returned
+
+        finished = task_returned(m, value)
+        m.observer.pipeline_returned(state, frame, value, finished)
+        return finished
     if finished:
         state.result = value
         state.status = "done"

@@ -254,7 +254,8 @@ class Machine:
         while True:
             if state.tasks and scheduler.must_pick(state):
                 try:
-                    scheduler.pick(self)
+                    if scheduler.pick(self):
+                        return
                 except PipeRuntimeError as err:
                     handle_error(self, err)
                     continue
@@ -353,8 +354,8 @@ class Machine:
                         state.steps = steps
                         new_pc = handlers[op](self, frame, stack, arg)
                         if new_pc is not None:
-                            if new_pc == RELOAD:
-                                frame.pc = pc
+                            if new_pc < 0:  # RELOAD, or WAIT: run this instruction again when resumed
+                                frame.pc = pc if new_pc == RELOAD else pc - 1
                                 break
                             pc = new_pc
             except PipeRuntimeError as err:

@@ -25,6 +25,7 @@ from orgtree_lang.vm.state import Frame
 from orgtree_lang.vm.tasks import LIVE, Call, Task
 
 QUANTUM = 64  # statements a task runs before the next ready task gets its turn
+WAIT = -2  # returned by an instruction handler: the task waits; the instruction runs again when it is resumed
 
 
 # ---- tasks --------------------------------------------------------------------------------------------
@@ -41,11 +42,11 @@ def task_by_id(state, task_id: int) -> Task:
     raise KeyError(task_id)
 
 
-def _enter_tasks(m) -> Task:
+def enter_tasks(m) -> Task:
     """The run gets a second task: the frames running until now become task 0."""
     state = m.state
     if not state.tasks:
-        state.tasks = [Task(0, state.frames[0].node, state.frames)]
+        state.tasks = [Task(0, state.frames[0].node, state.frames, kind="main")]
         state.current = 0
         state.slice_end = state.steps + QUANTUM
     return current_task(state)
@@ -74,7 +75,7 @@ def start_parallel(m, frame: Frame, stack: list, arg) -> int:
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
         raise PipeRuntimeError(f"parallel(limit=...) needs an int of at least 1, got {display(limit, True)}",
                                kind="type", hint="write e.g. `parallel(limit=4):`")
-    owner = _enter_tasks(m)
+    owner = enter_tasks(m)
     frame.calls += 1
     owner.status = "joining"
     owner.join = {"node": f"{frame.node}/parallel#{frame.calls}", "branches": list(arg), "started": 0,
@@ -131,24 +132,31 @@ def end_branch(m, frame: Frame, stack: list, arg) -> int:
         if value is not UNBOUND:
             target[slot] = value
     task.status = "cancelled" if task.cancelled else "done"
-    _ended(m, task)
+    ended(m, task)
     return RELOAD
 
 
 def task_failed(m, err: PipeRuntimeError) -> None:
-    """An error no try block of the current task caught: the task ends with it (its parallel block sees it)."""
+    """An error no try block of the current task caught: the task ends with it (its parallel block, or
+    whoever awaits it, sees it). The run's main task failing fails the run."""
     state = m.state
     task = current_task(state)
-    if task.parent is None:
+    if task.kind == "main":
         raise err
     task.status = "cancelled" if err.kind == "cancelled" else "failed"
     task.error = {"message": err.message, "kind": err.kind, "line": err.span.line if err.span else None}
-    _ended(m, task)
+    ended(m, task)
 
 
-def _ended(m, task: Task) -> None:
+def ended(m, task: Task) -> None:
     state = m.state
     m.observer.task_ended(state, task)
+    for other in state.tasks:
+        if other.status == "awaiting" and other.waiting == task.id:
+            other.status, other.waiting = "ready", None
+    if task.kind == "spawn":
+        task.frames = []  # kept, ended, until it is awaited
+        return
     state.tasks.remove(task)
     owner = task_by_id(state, task.parent)
     join = owner.join
@@ -172,12 +180,20 @@ def _ended(m, task: Task) -> None:
 
 def cancel(m, task: Task) -> None:
     """Ask `task` to stop: it sees a `cancelled` error at its next statement boundary (a call in flight
-    finishes first, and its result is delivered and journaled as usual)."""
+    finishes first, and its result is delivered and journaled as usual). A task awaiting another stops
+    waiting; a task joining its parallel block cancels the block's branches too."""
     if task.cancel or task.cancelled:
         return
     task.cancel = True
     m.cancels_pending = True
     m.observer.task_cancelled(m.state, task)
+    if task.status == "awaiting":
+        task.status, task.waiting = "ready", None
+    if task.join is not None:
+        for tid in task.join["members"]:
+            member = next((t for t in m.state.tasks if t.id == tid), None)
+            if member is not None and member.status in LIVE:
+                cancel(m, member)
 
 
 def cancelled_error(task: Task) -> PipeRuntimeError:
@@ -327,9 +343,10 @@ def _seconds_left(m) -> float | None:
 # ---- choosing the next task ------------------------------------------------------------------------------
 
 
-def pick(m) -> None:
+def pick(m) -> bool:
     """Make a ready task current: the next one after the current in task-id order, else deliver the
-    earliest-issued call. Raises, in the task concerned, a failed call's error or a parallel block's."""
+    earliest-issued call. Raises, in the task concerned, a failed call's error or a parallel block's.
+    True when the run is over (its main task returned and nothing else is left running)."""
     state = m.state
     while True:
         task = _next_ready(state)
@@ -338,10 +355,16 @@ def pick(m) -> None:
                 _switch(m, task)
             if task.join is not None:
                 _finish_join(m, task)
-            return
+            return False
         if state.calls:
             deliver_next(m)
-            return
+            return False
+        main = next((t for t in state.tasks if t.kind == "main"), None)
+        if main is not None and main.status == "done":
+            # The run's main task returned and every task it left running has ended.
+            state.result, state.status = main.result, "done"
+            state.tasks, state.frames, state.current = [], main.frames, 0
+            return True
         raise PipeRuntimeError("every task of the run is waiting and nothing can wake any of them (a deadlock): "
                                + ", ".join(f"{t.node} ({t.status})" for t in state.tasks),
                                kind="deadlock", catchable=False)

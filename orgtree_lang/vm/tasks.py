@@ -8,8 +8,9 @@ from typing import Any
 from orgtree_lang.runtime.values import decode, encode
 
 # A task's status. ready: may run; blocked: waits for a slow call it issued; joining: waits for the branches of
-# its parallel block; done / failed / cancelled: ended (kept until its parallel block collects it).
-LIVE = ("ready", "blocked", "joining")
+# its parallel block; awaiting: waits for a spawned task to end; done / failed / cancelled: ended (a branch is
+# collected by its parallel block at once, a spawned task when it is awaited).
+LIVE = ("ready", "blocked", "joining", "awaiting")
 
 
 @dataclass(eq=False)
@@ -32,16 +33,20 @@ class Task:
     # For a task joining its parallel block: the branches' start pcs, how many started, the limit, the
     # members' task ids (in branch order) and each member's error (None while running or when it succeeded).
     join: dict[str, Any] | None = None
+    kind: str = "branch"  # main (the run's entry), branch (of a parallel block) or spawn
+    waiting: int | None = None  # for an awaiting task: the spawned task it waits for
+    result: Any = None  # what a spawned task returned
 
     def to_json(self, frames: list[dict] | None) -> dict[str, Any]:
         return {"id": self.id, "node": self.node, "frames": frames, "status": self.status, "parent": self.parent,
                 "label": self.label, "cancel": self.cancel, "cancelled": self.cancelled, "error": self.error,
-                "join": self.join}
+                "join": self.join, "kind": self.kind, "waiting": self.waiting, "result": encode(self.result)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any], frames: list[Any]) -> Task:
         return cls(data["id"], data["node"], frames, data["status"], data["parent"], data["label"],
-                   data["cancel"], data["cancelled"], data["error"], data["join"])
+                   data["cancel"], data["cancelled"], data["error"], data["join"], data["kind"], data["waiting"],
+                   decode(data["result"]))
 
 
 @dataclass(eq=False)
