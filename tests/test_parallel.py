@@ -160,6 +160,9 @@ pipeline main():
         a = work("a", 3, 20)
         b = work("b", 1, 80)
     print(await h)
+    names = for k in [3, 1, 2] parallel(limit=2):
+        work(f"it{k}", k, 10 * k)
+    print(names)
     cancel w
     print(await w)
     late = spawn explode("late", 1)

@@ -38,6 +38,8 @@ def read_names(stmt: n.Stmt) -> dict[str, Span]:
     for node in stmt.walk():
         if isinstance(node, (n.Assign, n.For)):
             targets.update(id(tg) for tg in node.targets)
+            if isinstance(node, n.For) and node.collect is not None:
+                targets.add(id(node.collect))
         elif isinstance(node, n.Try) and node.name is not None:
             targets.add(id(node.name))
         elif isinstance(node, n.Ambiguous):
@@ -58,6 +60,8 @@ def _bindings(stmt: n.Stmt):
         elif isinstance(node, n.For):
             for target in node.targets:
                 yield target.id, target.span, True
+            if node.collect is not None:
+                yield node.collect.id, node.collect.span, False
         elif isinstance(node, n.AugAssign):
             yield node.target.id, node.target.span, False
         elif isinstance(node, n.Try) and node.name is not None:
@@ -70,11 +74,7 @@ def _bindings(stmt: n.Stmt):
 def check_parallel(checker, stmt: n.Parallel, next_block: int) -> int:
     """Check a parallel block for a PipelineChecker: its limit, each branch as a block of its own outside any
     loop, and no variable shared by branches when one of them assigns it. Returns the next free block id."""
-    if stmt.limit is not None:
-        limit = checker.typer.expr(stmt.limit)
-        if checker.report and not t.is_assignable(limit, t.primitive("int")):
-            checker.sink.error(f"`parallel(limit=...)` needs an int, got {limit}", stmt.limit.span,
-                               "the limit is how many branches may run at once, e.g. `parallel(limit=4):`")
+    _check_limit(checker, stmt.limit)
     checker.branch_depth += 1
     for branch in stmt.branches:
         if isinstance(branch, n.Label) and checker.report:
@@ -85,6 +85,40 @@ def check_parallel(checker, stmt: n.Parallel, next_block: int) -> int:
     if checker.report:
         _shared_variables(checker.sink, stmt)
     return next_block
+
+
+def check_parallel_for(checker, stmt: n.For, next_block: int) -> int:
+    """Check the body of `for ... parallel:` (its targets are bound): each iteration is a branch of its own,
+    and `ys = for ...` collects the value of the body's last line, so that line must be an expression."""
+    _check_limit(checker, stmt.limit)
+    checker.branch_depth += 1
+    next_block = checker._block(stmt.body, next_block, 0)
+    checker.branch_depth -= 1
+    if stmt.collect is None:
+        return next_block
+    last = stmt.body[-1] if stmt.body else None
+    value = t.ANY
+    if isinstance(last, n.ExprStmt):
+        report, checker.typer.report = checker.typer.report, False  # checked once already, with the body
+        try:
+            value = checker.typer.expr(last.expr)
+        finally:
+            checker.typer.report = report
+    elif checker.report:
+        checker.sink.error(f"the last line of `{stmt.collect.id} = for ... parallel:` must be an expression: each "
+                           "iteration's value is collected", last.span if last is not None else stmt.span,
+                           f"end the loop with the value to collect, e.g. a line holding just `len(page)`")
+    checker._bind(stmt.collect.id, t.list_of(value))
+    return next_block
+
+
+def _check_limit(checker, limit: n.Expr | None) -> None:
+    if limit is None:
+        return
+    value = checker.typer.expr(limit)
+    if checker.report and not t.is_assignable(value, t.primitive("int")):
+        checker.sink.error(f"`parallel(limit=...)` needs an int, got {value}", limit.span,
+                           "the limit is how many branches may run at once, e.g. `parallel(limit=4):`")
 
 
 def _shared_variables(sink, stmt: n.Parallel) -> None:

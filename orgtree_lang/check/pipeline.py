@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 
-from orgtree_lang.check.branches import check_parallel
+from orgtree_lang.check.branches import check_parallel, check_parallel_for
 from orgtree_lang.check.capabilities import capability_allowed
 from orgtree_lang.check.module import CallTarget, CheckedModule, PipelineInfo, resolve_type
 from orgtree_lang.check.typing import ExprTyper
@@ -61,7 +61,7 @@ class PipelineChecker:
                 elif isinstance(node, n.AugAssign):
                     names = [node.target]
                 elif isinstance(node, n.For):
-                    names = list(node.targets)
+                    names = list(node.targets) + ([node.collect] if node.collect is not None else [])
                 elif isinstance(node, n.Try) and node.name is not None:
                     names = [node.name]
                 elif isinstance(node, n.Ambiguous):
@@ -98,7 +98,7 @@ class PipelineChecker:
                     self.labels[stmt.name] = (block, stmt)
             for sub in _sub_blocks(stmt):
                 inner = self._collect_labels(sub, block)
-                if isinstance(stmt, n.Parallel):
+                if isinstance(stmt, n.Parallel) or (isinstance(stmt, n.For) and stmt.parallel):
                     self.branch_blocks.add(inner)
         return block
 
@@ -163,7 +163,10 @@ class PipelineChecker:
                 inner = element.arg if element.kind == "list" else t.ANY
                 for target in stmt.targets:
                     self._bind(target.id, inner)
-            next_block = self._block(stmt.body, next_block, loops + 1)
+            if stmt.parallel:
+                next_block = check_parallel_for(self, stmt, next_block)
+            else:
+                next_block = self._block(stmt.body, next_block, loops + 1)
         elif isinstance(stmt, (n.Break, n.Continue)):
             if loops == 0 and self.report:
                 word = "break" if isinstance(stmt, n.Break) else "continue"

@@ -208,6 +208,8 @@ class _PipelineCompiler:
                 # A branch runs in a frame of its own: it starts inside no block (see _Parallel).
                 for branch in stmt.branches:
                     self._collect_labels((branch,), 0)
+            elif isinstance(stmt, n.For) and stmt.parallel:
+                self._collect_labels(stmt.body, 0)
 
     def _unwind(self, blocks: list[_Block], span: Span) -> None:
         """Emit the cleanup for leaving `blocks` (innermost last) by a jump."""
@@ -306,6 +308,9 @@ class _PipelineCompiler:
         self._place(end)
 
     def _For(self, s: n.For) -> None:
+        if s.parallel:
+            self._parallel_for(s)
+            return
         self._expr(s.iterable)
         self._emit(CODE["GET_ITER"], None, s.iterable.span)
         top, end, after = _Label(), _Label(), _Label()
@@ -358,7 +363,42 @@ class _PipelineCompiler:
         for label, branch in zip(labels, s.branches):
             self._place(label)
             self._stmt(branch)
-            self._emit(CODE["END_BRANCH"], None, branch.span)
+            self._emit(CODE["END_BRANCH"], 0, branch.span)
+        self.blocks = enclosing
+        self._place(end)
+
+    def _parallel_for(self, s: n.For) -> None:
+        # items; limit; PARALLEL_FOR body -> results; STORE_LOCAL collect (or POP); JUMP end; then the body,
+        # which starts with its item on the stack and ends with END_BRANCH (holding the value to collect).
+        self._expr(s.iterable)
+        self._emit(CODE["GET_ITER"], None, s.iterable.span)
+        self._emit(CODE["POP"], None, s.iterable.span)  # the loop position: iterations need only the items
+        if s.limit is not None:
+            self._expr(s.limit)
+        else:
+            self._emit(CODE["LOAD_CONST"], self._const(None), s.span)
+        body, end = _Label(), _Label()
+        self._jump(CODE["PARALLEL_FOR"], body, s.span)
+        if s.collect is not None:
+            self._emit(CODE["STORE_LOCAL"], self._slot(s.collect.id), s.collect.span)
+        else:
+            self._emit(CODE["POP"], None, s.span)
+        self._jump(CODE["JUMP"], end, s.span)
+        enclosing, self.blocks = self.blocks, []
+        self._place(body)
+        if len(s.targets) == 1:
+            self._emit(CODE["STORE_LOCAL"], self._slot(s.targets[0].id), s.targets[0].span)
+        else:
+            self._emit(CODE["UNPACK"], len(s.targets), s.span)
+            for target in s.targets:
+                self._emit(CODE["STORE_LOCAL"], self._slot(target.id), target.span)
+        statements = s.body[:-1] if s.collect is not None else s.body
+        self._body(statements)
+        if s.collect is not None:
+            last = s.body[-1]
+            self._emit(CODE["STMT"], None, last.span)
+            self._expr(last.expr)
+        self._emit(CODE["END_BRANCH"], 1 if s.collect is not None else 0, s.span)
         self.blocks = enclosing
         self._place(end)
 

@@ -26,6 +26,7 @@ def disassemble_code(code: CodeObject) -> str:
                if OPCODES[op].jump_effect is not None and OPCODES[op].name != "SETUP_TRY"}
     targets |= {arg for op, arg in zip(code.ops, code.args) if OPCODES[op].name == "SETUP_TRY"}
     targets |= {start for op, arg in zip(code.ops, code.args) if OPCODES[op].operand == "branches" for start, _ in arg}
+    targets |= {arg for op, arg in zip(code.ops, code.args) if OPCODES[op].operand == "branch"}
     last_line = None
     for pc, (op, arg) in enumerate(zip(code.ops, code.args)):
         opcode = OPCODES[op]
@@ -59,6 +60,8 @@ def _explain(code: CodeObject, opcode, arg) -> str:
         site = code.calls[arg]
         kw = f", keywords {', '.join(site.kwnames)}" if site.kwnames else ""
         return f"({site.kind} {site.name}, {site.nargs} positional{kw})"
+    if kind == "branch":
+        return f"(body at {arg})"
     if kind == "branches":
         return "(" + "; ".join(f"branch at {start}" + (f" -> {', '.join(code.varnames[i] for i in slots)}" if slots
                                                       else "") for start, slots in arg) + ")"

@@ -110,8 +110,14 @@ _TABLE = [
      "locals it copies back), at most `limit` at once (none: all), each in a frame with a copy of this "
      "frame's locals; this task waits until every branch has ended, then goes on, or raises the block's "
      "error when a branch failed."),
-    ("END_BRANCH", "none", "--", _fixed(0), None,
-     "End the parallel-block branch this task runs, copying the locals it assigned back to the block's frame."),
+    ("END_BRANCH", "count", "values... --", lambda arg, code: -arg, None,
+     "End the branch (or parallel-loop iteration) this task runs: a block's branch copies the locals it "
+     "assigned back to the block's frame; an iteration of `ys = for ... parallel:` hands over its value "
+     "(`arg` 1: the top of the stack)."),
+    ("PARALLEL_FOR", "branch", "items limit -- results", _fixed(-1), None,
+     "Start a task per item (at most `limit` at once), each running the loop body at instruction `arg` with "
+     "its item on the stack and a copy of this frame's locals; wait for them all; push the list of their "
+     "values in item order (nones when the loop collects nothing)."),
     ("SPAWN", "call", "args... kwargs... -- handle", _call_effect, None,
      "Start the pipeline of call site `arg` as a task of its own (a spawned node); push its Handle."),
     ("AWAIT", "none", "handle -- result", _fixed(0), None,

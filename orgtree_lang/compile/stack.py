@@ -34,6 +34,8 @@ def stack_depths(code: CodeObject) -> dict[int, int]:
             if opcode.operand == "branches":
                 # Each branch of a parallel block runs in a frame of its own, from an empty stack.
                 work.extend((start, 0) for start, _ in arg)
+            elif opcode.operand == "branch":
+                work.append((arg, 1))  # a parallel loop's body starts with its item on the stack
             if opcode.name in _ENDS_FLOW:
                 break
             depth += opcode.effect(arg, code)

@@ -183,8 +183,10 @@ class _Printer:
             self._block(s.body, indent + INDENT, s.span.line)
         elif isinstance(s, n.For):
             targets = ", ".join(t.id for t in s.targets)
-            self._compound(indent, f"for {targets} in {self.expr(s.iterable)}:", s.span.line,
-                           s.iterable.span.end_line)
+            head = f"{s.collect.id} = " if s.collect is not None else ""
+            tail = (f" parallel(limit={self.expr(s.limit)})" if s.limit is not None else " parallel") if s.parallel else ""
+            end = s.limit.span.end_line if s.limit is not None else s.iterable.span.end_line
+            self._compound(indent, f"{head}for {targets} in {self.expr(s.iterable)}{tail}:", s.span.line, end)
             self._block(s.body, indent + INDENT, s.span.line)
         elif isinstance(s, n.Parallel):
             limit = f"(limit={self.expr(s.limit)})" if s.limit is not None else ""

@@ -268,10 +268,16 @@ class While(Stmt):
 
 @node
 class For(Stmt):
+    """`for x in xs:`; with `parallel` each iteration is a branch, and `ys = for ...` collects the value of
+    each iteration's last line into `ys` (`collect`), in input order."""
+
     span: Span
     targets: tuple[Name, ...]
     iterable: Expr
     body: tuple[Stmt, ...]
+    parallel: bool = False
+    limit: Expr | None = None
+    collect: Name | None = None
 
 
 @node

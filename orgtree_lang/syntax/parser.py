@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import ast
 import functools
 import inspect
@@ -330,9 +332,26 @@ class _Builder(Transformer):
         return n.While(self._span(meta), children[0], children[1])
 
     def for_stmt(self, meta, children):
-        *targets, iterable, body = children
+        *targets, iterable, clause, body = children
         names = tuple(n.Name(self._tok(t), self._ident(t)) for t in targets)
-        return n.For(self._span(meta), names, iterable, body)
+        if clause is None:
+            return n.For(self._span(meta), names, iterable, body)
+        return n.For(self._span(meta), names, iterable, body, True, clause[1])
+
+    def for_parallel(self, meta, children):
+        name, limit = children
+        if name is not None and str(name) != "limit":
+            self.sink.error(f"`parallel(...)` takes only `limit=N`, got `{name}`", self._tok(name),
+                            "write `parallel(limit=4):` to run at most 4 iterations at once, or `parallel:`")
+        return ("parallel", limit)
+
+    def collect_stmt(self, meta, children):
+        name, loop = children
+        target = n.Name(self._tok(name), self._ident(name))
+        if not loop.parallel:
+            self.sink.error("only a parallel loop gives a value: `x = for ... parallel:`", self._span(meta),
+                            "add `parallel` before the colon, or assign inside the loop")
+        return dataclasses.replace(loop, span=self._span(meta), collect=target)
 
     def try_stmt(self, meta, children):
         body, name, handler = children

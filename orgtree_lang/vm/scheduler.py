@@ -71,17 +71,39 @@ def _switch(m, task: Task) -> None:
 
 def start_parallel(m, frame: Frame, stack: list, arg) -> int:
     """PARALLEL: start a task per branch (up to the limit on the stack); this task waits for them all."""
-    limit = stack.pop()
+    limit = _limit(stack.pop())
+    _join(m, frame, [list(branch) for branch in arg], limit)
+    return RELOAD
+
+
+def start_parallel_for(m, frame: Frame, stack: list, arg: int) -> int:
+    """PARALLEL_FOR: start a task per item (up to the limit), each running the loop body; this task waits
+    for them all, then gets the list of their values."""
+    limit = _limit(stack.pop())
+    items = stack.pop()
+    _join(m, frame, [[arg, []]] * len(items), limit, items)
+    return RELOAD
+
+
+def _limit(limit: Any) -> int | None:
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
         raise PipeRuntimeError(f"parallel(limit=...) needs an int of at least 1, got {display(limit, True)}",
                                kind="type", hint="write e.g. `parallel(limit=4):`")
+    return limit
+
+
+def _join(m, frame: Frame, branches: list, limit: int | None, items: list | None = None) -> None:
     owner = enter_tasks(m)
     frame.calls += 1
     owner.status = "joining"
-    owner.join = {"node": f"{frame.node}/parallel#{frame.calls}", "branches": list(arg), "started": 0,
+    owner.join = {"node": f"{frame.node}/parallel#{frame.calls}", "branches": branches, "started": 0,
                   "limit": limit, "members": [], "errors": [], "failed": False}
+    if items is not None:
+        owner.join["items"] = list(items)
+        owner.join["results"] = [None] * len(items)
     _start_branches(m, owner)
-    return RELOAD
+    if not branches:  # a parallel loop over nothing is over at once
+        owner.status = "ready"
 
 
 def _start_branches(m, owner: Task) -> None:
@@ -89,16 +111,19 @@ def _start_branches(m, owner: Task) -> None:
     join = owner.join
     frame = owner.frames[-1]
     branches = join["branches"]
+    items = join.get("items")
     while join["started"] < len(branches) and not join["failed"]:
-        running = sum(1 for tid, error in zip(join["members"], join["errors"]) if _live(state, tid))
+        running = sum(1 for tid in join["members"] if _live(state, tid))
         if join["limit"] is not None and running >= join["limit"]:
             return
         index = join["started"]
         pc = branches[index][0]
         node = f"{join['node']}.{index + 1}"
-        branch = Frame(frame.pipeline, pc, [], list(frame.locals), [], frame.code, node=node)
+        stack = [] if items is None else [items[index]]
+        branch = Frame(frame.pipeline, pc, stack, list(frame.locals), [], frame.code, node=node)
+        what = "branch" if items is None else "iteration"
         task = Task(state.next_task, node, [branch], parent=owner.id,
-                    label=f"branch {index + 1} (line {frame.code.span_at(pc).line})")
+                    label=f"{what} {index + 1} (line {frame.code.span_at(pc).line})")
         state.next_task += 1
         state.tasks.append(task)
         join["members"].append(task.id)
@@ -119,13 +144,17 @@ def _live(state, task_id: int) -> bool:
     return any(t.id == task_id and t.status in LIVE for t in state.tasks)
 
 
-def end_branch(m, frame: Frame, stack: list, arg) -> int:
-    """END_BRANCH: this branch is finished; what it assigned is copied back into its block's frame."""
+def end_branch(m, frame: Frame, stack: list, arg: int) -> int:
+    """END_BRANCH: this branch is finished; what it assigned is copied back into its block's frame, or the
+    value it hands over (a parallel loop's iteration) is kept for the loop's list."""
     state = m.state
     task = current_task(state)
     owner = task_by_id(state, task.parent)
     join = owner.join
-    slots = join["branches"][join["members"].index(task.id)][1]
+    index = join["members"].index(task.id)
+    if arg:
+        join["results"][index] = stack.pop()
+    slots = join["branches"][index][1]
     target = owner.frames[-1].locals
     for slot in slots:
         value = frame.locals[slot]
@@ -210,15 +239,19 @@ def _finish_join(m, owner: Task) -> None:
     _leave_tasks(m.state)
     failures = [e for e in join["errors"] if e is not None and e["status"] == "failed"]
     if not failures:
+        if "results" in join:
+            owner.frames[-1].stack.append(join["results"])
         return
     cancelled = [e["label"] for e in join["errors"] if e is not None and e["status"] == "cancelled"]
-    skipped = [f"branch {i + 1}" for i in range(join["started"], len(join["branches"]))]
+    what = "branch" if "items" not in join else "iteration"
+    skipped = [f"{what} {i + 1}" for i in range(join["started"], len(join["branches"]))]
     parts = [f"{e['label']} failed: {e['message']}" for e in failures]
     if cancelled:
         parts.append("cancelled: " + ", ".join(cancelled))
     if skipped:
         parts.append("not started: " + ", ".join(skipped))
-    raise PipeRuntimeError("parallel block: " + "; ".join(parts), kind=failures[0]["kind"],
+    raise PipeRuntimeError(("parallel block: " if "items" not in join else "parallel loop: ") + "; ".join(parts),
+                           kind=failures[0]["kind"],
                            hint="catch it with try/except around the parallel block, or inside the branch")
 
 

@@ -40,13 +40,21 @@ class Task:
     def to_json(self, frames: list[dict] | None) -> dict[str, Any]:
         return {"id": self.id, "node": self.node, "frames": frames, "status": self.status, "parent": self.parent,
                 "label": self.label, "cancel": self.cancel, "cancelled": self.cancelled, "error": self.error,
-                "join": self.join, "kind": self.kind, "waiting": self.waiting, "result": encode(self.result)}
+                "join": _join_json(self.join, encode), "kind": self.kind, "waiting": self.waiting, "result": encode(self.result)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any], frames: list[Any]) -> Task:
         return cls(data["id"], data["node"], frames, data["status"], data["parent"], data["label"],
-                   data["cancel"], data["cancelled"], data["error"], data["join"], data["kind"], data["waiting"],
+                   data["cancel"], data["cancelled"], data["error"], _join_json(data["join"], decode), data["kind"],
+                   data["waiting"],
                    decode(data["result"]))
+
+
+def _join_json(join: dict[str, Any] | None, convert) -> dict[str, Any] | None:
+    """A join record with its .pipe values (a parallel loop's items and results) encoded or decoded."""
+    if join is None or "items" not in join:
+        return join
+    return dict(join, items=[convert(v) for v in join["items"]], results=[convert(v) for v in join["results"]])
 
 
 @dataclass(eq=False)
