@@ -332,3 +332,21 @@ def test_the_readme_parallel_session_prints_what_it_shows(tmp_path: Path) -> Non
     (tmp_path / "fanout.pipe").write_text(_programs()["fanout.pipe"], encoding="utf-8")
     argv, expected = next(s for s in _sessions() if "fanout.pipe" in s[0])
     assert _run(argv, tmp_path) == expected
+
+
+def test_a_terminal_shows_a_line_as_each_branch_starts_and_ends(capsys) -> None:
+    from types import SimpleNamespace
+
+    from orgtree_lang.cli.run import RunSession
+
+    session = RunSession(SimpleNamespace(json=False), "run1")
+    session.progress = SimpleNamespace(clear=lambda: None)  # as on a terminal
+    node = SimpleNamespace(kind="pipeline", id="run1/main/parallel#1.2", name="branch 2 (line 7)",
+                           status="running", error=None, duration_ms=None)
+    session._tree_progress("open", node)
+    node.status, node.error, node.duration_ms = "error", "cancelled", 312
+    session._tree_progress("close", node)
+    session._tree_progress("open", SimpleNamespace(kind="pipeline", id="run1/main/fetch#1", name="fetch"))
+    assert capsys.readouterr().err.splitlines() == [
+        "  ⇉ main/parallel#1.2: branch 2 (line 7) started",
+        "  ✗ main/parallel#1.2: branch 2 (line 7) cancelled in 0.31 s"]

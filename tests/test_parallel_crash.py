@@ -16,6 +16,7 @@ import shutil
 import signal
 import sqlite3
 import subprocess
+import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -32,6 +33,8 @@ from orgtree_lang.engine.registries import default_registry
 TRIALS = int(os.environ.get("PIPE_CRASH_TRIALS", "0") or 0) or 50
 SEED = int(os.environ.get("PIPE_CRASH_SEED", "20261201"))
 AT_ONCE = 3  # trials running side by side (each mostly waits on its processes)
+# The replay in check() compiles in this process, and the cached Lark parser is not thread-safe.
+IN_PROCESS = threading.Lock()
 TRIAL_DEADLINE = 120.0
 N = 6  # iterations per branch
 BRANCHES = 6
@@ -216,7 +219,9 @@ class Trial:
         assert set(appends) == journaled_keys, "an fs.append ran with a key that is not its journal step's"
         # The finished run replays offline, identically, with no outside call.
         before = self._executions()
-        report = durable_runs.replay(self.ws, run_id, counting_registry(default_registry(plugins=False), str(self.log)))
+        with IN_PROCESS:
+            report = durable_runs.replay(self.ws, run_id,
+                                         counting_registry(default_registry(plugins=False), str(self.log)))
         assert report.identical and report.outside_calls == 0, report.differences
         assert report.output == meta["output"] and report.result == meta["result"]
         assert self._executions() == before
