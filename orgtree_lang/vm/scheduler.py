@@ -366,6 +366,27 @@ def deliver_next(m) -> None:
     frame.stack.append(value)
 
 
+def settle(m) -> None:
+    """Before the process lets go of a run that waits (for a person): wait for the slow calls in flight and
+    journal their results, so that the resumed run takes them from the journal instead of calling again.
+    They stay in the outstanding-call table: the resumed run issues them again and delivers them in order."""
+    effects = m.services.effects
+    for call in m.state.calls:
+        entry = m.in_flight.pop(call.order, None)
+        if entry is None:
+            continue
+        pending, step, _ = entry
+        if step is None or effects is None:
+            continue
+        try:
+            value, error = pending.result(timeout=_seconds_left(m)), None
+        except concurrent.futures.TimeoutError:
+            continue  # over the seconds budget: it runs again, with the same key, on resume
+        except Exception as exc:
+            value, error = None, exc
+        effects.end(step, value, error)
+
+
 def _seconds_left(m) -> float | None:
     seconds = m.budget.max_seconds
     if seconds is None:

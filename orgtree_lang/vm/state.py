@@ -59,7 +59,7 @@ class RunState:
     skill_calls: int = 0
     effect_seq: int = 0  # side-effecting steps asked for so far (each is a journal row in a durable run)
     elapsed: float = 0.0  # wall seconds spent running before the current stretch
-    status: str = "ready"  # ready | paused | done | failed
+    status: str = "ready"  # ready | paused | waiting | done | failed
     output: list[str] = field(default_factory=list)
     result: Any = None
     error: dict[str, Any] | None = None
@@ -75,6 +75,8 @@ class RunState:
     next_task: int = 1
     calls: list[Call] = field(default_factory=list)
     next_call: int = 0
+    # While the run waits for people: the questions it asked (vm.people.HumanQuestion.to_json()), else empty.
+    waiting: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         data = {
@@ -102,6 +104,8 @@ class RunState:
             data["next_task"] = self.next_task
             data["calls"] = [call.to_json() for call in self.calls]
             data["next_call"] = self.next_call
+        if self.waiting:
+            data["waiting"] = [dict(question) for question in self.waiting]
         return data
 
     def dumps(self) -> str:
@@ -135,6 +139,7 @@ class RunState:
             next_task=data.get("next_task", 1),
             calls=[Call.from_json(c) for c in data.get("calls", ())],
             next_call=data.get("next_call", 0),
+            waiting=list(data.get("waiting", [])),
         )
 
     @classmethod

@@ -113,5 +113,13 @@ class Tracer(RunObserver):
         self.emit("node.end", None, None, task=task.id, branch=task.node, outcome=task.status,
                   error=task.error["message"] if task.error else None)
 
+    def human_waiting(self, state, question) -> None:
+        self.emit("human.ask", None, None, asker=question.node, kind=question.kind, step=question.seq,
+                  question=question.text[:SUMMARY_CHARS], at=f"{question.file}:{question.line}")
+
+    def human_answered(self, state, question, answer) -> None:
+        self.emit("human.answer", None, None, asker=question.node, kind=question.kind, step=question.seq,
+                  answer=summarize(answer))
+
     def released(self) -> None:
         self.close()
