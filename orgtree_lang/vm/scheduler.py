@@ -341,8 +341,8 @@ def deliver_next(m) -> None:
     try:
         value = pending.result(timeout=_seconds_left(m))
     except concurrent.futures.TimeoutError:
-        budget = m.budget
-        raise budget_exceeded("seconds", budget.max_seconds, m.seconds_used(), Span(*call.span)) from None
+        m._suspend()  # saved as it is, with the call in flight: a resume with more time issues it again
+        raise budget_exceeded("seconds", m.budget.max_seconds, m.seconds_used(), Span(*call.span)) from None
     except Exception as exc:
         error = exc
     del m.in_flight[call.order]
