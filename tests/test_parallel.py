@@ -350,3 +350,18 @@ def test_a_terminal_shows_a_line_as_each_branch_starts_and_ends(capsys) -> None:
     assert capsys.readouterr().err.splitlines() == [
         "  ⇉ main/parallel#1.2: branch 2 (line 7) started",
         "  ✗ main/parallel#1.2: branch 2 (line 7) cancelled in 0.31 s"]
+
+
+@pytest.mark.parametrize("name", ["PROGRAM", "SPAWNING"])
+def test_a_durable_run_with_tasks_replays_identically_with_no_outside_call(tmp_path: Path, name: str) -> None:
+    source = globals()[name]
+    path = tmp_path / "par.pipe"
+    path.write_text(source, encoding="utf-8")
+    printed: list[str] = []
+    options = RunOptions(printer=printed.append, durable=True, durability="process", executor="threads:4")
+    machine = run_program(compile_source(source, "par.pipe", REGISTRY).program, tmp_path, REGISTRY, options,
+                          source=source, program_path=path)
+    assert printed == _run(source, tmp_path)  # the same lines as an in-memory run with no executor
+    report = durable_runs.replay(tmp_path, machine.state.run_id, REGISTRY)
+    assert report.identical and report.outside_calls == 0, report.differences
+    assert report.output == printed
