@@ -365,3 +365,21 @@ def test_a_durable_run_with_tasks_replays_identically_with_no_outside_call(tmp_p
     report = durable_runs.replay(tmp_path, machine.state.run_id, REGISTRY)
     assert report.identical and report.outside_calls == 0, report.differences
     assert report.output == printed
+
+
+def test_the_research_example_runs_three_branches_then_merges(tmp_path: Path) -> None:
+    from cli_testing import pipe
+
+    repo = Path(__file__).resolve().parent.parent
+    result = pipe("run", str(repo / "examples" / "org_research.pipe"), "--workspace", str(tmp_path),
+                  "--model", f"scripted:{repo / 'examples' / 'models' / 'research.yaml'}",
+                  env={"PIPE_NO_PLUGINS": "1"})
+    assert result.returncode == 0, result.stderr
+    # Each branch prints when its answer is delivered: in the order the questions were asked.
+    assert result.stdout.splitlines() == [
+        "researched the history of the org tree",
+        "researched the design of the org tree",
+        "researched the risks of the org tree",
+        "The org tree began as a record of calls, its nodes now run as tasks of one run, and the price is "
+        "head-of-line waiting.",
+    ]
