@@ -124,7 +124,7 @@ def call_skill(m, frame: Frame, stack: list, arg: int) -> None:
         raise PipeRuntimeError(f"skill {site.name} is not installed", kind="skill",
                                hint="`pipe skills` lists the installed skills")
     if skill.slow and state.tasks:
-        from orgtree_lang.vm.scheduler import issue
+        from orgtree_lang.vm.delivery import issue
 
         return issue(m, frame, skill, site, args, kwargs)
     started = time.perf_counter()

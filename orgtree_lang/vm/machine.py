@@ -12,7 +12,7 @@ from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.records import RecordTypes
 from orgtree_lang.runtime.values import UNBOUND, conforms
 from orgtree_lang.syntax import types as t
-from orgtree_lang.vm import calls, scheduler
+from orgtree_lang.vm import calls, delivery, scheduler
 from orgtree_lang.vm.blocks import RELOAD
 from orgtree_lang.vm.budget import ModelSpend, TreeMeter, budget_exceeded
 from orgtree_lang.vm.errors import handle_error, translate
@@ -158,7 +158,7 @@ class Machine:
         state.status = "waiting"
         state.waiting = [wait.question.to_json()]
         if state.calls:
-            scheduler.settle(self)  # slow calls of other tasks in flight: journaled now, not lost
+            delivery.settle(self)  # slow calls of other tasks in flight: journaled now, not lost
         self.observer.human_waiting(state, wait.question)
         if wait.exact:
             self._suspend()
@@ -250,7 +250,7 @@ class Machine:
     def _loop(self) -> None:
         """Run the tasks until the run ends or pauses; a task that fails ends alone (its parallel block sees it)."""
         if self.state.calls:
-            scheduler.reissue(self)
+            delivery.reissue(self)
         while True:
             try:
                 self._dispatch()
