@@ -38,6 +38,9 @@ def resume(root: Path, ref: str, registry, options, *, build: RunBuilder, from_s
             # new steps keys of their own: under the old keys, fs.append would refuse or skip them.
             scratch += 1
             opened.journal.start_over(scratch=scratch)
+            from orgtree_lang.durable.people import forget_questions
+
+            forget_questions(root, meta["run_id"])
             mode = "live"
         else:
             mode = "resume"

@@ -132,7 +132,6 @@ class Machine:
         self._started = self.services.clock()
         fresh = state.steps == 0 and state.status == "ready"
         state.status = "running"
-        state.waiting = []
         self.observer.run_started(state, fresh, self.program.entry(state.entry).span)
         try:
             self._loop()
@@ -156,7 +155,8 @@ class Machine:
         question asked deeper (a generated child, the decomposer) is asked again from the last checkpoint."""
         state = self.state
         state.status = "waiting"
-        state.waiting = [wait.question.to_json()]
+        if not wait.exact:
+            state.waiting = [wait.question.to_json()]
         if state.calls:
             delivery.settle(self)  # slow calls of other tasks in flight: journaled now, not lost
         self.observer.human_waiting(state, wait.question)
