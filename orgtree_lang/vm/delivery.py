@@ -64,7 +64,7 @@ def _submit(m, skill, call: Call) -> None:
     step = None
     if call.seq is not None:
         step = EffectStep(call.seq, "skill", call.name, call.node, Span(*call.span), call.args, call.kwargs,
-                          call.statement)
+                          call.statement, observed=not skill.unobserved)
         try:
             reused, found = m.services.effects.begin(step)
         except Exception as exc:  # a recorded failure, or a replay past the journal's end
