@@ -194,3 +194,34 @@ def test_starting_over_forgets_the_answers_and_asks_again(tmp_path: Path) -> Non
     assert "approve at" in again.stderr  # the first question again, not the second
     inbox = json.loads(pipe("inbox", "--json", cwd=tmp_path).stdout)
     assert [(q["run"], q["kind"], q["status"]) for q in inbox] == [(run, "approve", "open")]
+
+
+PARALLEL = '''\
+use fs
+
+pipeline main() -> str:
+    parallel:
+        a = approve("ship A?")
+        b = ask("human", "name for B?")
+        fs.append("log.txt", "c ran\\n")
+    print(f"{a} {b}")
+    return f"{a} {b}"
+'''
+
+
+def test_branches_that_ask_stop_the_run_at_the_first_question_and_replay_exactly(tmp_path: Path) -> None:
+    """A question stops the whole run, other branches included (docs/org.md says why: replay stays exact)."""
+    (tmp_path / "par.pipe").write_text(PARALLEL)
+    assert pipe("run", "par.pipe", cwd=tmp_path).returncode == 75
+    run = only_run(tmp_path)
+    first = json.loads(pipe("inbox", "--json", cwd=tmp_path).stdout)
+    assert [(q["node"], q["question"]) for q in first] == [("main/parallel#1.1", "ship A?")]
+    second = pipe("reply", "--resume", run, "yes", cwd=tmp_path)
+    assert second.returncode == 75 and "(main/parallel#1.2): name for B?" in second.stderr
+    done = pipe("reply", "--resume", run, "Bee", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "true Bee\ntrue Bee\n"
+    assert (tmp_path / "log.txt").read_text() == "c ran\n"
+    replayed = pipe("replay", run, cwd=tmp_path)
+    assert replayed.returncode == 0, replayed.stderr
+    assert "0 outside call(s)" in replayed.stderr and "identical" in replayed.stderr
