@@ -180,6 +180,10 @@ class PipelineChecker:
             next_block = check_parallel(self, stmt, next_block)
         elif isinstance(stmt, n.Cancel):
             typer.handle(stmt.value, "cancel")
+        elif isinstance(stmt, n.Send):
+            if not (isinstance(stmt.target, n.Name) and stmt.target.id == "parent" and "parent" not in self.assigned):
+                typer.handle(stmt.target, "send")
+            typer.expr(stmt.body)
         elif isinstance(stmt, n.Goto):
             self._goto(stmt, block)
         elif isinstance(stmt, n.Try):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from orgtree_lang.check.module import CallTarget, CheckedModule, resolve_type
-from orgtree_lang.runtime.builtins import BUILTINS, ERROR_RECORD, HANDLE_RECORD
+from orgtree_lang.runtime.builtins import BUILTINS, ERROR_RECORD, HANDLE_RECORD, MESSAGE_RECORD
 from orgtree_lang.runtime.people import HUMAN, HUMAN_CALLS
 from orgtree_lang.syntax import nodes as n
 from orgtree_lang.syntax import types as t
@@ -224,6 +224,8 @@ class ExprTyper:
                 return self._builtin_call(e, name, arg_types, kw_types)
             if name in HUMAN_CALLS and name not in self.checked.pipelines:
                 return self._human_call(e, name, arg_types)
+            if name == "receive" and name not in self.checked.pipelines:
+                return self._receive_call(e, arg_types, kw_types)
             if name in self.checked.pipelines:
                 self.checked.calls[e] = CallTarget("pipeline", name)
                 info = self.checked.pipelines[name]
@@ -314,9 +316,26 @@ class ExprTyper:
                        e.args[0].span, "to ask another node, `send` it a message and `receive` its reply")
         return call.returns
 
+    def _receive_call(self, e: n.Call, arg_types, kw_types) -> t.PipeType:
+        """`receive()` or `receive(timeout=S)`: the next message of this node's mailbox (docs/org.md)."""
+        self.checked.calls[e] = CallTarget("receive", "receive")
+        signature = "receive(timeout: float = none) -> Message"
+        if e.args:
+            self.error(f"`receive` takes no positional arguments, got {len(e.args)}", e.args[0].span,
+                       f"signature: {signature}")
+        for k in e.keywords:
+            if k.name != "timeout":
+                self.error(f"`receive` has no keyword argument `{k.name}`", k.span, f"signature: {signature}")
+            elif not t.is_assignable(kw_types[k.name], t.optional(t.FLOAT)):
+                self.error(f"`timeout` of `receive` expects a number of seconds, got {kw_types[k.name]}", k.span)
+        return t.record(MESSAGE_RECORD)
+
     def _record_call(self, e: n.Call, name: str, arg_types, kw_types) -> t.PipeType:
         if name == HANDLE_RECORD:
             self.error(f"`{name}` records are made by `spawn`", e.span, "write `h = spawn some_pipeline(args)`")
+            return t.record(name)
+        if name == MESSAGE_RECORD:
+            self.error(f"`{name}` records are made by `receive`", e.span, "write `send target, body` to send one")
             return t.record(name)
         if name == ERROR_RECORD:
             # Error records come only from caught errors; the program carries no record type to build one.

@@ -1,4 +1,4 @@
-"""`pipe inbox | reply`: the questions runs put to people, and their answers; how a waiting run is reported."""
+"""`pipe inbox | reply | messages`: what nodes say to people and to each other; how a waiting run is reported."""
 
 from __future__ import annotations
 
@@ -36,6 +36,15 @@ def register(commands) -> None:
     from orgtree_lang.cli.saved_runs import add_attempt_options
 
     add_attempt_options(reply)
+
+    messages = add_verb(commands, "messages", handler=command_messages, help="list the messages a run's nodes sent",
+                        description="List the messages of RUN in the order they were sent: id, sender, receiver, "
+                                    "topic, body, when it was sent and received (the run's statement count), or "
+                                    "`queued` while it waits in a mailbox.",
+                        examples=["pipe messages 3f2a", "pipe messages 3f2a --json"])
+    messages.add_argument("run", metavar="RUN", help="a run id (or a unique prefix of one)")
+    add_workspace_option(messages, help=_WORKSPACE_HELP)
+    messages.add_argument("--json", action="store_true", help="print JSON")
 
 
 def command_inbox(args) -> int:
@@ -87,6 +96,32 @@ def command_reply(args) -> int:
 
     args.run, args.from_scratch, args.program = done.run_id, False, None
     return command_resume(args)
+
+
+def command_messages(args) -> int:
+    from orgtree_lang.durable.journal import Journal
+    from orgtree_lang.durable.runs import find_run, view_meta
+    from orgtree_lang.runtime.values import decode, display_short, to_plain
+
+    run_dir = find_run(Path(args.workspace), args.run)
+    journal = Journal.open(run_dir)
+    try:
+        meta = view_meta(run_dir, journal)
+    finally:
+        journal.close()
+    sent = meta.get("messages", [])
+    if args.json:
+        print(json.dumps([{**m, "body": to_plain(decode(m["body"]))} for m in sent], indent=1))
+        return EXIT_OK
+    if not sent:
+        print(f"run {meta['run_id']} sent no messages", file=sys.stderr)
+        return EXIT_OK
+    print(f"{'ID':>4}  {'FROM':<20} {'TO':<20} {'TOPIC':<10} {'SENT':>6} {'RECEIVED':>8}  BODY")
+    for m in sent:
+        received = "queued" if m["received"] is None else f"{m['received']:.0f}"
+        print(f"{m['id']:>4}  {m['sender']:<20} {m['to']:<20} {m['topic']:<10} {m['sent_at']:>6.0f} {received:>8}  "
+              f"{display_short(decode(m['body']), 60)}")
+    return EXIT_OK
 
 
 def report_waiting(state, workspace: Path | None, as_json: bool, printed: list[str], run_id: str) -> int:

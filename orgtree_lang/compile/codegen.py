@@ -402,6 +402,13 @@ class _PipelineCompiler:
         self.blocks = enclosing
         self._place(end)
 
+    def _Send(self, s: n.Send) -> None:
+        to_parent = isinstance(s.target, n.Name) and s.target.id == "parent" and "parent" not in self.slots
+        if not to_parent:
+            self._expr(s.target)
+        self._expr(s.body)
+        self._emit(CODE["SEND"], 1 if to_parent else 2, s.span)
+
     def _Cancel(self, s: n.Cancel) -> None:
         self._expr(s.value)
         self._emit(CODE["CANCEL"], None, s.span)
@@ -527,7 +534,7 @@ class _PipelineCompiler:
         site = CallSite(target.kind, target.name, len(e.args), tuple(k.name for k in e.keywords))
         self.code.calls.append(site)
         opcode = {"builtin": CODE["CALL_BUILTIN"], "skill": CODE["CALL_SKILL"], "pipeline": CODE["CALL_PIPELINE"],
-                  "record": CODE["MAKE_RECORD"], "human": CODE["ASK_HUMAN"]}[target.kind]
+                  "record": CODE["MAKE_RECORD"], "human": CODE["ASK_HUMAN"], "receive": CODE["RECEIVE"]}[target.kind]
         self._emit(opcode, len(self.code.calls) - 1, e.span)
 
     def _Spawn(self, e: n.Spawn) -> None:

@@ -108,6 +108,13 @@ _TABLE = [
     ("ASK_HUMAN", "call", "args... -- answer", _call_effect, None,
      "Put the question of call site `arg` (`ask(\"human\", q)` or `approve(q)`) to the human node: push its "
      "journaled answer, or stop the run, left at this instruction, to wait for one."),
+    # ---- messages (docs/org.md; vm/messages.py) ----
+    ("SEND", "count", "target body -- | body --", lambda arg, code: -arg, None,
+     "Put the body on top of the stack in the mailbox of the node whose Handle is below it (`arg` 2), or of "
+     "this node's parent (`arg` 1)."),
+    ("RECEIVE", "call", "timeout? -- message", _call_effect, None,
+     "Take the oldest message of this node's mailbox (a Message record); with none, the node waits for one "
+     "(call site `arg` may give `timeout=`)."),
     # ---- structured concurrency (issue #9; vm/scheduler.py) ----
     ("PARALLEL", "branches", "limit --", _fixed(-1), None,
      "Start a task for each branch of a parallel block (`arg`: per branch, its first instruction and the "

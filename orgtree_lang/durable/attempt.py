@@ -108,6 +108,7 @@ def _finish(journal: Journal, machine, status: str, err: PipeRuntimeError | None
     except (RecursionError, ValueError):
         result = None  # nested too deeply to store; the run's output and status are still recorded
     journal.update_meta(status=status, result=result, output=state.output, error=error, waiting=state.waiting,
+                        messages=state.messages,
                         steps=state.steps, skill_calls=state.skill_calls, effect_seq=state.effect_seq,
                         elapsed=state.elapsed, finished=time.time())
     journal.sync()  # the outcome is about to be shown

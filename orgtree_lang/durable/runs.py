@@ -130,7 +130,8 @@ def view_meta(run_dir: Path, journal: Journal) -> dict[str, Any]:
     taken = journal.db.execute("SELECT created FROM checkpoints ORDER BY id DESC LIMIT 1").fetchone()[0]
     elapsed = max(state.get("elapsed", 0.0), meta.get("elapsed", 0.0) + taken - meta.get("created", taken))
     return {**meta, "steps": state["steps"], "elapsed": elapsed,
-            "output": state.get("output", []), "skill_calls": state.get("skill_calls", meta.get("skill_calls", 0))}
+            "output": state.get("output", []), "skill_calls": state.get("skill_calls", meta.get("skill_calls", 0)),
+            "messages": state.get("messages", meta.get("messages", []))}
 
 
 def effective_status(run_dir: Path, meta: dict[str, Any]) -> str:

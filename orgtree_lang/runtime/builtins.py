@@ -244,6 +244,11 @@ ERROR_FIELDS: dict[str, t.PipeType] = {"message": t.STR, "kind": t.STR, "file": 
 HANDLE_RECORD = "Handle"
 HANDLE_FIELDS: dict[str, t.PipeType] = {"task": t.INT, "node": t.STR, "pipeline": t.STR}
 
+# The record `receive` gives (docs/org.md, Messages): who sent it, its topic, what it carries, and when (the run's
+# statement count at the send: a logical clock, the same in a run, its resume and its replay).
+MESSAGE_RECORD = "Message"
+MESSAGE_FIELDS: dict[str, t.PipeType] = {"sender": t.STR, "topic": t.STR, "body": t.ANY, "sent_at": t.FLOAT}
+
 
 def error_value(err: PipeRuntimeError) -> RecordValue:
     """The Error record for a caught runtime error."""

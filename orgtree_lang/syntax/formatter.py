@@ -322,6 +322,8 @@ class _Printer:
             return f"fail {self.expr(s.value)}"
         if isinstance(s, n.Cancel):
             return f"cancel {self.expr(s.value)}"
+        if isinstance(s, n.Send):
+            return f"send {self.expr(s.target)}, {self.expr(s.body)}"
         if isinstance(s, n.Return):
             return "return" if s.value is None else f"return {self.expr(s.value)}"
         if isinstance(s, n.UseStmt):

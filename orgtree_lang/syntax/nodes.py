@@ -337,6 +337,15 @@ class Cancel(Stmt):
 
 
 @node
+class Send(Stmt):
+    """`send target, body`: put `body` in the mailbox of the node `target` names (a Handle, or `parent`)."""
+
+    span: Span
+    target: Expr
+    body: Expr
+
+
+@node
 class Fail(Stmt):
     span: Span
     value: Expr

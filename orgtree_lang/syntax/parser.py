@@ -24,7 +24,7 @@ from orgtree_lang.syntax.spans import Span
 KEYWORDS = frozenset(
     {"use", "record", "pipeline", "if", "elif", "else", "while", "for", "in", "break", "continue",
      "pass", "try", "except", "fail", "return", "ambiguous", "and", "or", "not", "is", "true", "false", "none",
-     "parallel", "spawn", "await", "cancel"}
+     "parallel", "spawn", "await", "cancel", "send"}
 )
 SOFT_KEYWORDS = ("label", "goto")
 # Python's names for types, in a type test, with the .pipe name to write instead.
@@ -368,6 +368,9 @@ class _Builder(Transformer):
 
     def cancel_stmt(self, meta, children):
         return n.Cancel(self._span(meta), children[0])
+
+    def send_stmt(self, meta, children):
+        return n.Send(self._span(meta), children[0], children[1])
 
     def spawn_expr(self, meta, children):
         call = children[0]

@@ -90,6 +90,13 @@ class RunObserver:
     def human_answered(self, state: RunState, question, answer: Any) -> None:
         """`question` got `answer` (from the journal: a reply recorded by `pipe reply`)."""
 
+    # ---- messages -----------------------------------------------------------------------------
+    def message_sent(self, state: RunState, message: dict[str, Any]) -> None:
+        """A message went into a mailbox (`message`: id, sender, to, topic, body encoded, sent_at)."""
+
+    def message_received(self, state: RunState, message: dict[str, Any]) -> None:
+        """A node took `message` out of its mailbox with `receive`."""
+
 
 NO_OBSERVER = RunObserver()
 
@@ -184,6 +191,14 @@ class FanOut(RunObserver):
     def human_answered(self, state, question, answer):
         for observer in self.observers:
             observer.human_answered(state, question, answer)
+
+    def message_sent(self, state, message):
+        for observer in self.observers:
+            observer.message_sent(state, message)
+
+    def message_received(self, state, message):
+        for observer in self.observers:
+            observer.message_received(state, message)
 
 
 def observe(observers) -> RunObserver:

@@ -209,6 +209,8 @@ def cancel(m, task: Task) -> None:
     m.observer.task_cancelled(m.state, task)
     if task.status == "awaiting":
         task.status, task.waiting = "ready", None
+    if task.status == "receiving":  # it sees the cancel where it waits
+        task.status = "ready"
     if task.join is not None:
         for tid in task.join["members"]:
             member = next((t for t in m.state.tasks if t.id == tid), None)
@@ -273,9 +275,14 @@ def pick(m) -> bool:
             state.result, state.status = main.result, "done"
             state.tasks, state.frames, state.current = [], main.frames, 0
             return True
+        from orgtree_lang.vm.messages import blocked_at, fire_timeout
+
+        if fire_timeout(state):
+            continue
         raise PipeRuntimeError("every task of the run is waiting and nothing can wake any of them (a deadlock): "
-                               + ", ".join(f"{t.node} ({t.status})" for t in state.tasks),
-                               kind="deadlock", catchable=False)
+                               + blocked_at(state), kind="deadlock", catchable=False,
+                               hint="a node waiting in receive() needs another node that sends to it; "
+                                    "give receive a timeout to go on without one")
 
 
 def _next_ready(state) -> Task | None:

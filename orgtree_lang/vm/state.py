@@ -77,6 +77,11 @@ class RunState:
     next_call: int = 0
     # While the run waits for people: the questions it asked (vm.people.HumanQuestion.to_json()), else empty.
     waiting: list[dict[str, Any]] = field(default_factory=list)
+    # Messages (vm/messages.py): every message sent so far, in order (id = position + 1, body encoded), the
+    # ids waiting in each task's mailbox (by task id), and the tasks waiting in receive (timeout, whether it fired).
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    mailboxes: dict[str, list[int]] = field(default_factory=dict)
+    receiving: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         data = {
@@ -106,6 +111,11 @@ class RunState:
             data["next_call"] = self.next_call
         if self.waiting:
             data["waiting"] = [dict(question) for question in self.waiting]
+        if self.messages:
+            data["messages"] = [dict(message) for message in self.messages]
+            data["mailboxes"] = {key: list(ids) for key, ids in self.mailboxes.items()}
+        if self.receiving:
+            data["receiving"] = {key: dict(wait) for key, wait in self.receiving.items()}
         return data
 
     def dumps(self) -> str:
@@ -140,6 +150,9 @@ class RunState:
             calls=[Call.from_json(c) for c in data.get("calls", ())],
             next_call=data.get("next_call", 0),
             waiting=list(data.get("waiting", [])),
+            messages=[dict(message) for message in data.get("messages", ())],
+            mailboxes={key: list(ids) for key, ids in data.get("mailboxes", {}).items()},
+            receiving={key: dict(wait) for key, wait in data.get("receiving", {}).items()},
         )
 
     @classmethod

@@ -8,9 +8,10 @@ from typing import Any
 from orgtree_lang.runtime.values import decode, encode
 
 # A task's status. ready: may run; blocked: waits for a slow call it issued; joining: waits for the branches of
-# its parallel block; awaiting: waits for a spawned task to end; done / failed / cancelled: ended (a branch is
-# collected by its parallel block at once, a spawned task when it is awaited).
-LIVE = ("ready", "blocked", "joining", "awaiting")
+# its parallel block; awaiting: waits for a spawned task to end; receiving: waits for a message (vm/messages.py);
+# done / failed / cancelled: ended (a branch is collected by its parallel block at once, a spawned task when it
+# is awaited).
+LIVE = ("ready", "blocked", "joining", "awaiting", "receiving")
 
 
 @dataclass(eq=False)

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from orgtree_lang.runtime.values import display_short
+from orgtree_lang.runtime.values import decode, display_short
 from orgtree_lang.syntax.spans import Span
 from orgtree_lang.vm.observe import QUIET_INTERVAL, RunObserver
 
@@ -116,6 +116,13 @@ class Tracer(RunObserver):
     def human_waiting(self, state, question) -> None:
         self.emit("human.ask", None, None, asker=question.node, kind=question.kind, step=question.seq,
                   question=question.text[:SUMMARY_CHARS], at=f"{question.file}:{question.line}")
+
+    def message_sent(self, state, message) -> None:
+        self.emit("message.send", None, None, message=message["id"], sender=message["sender"], to=message["to"],
+                  topic=message["topic"], body=summarize(decode(message["body"]), 80))
+
+    def message_received(self, state, message) -> None:
+        self.emit("message.receive", None, None, message=message["id"], by=message["to"], sender=message["sender"])
 
     def human_answered(self, state, question, answer) -> None:
         self.emit("human.answer", None, None, asker=question.node, kind=question.kind, step=question.seq,
