@@ -104,7 +104,8 @@ The parser is done and the checker reports every error at once.
 """
 
 TESTED_ELSEWHERE = {"workspace_files.pipe", "ambiguous_triage.pipe", "org_approval.pipe",  # org_approval: test_org_human.py
-                    "org_research.pipe"}  # test_parallel.py
+                    "org_research.pipe",  # test_parallel.py
+                    "org_supervisor.pipe"}  # test_org_messages.py
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

@@ -60,3 +60,24 @@ def test_a_run_with_no_messages_says_so(tmp_path: Path) -> None:
     run = json.loads(pipe("runs", "--json", cwd=tmp_path).stdout)[0]["id"]
     shown = pipe("messages", run, cwd=tmp_path)
     assert shown.returncode == 0 and "sent no messages" in shown.stderr
+
+
+def test_the_supervisor_example_changes_the_workers_course_the_same_way_every_time(tmp_path: Path) -> None:
+    example = REPO / "examples" / "org_supervisor.pipe"
+    first = pipe("run", example, "--workspace", tmp_path, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    lines = first.stdout.splitlines()
+    # The plan changes in the order it was sent, each time mid-loop, and "stop" ends the work before step 60.
+    changes = [line for line in lines if "plan changed" in line]
+    assert [c.split(" to ")[1].split(" after")[0] for c in changes] == ["polish", "stop"]
+    assert changes[0].startswith("worker: plan changed from draft to polish")
+    assert any(line.startswith("worker: polish, step") for line in lines)
+    steps = int(lines[-1].split(" after ")[1].split()[0])
+    assert lines[-1].startswith("stop after") and 0 < steps < 60
+    assert pipe("run", example, "--workspace", tmp_path, cwd=tmp_path).stdout == first.stdout
+    run = json.loads(pipe("runs", "--json", cwd=tmp_path).stdout)[0]["id"]
+    events = [json.loads(line) for line in (tmp_path / ".orgtree" / "runs" / run / "trace.jsonl").read_text()
+              .splitlines()]
+    assert [e["message"] for e in events if e["event"] == "interrupt"] == [1, 2]
+    replayed = pipe("replay", run, cwd=tmp_path)
+    assert replayed.returncode == 0 and "identical" in replayed.stderr

@@ -66,6 +66,8 @@ class PipelineChecker:
                     names = [node.name]
                 elif isinstance(node, n.Ambiguous):
                     names = [n.Name(o.span, o.name) for o in node.outputs]
+                elif isinstance(node, n.OnMessage):
+                    names = [n.Name(node.name_span, node.name)]
                 else:
                     continue
                 for name in names:
@@ -180,6 +182,13 @@ class PipelineChecker:
             next_block = check_parallel(self, stmt, next_block)
         elif isinstance(stmt, n.Cancel):
             typer.handle(stmt.value, "cancel")
+        elif isinstance(stmt, n.OnMessage):
+            if (block != 0 or self.branch_depth) and self.report:
+                self.sink.error("`on message` must be a statement of the pipeline's own body, not nested in a block",
+                                stmt.span, "declare the handler at the top level of the pipeline, before the work "
+                                           "it may interrupt")
+            self._bind(stmt.name, t.record("Message"))
+            next_block = self._block(stmt.body, next_block, 0)
         elif isinstance(stmt, n.Send):
             if not (isinstance(stmt.target, n.Name) and stmt.target.id == "parent" and "parent" not in self.assigned):
                 typer.handle(stmt.target, "send")
@@ -402,6 +411,8 @@ def _sub_blocks(stmt: n.Stmt) -> list[tuple[n.Stmt, ...]]:
         return [stmt.body, stmt.handler]
     if isinstance(stmt, n.Parallel):
         return [(branch,) for branch in stmt.branches]
+    if isinstance(stmt, n.OnMessage):
+        return [stmt.body]
     return []
 
 

@@ -74,7 +74,7 @@ class _Label:
 class _Block:
     """An enclosing construct that a jump out of it must clean up after."""
 
-    kind: str  # "for" (two loop values on the stack), "while", "try" (a handler to pop)
+    kind: str  # "for" (two loop values on the stack), "while", "try" (a handler to pop), "handler" (on message)
     break_label: _Label | None = None
     continue_label: _Label | None = None
 
@@ -204,6 +204,8 @@ class _PipelineCompiler:
             elif isinstance(stmt, n.Try):
                 self._collect_labels(stmt.body, depth + 1)
                 self._collect_labels(stmt.handler, depth)
+            elif isinstance(stmt, n.OnMessage):
+                self._collect_labels(stmt.body, depth + 1)
             elif isinstance(stmt, n.Parallel):
                 # A branch runs in a frame of its own: it starts inside no block (see _Parallel).
                 for branch in stmt.branches:
@@ -219,6 +221,8 @@ class _PipelineCompiler:
                 self._emit(CODE["POP"], None, span)
             elif block.kind == "try":
                 self._emit(CODE["POP_TRY"], None, span)
+            elif block.kind == "handler":
+                self._emit(CODE["LEAVE_HANDLER"], None, span)
 
     # -- statements
 
@@ -400,6 +404,18 @@ class _PipelineCompiler:
             self._expr(last.expr)
         self._emit(CODE["END_BRANCH"], 1 if s.collect is not None else 0, s.span)
         self.blocks = enclosing
+        self._place(end)
+
+    def _OnMessage(self, s: n.OnMessage) -> None:
+        """Install the handler, skip its body; the body ends by going back to the interrupted statement."""
+        handler, end = _Label(), _Label()
+        self.fixups.append((self._emit(CODE["ON_MESSAGE"], [self._slot(s.name), None], s.span), handler))
+        self._jump(CODE["JUMP"], end, s.span)
+        self._place(handler)
+        self.blocks.append(_Block("handler"))
+        self._body(s.body)
+        self.blocks.pop()
+        self._emit(CODE["END_HANDLER"], None, s.span)
         self._place(end)
 
     def _Send(self, s: n.Send) -> None:

@@ -115,6 +115,14 @@ _TABLE = [
     ("RECEIVE", "call", "timeout? -- message", _call_effect, None,
      "Take the oldest message of this node's mailbox (a Message record); with none, the node waits for one "
      "(call site `arg` may give `timeout=`)."),
+    ("ON_MESSAGE", "local_jump", "--", _fixed(0), 0,
+     "Install this frame's message handler: when a message is in the node's mailbox at a statement boundary, "
+     "it goes into local `arg[0]` and the handler at `arg[1]` runs (the interrupted statement's stack and try "
+     "blocks set aside)."),
+    ("END_HANDLER", "none", "--", _fixed(0), None,
+     "End of a message handler: continue at the interrupted statement, with its stack and try blocks back."),
+    ("LEAVE_HANDLER", "none", "--", _fixed(0), None,
+     "Leave a message handler by `goto`: the interrupted statement, its stack and try blocks are dropped."),
     # ---- structured concurrency (issue #9; vm/scheduler.py) ----
     ("PARALLEL", "branches", "limit --", _fixed(-1), None,
      "Start a task for each branch of a parallel block (`arg`: per branch, its first instruction and the "

@@ -193,6 +193,9 @@ class _Printer:
             end = s.limit.span.end_line if s.limit is not None else s.iterable.span.end_line
             self._compound(indent, f"{head}for {targets} in {self.expr(s.iterable)}{tail}:", s.span.line, end)
             self._block(s.body, indent + INDENT, s.span.line)
+        elif isinstance(s, n.OnMessage):
+            self._compound(indent, f"on message {s.name}:", s.span.line, s.span.line)
+            self._block(s.body, indent + INDENT, s.span.line)
         elif isinstance(s, n.Parallel):
             limit = f"(limit={self.expr(s.limit)})" if s.limit is not None else ""
             self._compound(indent, f"parallel{limit}:", s.span.line,

@@ -346,6 +346,16 @@ class Send(Stmt):
 
 
 @node
+class OnMessage(Stmt):
+    """`on message m:` a handler: when a message arrives, it runs at the next statement boundary with `m` bound."""
+
+    span: Span
+    name: str
+    name_span: Span
+    body: tuple[Stmt, ...]
+
+
+@node
 class Fail(Stmt):
     span: Span
     value: Expr

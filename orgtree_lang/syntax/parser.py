@@ -24,7 +24,7 @@ from orgtree_lang.syntax.spans import Span
 KEYWORDS = frozenset(
     {"use", "record", "pipeline", "if", "elif", "else", "while", "for", "in", "break", "continue",
      "pass", "try", "except", "fail", "return", "ambiguous", "and", "or", "not", "is", "true", "false", "none",
-     "parallel", "spawn", "await", "cancel", "send"}
+     "parallel", "spawn", "await", "cancel", "send", "on"}
 )
 SOFT_KEYWORDS = ("label", "goto")
 # Python's names for types, in a type test, with the .pipe name to write instead.
@@ -371,6 +371,13 @@ class _Builder(Transformer):
 
     def send_stmt(self, meta, children):
         return n.Send(self._span(meta), children[0], children[1])
+
+    def on_stmt(self, meta, children):
+        what, name, body = children
+        if str(what) != "message":
+            self.sink.error(f"expected `on message NAME:`, got `on {what}`", self._tok(what),
+                            "a handler is written `on message m:` (messages are the only events so far)")
+        return n.OnMessage(self._span(meta), str(name), self._tok(name), body)
 
     def spawn_expr(self, meta, children):
         call = children[0]

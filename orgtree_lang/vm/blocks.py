@@ -16,6 +16,7 @@ from orgtree_lang.vm.people import HumanQuestion, answer_or_wait
 from orgtree_lang.vm.state import Frame
 
 RELOAD = -1  # returned by an instruction handler: leave the inner loop and reload the frame and budget stops
+MOVED = -3  # the same, after the handler set the frame's pc itself (vm/messages.py: back from a handler)
 
 
 class BlockResolver(Protocol):

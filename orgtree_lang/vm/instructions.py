@@ -13,7 +13,8 @@ from orgtree_lang.vm.blocks import resolve_block
 from orgtree_lang.vm.calls import call_args, call_skill
 from orgtree_lang.vm.memory import check_value
 from orgtree_lang.vm.handles import await_task, cancel_task, spawn
-from orgtree_lang.vm.messages import receive_message, send_message
+from orgtree_lang.vm.messages import (end_handler, install_handler, leave_handler, receive_message,
+                                      send_message)
 from orgtree_lang.vm.scheduler import end_branch, start_parallel, start_parallel_for
 from orgtree_lang.vm.people import ask_human
 
@@ -239,4 +240,5 @@ HANDLERS: dict[str, Callable] = {
     "ASK_HUMAN": ask_human,
     "PARALLEL": start_parallel, "END_BRANCH": end_branch, "SPAWN": spawn, "AWAIT": await_task,
     "CANCEL": cancel_task, "PARALLEL_FOR": start_parallel_for, "SEND": send_message, "RECEIVE": receive_message,
+    "ON_MESSAGE": install_handler, "END_HANDLER": end_handler, "LEAVE_HANDLER": leave_handler,
 }

@@ -12,8 +12,8 @@ from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.records import RecordTypes
 from orgtree_lang.runtime.values import UNBOUND, conforms
 from orgtree_lang.syntax import types as t
-from orgtree_lang.vm import calls, delivery, scheduler
-from orgtree_lang.vm.blocks import RELOAD
+from orgtree_lang.vm import calls, delivery, messages, scheduler
+from orgtree_lang.vm.blocks import MOVED, RELOAD
 from orgtree_lang.vm.budget import ModelSpend, TreeMeter, budget_exceeded
 from orgtree_lang.vm.errors import handle_error, translate
 from orgtree_lang.vm.instructions import BINARY_FUNCS, COMPARE_FUNCS, HANDLERS, UNARY_FUNCS
@@ -69,6 +69,7 @@ class Machine:
         # Slow calls of this machine's tasks in flight, by issue order: (pending, journal step, model spend).
         self.in_flight: dict[int, tuple] = {}
         self.cancels_pending = False  # some task has a cancel it has not seen yet
+        self.interrupts_pending = False  # some task has a message its `on message` handler has not taken yet
 
     # ---- starting and resuming ------------------------------------------
 
@@ -113,6 +114,7 @@ class Machine:
             for frame in task.frames:
                 frame.code = self.program.pipelines[frame.pipeline]
         self.cancels_pending = any(task.cancel for task in state.tasks)
+        self.interrupts_pending = any(messages.interrupt_due(state, task) for task in state.tasks)
         self.state = state
         self._bind_meter()
         self.observer.frames_attached(state, self.parent_node)
@@ -240,7 +242,7 @@ class Machine:
         the end of a task's turn)."""
         stop = steps + self.observer.step_interval
         if self.state.tasks:
-            stop = steps if self.cancels_pending else min(stop, self.state.slice_end)
+            stop = steps if self.cancels_pending or self.interrupts_pending else min(stop, self.state.slice_end)
         if self.budget.max_steps is not None:
             stop = min(stop, self.budget.max_steps - self.steps_elsewhere())
         if self._pause_at is not None:
@@ -376,8 +378,9 @@ class Machine:
                         state.steps = steps
                         new_pc = handlers[op](self, frame, stack, arg)
                         if new_pc is not None:
-                            if new_pc < 0:  # RELOAD, or WAIT: run this instruction again when resumed
-                                frame.pc = pc if new_pc == RELOAD else pc - 1
+                            if new_pc < 0:  # RELOAD, WAIT (run this instruction again) or MOVED (frame.pc set)
+                                if new_pc != MOVED:
+                                    frame.pc = pc if new_pc == RELOAD else pc - 1
                                 break
                             pc = new_pc
             except PipeRuntimeError as err:
@@ -405,6 +408,8 @@ class Machine:
             if task.cancel:
                 self.cancels_pending = any(t.cancel for t in state.tasks if t is not task)
                 raise scheduler.cancelled_error(task)
+            if self.interrupts_pending and messages.interrupt(self, task, frame):
+                return _SWITCH
             if state.steps >= state.slice_end and scheduler.turn_over(self):
                 return _SWITCH
         budget = self.budget

@@ -8,6 +8,7 @@ from orgtree_lang.runtime.builtins import HANDLE_RECORD, MESSAGE_RECORD
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.values import RecordValue, decode, encode
 from orgtree_lang.syntax import types as t
+from orgtree_lang.vm.blocks import MOVED, RELOAD
 from orgtree_lang.vm.calls import call_args
 from orgtree_lang.vm.scheduler import WAIT, cancelled_error, current_task
 from orgtree_lang.vm.tasks import LIVE, Task
@@ -44,7 +45,29 @@ def send_message(m, frame, stack: list, arg: int) -> None:
     state.mailboxes.setdefault(_mailbox_key(target), []).append(message["id"])
     if target.status == "receiving":
         target.status = "ready"
+    elif interrupt_due(state, target):
+        m.interrupts_pending = True  # the loop stops at every statement boundary until the handler runs
     m.observer.message_sent(state, message)
+
+
+def _take(m, task: Task | None) -> dict[str, Any] | None:
+    """The oldest message of the task's mailbox, now received (None when it is empty)."""
+    state = m.state
+    key = _mailbox_key(task)
+    box = state.mailboxes.get(key)
+    if not box:
+        return None
+    message = state.messages[box.pop(0) - 1]
+    if not box:
+        del state.mailboxes[key]
+    message["received"] = float(state.steps)
+    m.observer.message_received(state, message)
+    return message
+
+
+def _record(message: dict[str, Any]) -> RecordValue:
+    return RecordValue(MESSAGE_RECORD, {"sender": message["sender"], "topic": message["topic"],
+                                        "body": decode(message["body"]), "sent_at": message["sent_at"]})
 
 
 def _handle_target(m, handle: Any) -> Task:
@@ -69,13 +92,7 @@ def receive_message(m, frame, stack: list, arg: int) -> int | None:
     waiting = state.receiving.pop(key, None)
     if box:
         call_args(site, stack)
-        message = state.messages[box.pop(0) - 1]
-        if not box:
-            del state.mailboxes[key]
-        message["received"] = float(state.steps)
-        m.observer.message_received(state, message)
-        stack.append(RecordValue(MESSAGE_RECORD, {"sender": message["sender"], "topic": message["topic"],
-                                                  "body": decode(message["body"]), "sent_at": message["sent_at"]}))
+        stack.append(_record(_take(m, me)))
         return None
     timeout = dict(zip(site.kwnames, stack[len(stack) - len(site.kwnames):])).get("timeout")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0):
@@ -123,3 +140,64 @@ def blocked_at(state) -> str:
                 "blocked": "waits for a call"}.get(task.status, task.status)
         parts.append(f"{task.node} {what} at {span.file}:{span.line}")
     return "; ".join(parts)
+
+
+# ---- `on message m:` handlers ------------------------------------------------------------------------------
+
+
+def install_handler(m, frame, stack: list, arg) -> int | None:
+    """ON_MESSAGE: from now on, a message for this frame's task interrupts it at a statement boundary."""
+    frame.on_message = list(arg)
+    return _recheck(m)
+
+
+def _recheck(m) -> int | None:
+    """RELOAD when a message already waits for the current task's handler: the loop then stops at the next
+    statement boundary instead of at the end of the task's turn."""
+    if m.state.tasks and interrupt_due(m.state, current_task(m.state)):
+        m.interrupts_pending = True
+        return RELOAD
+    return None
+
+
+def interrupt_due(state, task: Task) -> bool:
+    """Whether `task` has a message its top frame's handler should take at the next statement boundary."""
+    frame = task.frames[-1] if task.frames else None
+    return (frame is not None and frame.on_message is not None and frame.interrupted is None
+            and task.status == "ready" and bool(state.mailboxes.get(_mailbox_key(task))))
+
+
+def interrupt(m, task: Task, frame) -> bool:
+    """At a statement boundary of `task` (its frame at `frame.pc`): run the handler if a message waits for it.
+    True when the handler was entered (the loop then reloads the frame)."""
+    state = m.state
+    entered = False
+    if interrupt_due(state, task) and frame is task.frames[-1]:
+        slot, handler_pc = frame.on_message
+        message = _take(m, task)
+        frame.interrupted = {"pc": frame.pc, "stack": list(frame.stack), "handlers": [list(h) for h in frame.handlers]}
+        frame.stack.clear()
+        frame.handlers.clear()
+        frame.locals[slot] = _record(message)
+        m.observer.interrupted(state, task.node, message, frame.code.span_at(frame.pc))
+        frame.pc = handler_pc
+        entered = True
+    m.interrupts_pending = any(interrupt_due(state, other) for other in state.tasks)
+    return entered
+
+
+def end_handler(m, frame, stack: list, arg) -> int:
+    """END_HANDLER: back to the interrupted statement, with its stack and try blocks."""
+    saved = frame.interrupted
+    frame.interrupted = None
+    frame.stack.extend(saved["stack"])
+    frame.handlers.extend(saved["handlers"])
+    frame.pc = saved["pc"]
+    _recheck(m)  # more messages came meanwhile: the next one interrupts at the interrupted statement itself
+    return MOVED
+
+
+def leave_handler(m, frame, stack: list, arg) -> int | None:
+    """LEAVE_HANDLER: a `goto` out of the handler drops the interrupted statement (the pipeline changes course)."""
+    frame.interrupted = None
+    return _recheck(m)

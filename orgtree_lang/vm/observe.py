@@ -95,7 +95,10 @@ class RunObserver:
         """A message went into a mailbox (`message`: id, sender, to, topic, body encoded, sent_at)."""
 
     def message_received(self, state: RunState, message: dict[str, Any]) -> None:
-        """A node took `message` out of its mailbox with `receive`."""
+        """A node took `message` out of its mailbox (with `receive`, or its `on message` handler)."""
+
+    def interrupted(self, state: RunState, node: str, message: dict[str, Any], span) -> None:
+        """`message` interrupted node `node` at the statement at `span`: its `on message` handler runs."""
 
 
 NO_OBSERVER = RunObserver()
@@ -199,6 +202,10 @@ class FanOut(RunObserver):
     def message_received(self, state, message):
         for observer in self.observers:
             observer.message_received(state, message)
+
+    def interrupted(self, state, node, message, span):
+        for observer in self.observers:
+            observer.interrupted(state, node, message, span)
 
 
 def observe(observers) -> RunObserver:

@@ -24,9 +24,13 @@ class Frame:
     code: Any = field(default=None, repr=False)  # the CodeObject, attached by the machine; not serialized
     node: str = ""  # the run node this call is: `main`, `main/fetch#2`, ...
     calls: int = 0  # pipeline calls made so far from this frame (numbers its child nodes)
+    # `on message m:` (vm/messages.py): [slot of m, handler pc] once installed; while the handler runs, where it
+    # interrupted the frame: {"pc", "stack", "handlers"} (the statement's stack and try blocks, set aside).
+    on_message: list[int] | None = None
+    interrupted: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "pipeline": self.pipeline,
             "pc": self.pc,
             "stack": [encode(v) for v in self.stack],
@@ -35,12 +39,24 @@ class Frame:
             "node": self.node,
             "calls": self.calls,
         }
+        if self.on_message is not None:
+            data["on_message"] = list(self.on_message)
+        if self.interrupted is not None:
+            data["interrupted"] = {"pc": self.interrupted["pc"],
+                                   "stack": [encode(v) for v in self.interrupted["stack"]],
+                                   "handlers": [list(h) for h in self.interrupted["handlers"]]}
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Frame:
+        interrupted = data.get("interrupted")
+        if interrupted is not None:
+            interrupted = {"pc": interrupted["pc"], "stack": [decode(v) for v in interrupted["stack"]],
+                           "handlers": [list(h) for h in interrupted["handlers"]]}
         return cls(data["pipeline"], data["pc"], [decode(v) for v in data["stack"]],
                    [decode(v) for v in data["locals"]], [list(h) for h in data["handlers"]],
-                   node=data.get("node", ""), calls=data.get("calls", 0))
+                   node=data.get("node", ""), calls=data.get("calls", 0), on_message=data.get("on_message"),
+                   interrupted=interrupted)
 
     def __eq__(self, other: object) -> bool:
         # Compared as JSON text: dict equality would ignore key order, which .pipe programs can observe.

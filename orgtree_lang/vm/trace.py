@@ -124,6 +124,9 @@ class Tracer(RunObserver):
     def message_received(self, state, message) -> None:
         self.emit("message.receive", None, None, message=message["id"], by=message["to"], sender=message["sender"])
 
+    def interrupted(self, state, node, message, span) -> None:
+        self.emit("interrupt", span, None, task=node, message=message["id"])
+
     def human_answered(self, state, question, answer) -> None:
         self.emit("human.answer", None, None, asker=question.node, kind=question.kind, step=question.seq,
                   answer=summarize(answer))
