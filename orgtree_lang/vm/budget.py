@@ -78,6 +78,14 @@ class ModelSpend:
         self.tokens, self.cost = 0, 0.0
         return spent
 
+    def ended(self, model: str, input_tokens: int, output_tokens: int, cost: float, started: float,
+              error: Exception | None) -> None:
+        """One model call ended: the observers hear it for the frame running now (the skill's caller)."""
+        machine = self.machine
+        frames = machine.state.frames if machine.state is not None else ()
+        node = machine.node_id(frames[-1].node) if frames else None
+        machine.observer.model_call_ended(node, model, input_tokens, output_tokens, cost, started, error)
+
 
 class NodeSpend:
     """The decomposer's model calls for one ambiguous block: checked against and charged to the tree's meter,
@@ -92,6 +100,11 @@ class NodeSpend:
     def charge(self, tokens: int, cost: float, what: str) -> None:
         self.observer.annotate(self.node, tokens=tokens, cost=cost)
         self.meter.charge_model(self.budget, tokens, cost, what)
+
+    def ended(self, model: str, input_tokens: int, output_tokens: int, cost: float, started: float,
+              error: Exception | None) -> None:
+        """One model call ended: the observers hear it for the block's node."""
+        self.observer.model_call_ended(self.node, model, input_tokens, output_tokens, cost, started, error)
 
 
 class TreeMeter:

@@ -70,6 +70,11 @@ class RunObserver:
     def annotate(self, node_id: str, *, tokens: int = 0, cost: float = 0.0, detail: str | None = None) -> None:
         """Model spending or a progress note for node `node_id` (the decomposer's)."""
 
+    def model_call_ended(self, node_id: str | None, model: str, input_tokens: int, output_tokens: int, cost: float,
+                         started: float, error: Exception | None) -> None:
+        """A model call for node `node_id` (the frame calling a skill, or an ambiguous block being written) ended:
+        `started` is its time.time() start, `error` what it raised (its usage then 0)."""
+
     def released(self) -> None:
         """The machine will not run again: let go of what it holds (a generated child's trace file)."""
 
@@ -150,6 +155,10 @@ class FanOut(RunObserver):
     def annotate(self, node_id, **fields):
         for observer in self.observers:
             observer.annotate(node_id, **fields)
+
+    def model_call_ended(self, node_id, model, input_tokens, output_tokens, cost, started, error):
+        for observer in self.observers:
+            observer.model_call_ended(node_id, model, input_tokens, output_tokens, cost, started, error)
 
     def released(self):
         for observer in self.observers:
