@@ -45,14 +45,14 @@ pipeline main(question: str) -> str:
 RULES = [{"match": {"contains": "capital"}, "reply": "Paris"}]
 
 
-def _run(tmp_path, registry, source: str, exporter, durable: bool = True):
-    rules = tmp_path / "model.json"
-    rules.write_text(json.dumps(RULES))
+def _run(tmp_path, registry, source: str, exporter, durable: bool = True, rules: list | None = None):
+    rules_file = tmp_path / "model.json"
+    rules_file.write_text(json.dumps(rules or RULES))
     program_path = tmp_path / "p.pipe"
     program_path.write_text(source)
     program = compile_source(source, str(program_path), registry).program
     options = RunOptions(inputs={"question": "the capital of France?"}, workspace=tmp_path, registry=registry,
-                         models=RunModels(None, author=ScriptedModel.from_file(rules)), durable=durable,
+                         models=RunModels(None, author=ScriptedModel.from_file(rules_file)), durable=durable,
                          printer=lambda line: None, otel=OtelExport(exporter=exporter))
     return run_program(program, tmp_path, registry, options, source=source, program_path=program_path)
 
@@ -237,3 +237,28 @@ def test_an_ambiguous_block_holds_the_decomposers_model_calls_and_the_childs_run
     assert [span.name.rsplit("/", 1)[-1] for span in chats] == ["triage_author.yaml", "triage_reviewer.yaml"] * 2
     [child] = [span for span in under if span.name == "pipeline main"]
     assert any(span.parent_span_id == child.span_id and span.name == "skill text.lower" for span in spans)
+
+
+def test_parallel_branches_each_hold_their_own_skill_and_model_calls(tmp_path, registry):
+    source = '''use llm
+
+pipeline main(question: str) -> str:
+    parallel:
+        a = llm.ask("first: say one word")
+        b = llm.ask("second: say many words")
+    return f"{a} {b}"
+'''
+    exporter = InMemorySpanExporter()
+    _run(tmp_path, registry, source, exporter, rules=[{"match": {"contains": "first"}, "reply": "one"},
+                                                       {"match": {"contains": "second"}, "reply": "many " * 40}])
+    spans = exporter.get_finished_spans()
+    named = _by_name(spans)
+    [main] = named["pipeline main"]
+    branches = sorted((s for s in spans if s.name.startswith("branch ")), key=lambda s: s.name)
+    assert [b.parent.span_id for b in branches] == [main.context.span_id] * 2
+    output_tokens = []
+    for branch in branches:
+        [ask] = [s for s in named["skill llm.ask"] if s.parent.span_id == branch.context.span_id]
+        [chat] = [s for s in spans if s.name.startswith("chat ") and s.parent.span_id == ask.context.span_id]
+        output_tokens.append(chat.attributes["gen_ai.usage.output_tokens"])
+    assert output_tokens[0] < 5 < 30 < output_tokens[1]

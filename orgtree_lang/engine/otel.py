@@ -73,7 +73,7 @@ class SpanObserver(RunObserver):
 
     Spans are keyed by org tree node id (`run/main/fetch@3`), as the org tree is. A skill call is reported when
     it ends, so its span is made then with its real start; the model calls made inside it (reported as they
-    end, for the calling frame's node) wait until then to become its children. An ambiguous block's span is
+    end, with the skill call's ModelSpend) wait until then to become its children. An ambiguous block's span is
     open while it is resolved, so the decomposer's model calls become its children at once."""
 
     def __init__(self, provider) -> None:
@@ -86,7 +86,7 @@ class SpanObserver(RunObserver):
         self.root_run: str | None = None
         self.spans: dict[str, Any] = {}  # node id -> open span (pipeline calls, ambiguous blocks)
         self.blocks: set[str] = set()  # the node ids of the ambiguous blocks being resolved now
-        self.waiting: dict[str | None, list[tuple]] = {}  # node id -> model calls not yet under a skill span
+        self.waiting: dict[Any, list[tuple]] = {}  # a skill's ModelSpend -> its model calls until the skill ends
         self.lock = threading.Lock()  # slow skills call models on executor threads
 
     def _open(self, name: str, parent, attributes: dict, start: int | None = None):
@@ -169,18 +169,19 @@ class SpanObserver(RunObserver):
         if outcome != "ok":
             self._fail(span, failure or "the skill failed")
         with self.lock:
-            calls = self.waiting.pop(node_id, [])
+            calls = self.waiting.pop(spend, []) if spend is not None else []
         for call in calls:
             self._model_span(span, *call)
         span.end(_ns(now))
 
-    def model_call_ended(self, node_id, model, input_tokens, output_tokens, cost, started, error) -> None:
+    def model_call_ended(self, spend, model, input_tokens, output_tokens, cost, started, error) -> None:
         call = (model, input_tokens, output_tokens, cost, started, time.time(), error)
-        if node_id in self.blocks:
-            self._model_span(self.spans[node_id], *call)
+        block = getattr(spend, "node", None)
+        if block in self.blocks:
+            self._model_span(self.spans[block], *call)
             return
         with self.lock:
-            self.waiting.setdefault(node_id, []).append(call)
+            self.waiting.setdefault(spend, []).append(call)
 
     def _model_span(self, parent, model, input_tokens, output_tokens, cost, started, ended, error) -> None:
         attributes = {"gen_ai.operation.name": "chat", "gen_ai.request.model": model, "gen_ai.response.model": model,
@@ -191,6 +192,29 @@ class SpanObserver(RunObserver):
             span.set_attribute("error.type", type(error).__name__)
             self._fail(span, str(getattr(error, "message", error)))
         span.end(_ns(ended))
+
+    # ---- parallel branches (vm/scheduler.py) --------------------------------------------------
+    def task_started(self, state, task, frame) -> None:
+        if task.kind == "spawn":
+            return  # its pipeline call is its span
+        node_id = f"{state.run_id}/{task.node}"
+        self.spans[node_id] = self._open(task.label, self.spans.get(f"{state.run_id}/{frame.node}", self.root),
+                                         {"orgtree.node": node_id, "orgtree.task": task.id})
+
+    def task_ended(self, state, task) -> None:
+        error = task.error["message"] if task.error else ("cancelled" if task.status == "cancelled" else None)
+        if task.status != "done":  # the pipelines a failed branch was in end with it
+            for frame in reversed(task.frames[1:] if task.kind == "branch" else task.frames):
+                self._end(f"{state.run_id}/{frame.node}", error)
+        if task.kind != "spawn":
+            self._end(f"{state.run_id}/{task.node}", error)
+
+    def _end(self, node_id: str, error: str | None) -> None:
+        span = self.spans.pop(node_id, None)
+        if span is not None:
+            if error is not None:
+                self._fail(span, error)
+            span.end()
 
     # ---- ambiguous blocks ---------------------------------------------------------------------
     def block_started(self, state, frame, spec, inputs, node_id) -> None:

@@ -80,11 +80,8 @@ class ModelSpend:
 
     def ended(self, model: str, input_tokens: int, output_tokens: int, cost: float, started: float,
               error: Exception | None) -> None:
-        """One model call ended: the observers hear it for the frame running now (the skill's caller)."""
-        machine = self.machine
-        frames = machine.state.frames if machine.state is not None else ()
-        node = machine.node_id(frames[-1].node) if frames else None
-        machine.observer.model_call_ended(node, model, input_tokens, output_tokens, cost, started, error)
+        """One model call ended: the observers hear it with this spend, which the skill's `skill_called` gets."""
+        self.machine.observer.model_call_ended(self, model, input_tokens, output_tokens, cost, started, error)
 
 
 class NodeSpend:
@@ -104,7 +101,7 @@ class NodeSpend:
     def ended(self, model: str, input_tokens: int, output_tokens: int, cost: float, started: float,
               error: Exception | None) -> None:
         """One model call ended: the observers hear it for the block's node."""
-        self.observer.model_call_ended(self.node, model, input_tokens, output_tokens, cost, started, error)
+        self.observer.model_call_ended(self, model, input_tokens, output_tokens, cost, started, error)
 
 
 class TreeMeter:

@@ -70,10 +70,21 @@ class RunObserver:
     def annotate(self, node_id: str, *, tokens: int = 0, cost: float = 0.0, detail: str | None = None) -> None:
         """Model spending or a progress note for node `node_id` (the decomposer's)."""
 
-    def model_call_ended(self, node_id: str | None, model: str, input_tokens: int, output_tokens: int, cost: float,
+    def model_call_ended(self, spend, model: str, input_tokens: int, output_tokens: int, cost: float,
                          started: float, error: Exception | None) -> None:
-        """A model call for node `node_id` (the frame calling a skill, or an ambiguous block being written) ended:
-        `started` is its time.time() start, `error` what it raised (its usage then 0)."""
+        """A model call charged to `spend` ended: a skill's vm.budget.ModelSpend (the same object reaches
+        `skill_called` when the skill ends) or an ambiguous block's NodeSpend (`spend.node`). `started` is its
+        time.time() start, `error` what it raised (its usage then 0)."""
+
+    # ---- tasks (vm/scheduler.py) --------------------------------------------------------------
+    def task_started(self, state: RunState, task, frame: Frame) -> None:
+        """`task` (a branch of a parallel block) was started by the task running `frame`."""
+
+    def task_cancelled(self, state: RunState, task) -> None:
+        """`task` was asked to stop (it sees a `cancelled` error at its next statement boundary)."""
+
+    def task_ended(self, state: RunState, task) -> None:
+        """`task` ended: its status is done, failed (its `error` says how) or cancelled."""
 
     def released(self) -> None:
         """The machine will not run again: let go of what it holds (a generated child's trace file)."""
@@ -156,9 +167,21 @@ class FanOut(RunObserver):
         for observer in self.observers:
             observer.annotate(node_id, **fields)
 
-    def model_call_ended(self, node_id, model, input_tokens, output_tokens, cost, started, error):
+    def model_call_ended(self, spend, model, input_tokens, output_tokens, cost, started, error):
         for observer in self.observers:
-            observer.model_call_ended(node_id, model, input_tokens, output_tokens, cost, started, error)
+            observer.model_call_ended(spend, model, input_tokens, output_tokens, cost, started, error)
+
+    def task_started(self, state, task, frame):
+        for observer in self.observers:
+            observer.task_started(state, task, frame)
+
+    def task_cancelled(self, state, task):
+        for observer in self.observers:
+            observer.task_cancelled(state, task)
+
+    def task_ended(self, state, task):
+        for observer in self.observers:
+            observer.task_ended(state, task)
 
     def released(self):
         for observer in self.observers:
