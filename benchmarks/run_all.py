@@ -49,6 +49,11 @@ BENCHMARKS = (
         Figure("compile 2,000 lines", r"best of \d+: ([\d.]+) s", "<=", 0.5, "s"),)),
     Benchmark("vm_throughput.py", ("--scale", "0.1", "--repeat", "1"), (
         Figure("arithmetic loop / CPython", r"arithmetic loop: ([\d.]+)x", "<=", 15.0, "x"),)),
+    Benchmark("trace_levels.py", ("--repeat", "1", "--levels", "calls,off"), (
+        Figure("pipe run default / bare VM (CPU)", r"default level \(calls\): ([\d.]+)x the bare VM by CPU", "<=", 1.3,
+               "x"),
+        Figure("pipe run default / bare VM (wall)", r"by CPU, ([\d.]+)x by wall", "<=", 1.3, "x"),
+        Figure("default trace of the loop", r"trace ([\d,]+) bytes \(target", "<=", 1_000_000, "bytes"))),
     Benchmark("orgtree_overhead.py", ("--repeat", "1"), (
         Figure("org tree, skill calls", r"skill calls\s+[\d,]+\s+[\d.]+\s+[\d.]+\s+([\d.]+)x", "<=", 1.3, "x"),
         Figure("org tree, pipeline calls", r"pipeline calls\s+[\d,]+\s+[\d.]+\s+[\d.]+\s+([\d.]+)x", "<=", 1.3, "x"))),

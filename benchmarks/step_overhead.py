@@ -80,7 +80,7 @@ def orgtree_times(steps: int, repeat: int, scratch: Path) -> dict[str, float | N
         # One workspace per setting, so the compile cache is warm and each run gets its own journal.
         workspace = scratch / f"ws-{label}"
         workspace.mkdir(exist_ok=True)
-        options = RunOptions(inputs={"n": steps}, workspace=workspace, trace_steps=False, registry=registry,
+        options = RunOptions(inputs={"n": steps}, workspace=workspace, trace_level="calls", registry=registry,
                              **settings)
 
         def run() -> object:

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from orgtree_lang.cli.options import (EXIT_OK, add_budget_options, add_model_options, add_verb, add_workspace_option,
-                                      budget_from_args)
+from orgtree_lang.cli.options import (EXIT_OK, add_budget_options, add_model_options, add_trace_options, add_verb,
+                                      add_workspace_option, budget_from_args)
 from orgtree_lang.runtime.errors import PipeRuntimeError, UsageError
 from orgtree_lang.runtime.inputs import InputError, check_depth, parse_input, too_deep
 
@@ -27,6 +27,7 @@ def register(commands) -> None:
     add_budget_options(run)
     run.add_argument("--trace", metavar="FILE", help="write the JSONL trace here "
                                                      "(default: WORKSPACE/.orgtree/runs/<id>/trace.jsonl)")
+    add_trace_options(run)
     add_workspace_option(run, default=None, help="workspace root for fs skills and .orgtree/ "
                                                  "(default: the program's folder)")
     run.add_argument("--json", action="store_true", help="print one JSON envelope: output, run id, status, usage")
@@ -146,7 +147,8 @@ class RunSession:
         printer = self.printed.append if self.args.json else _echo
         trace = getattr(self.args, "trace", None)
         return RunOptions(printer=printer, progress=self.progress, run_id=self.run_id,
-                          trace=Path(trace) if trace else None, tree_listener=self._tree_progress, **fields)
+                          trace=Path(trace) if trace else None, trace_level=getattr(self.args, "trace_level", None),
+                          tree_listener=self._tree_progress, **fields)
 
     def _tree_progress(self, event: str, node) -> None:
         """Live progress of the org tree on stderr: one line as each ambiguous block opens, moves on, and ends."""

@@ -7,8 +7,8 @@ import sys
 import time
 from pathlib import Path
 
-from orgtree_lang.cli.options import (EXIT_OK, EXIT_RUNTIME, add_budget_options, add_model_options, add_verb,
-                                      add_workspace_option, budget_from_args)
+from orgtree_lang.cli.options import (EXIT_OK, EXIT_RUNTIME, add_budget_options, add_model_options,
+                                      add_trace_options, add_verb, add_workspace_option, budget_from_args)
 from orgtree_lang.runtime.errors import PipeRuntimeError, UsageError
 
 _WORKSPACE_HELP = "the workspace whose .orgtree/runs holds the run (default: this folder)"
@@ -22,6 +22,7 @@ def register(commands) -> None:
 
     def with_attempt_options(parser):
         add_budget_options(parser, resumed=True)
+        add_trace_options(parser, resumed=True)
         parser.add_argument("--json", action="store_true", help="print one JSON envelope")
         add_model_options(parser)
         return parser

@@ -68,9 +68,12 @@ def replay(root: Path, ref: str, registry, options, *, build: RunBuilder) -> Rep
         sealed = SealedRegistry(registry)
         effects = EffectLog(opened.journal, meta["run_id"], "replay", source_hash=meta["source_hash"],
                             sources=meta["sources"])
-        options = dataclasses.replace(options, run_id=meta["run_id"], budget=merged_budget(options, meta))
+        # Traced at the run's own level (runs from before trace levels traced every step), so traces compare.
+        options = dataclasses.replace(options, run_id=meta["run_id"], budget=merged_budget(options, meta),
+                                      trace_level=meta.get("trace_level") or "steps")
         replay_trace = opened.run_dir / REPLAY_TRACE_FILE
-        replay_trace.unlink(missing_ok=True)
+        for old in [replay_trace, *opened.run_dir.glob(REPLAY_TRACE_FILE + ".*")]:
+            old.unlink(missing_ok=True)
         # A replay re-executes a recorded run to check it: the run's org tree is already recorded.
         parts = build(program, root, sealed, options, meta["run_id"], effects=effects, trace=replay_trace, tree=False)
         machine = parts.machine
@@ -107,7 +110,8 @@ def _compare(report: ReplayReport, meta: dict[str, Any], run_dir: Path, replay_t
     recorded_error = (meta.get("error") or {}).get("message")
     if report.error != recorded_error:
         report.differences.append(f"error: the run ended with {recorded_error!r}, the replay with {report.error!r}")
-    if meta.get("attempts", 1) == 1 and (run_dir / TRACE_FILE).is_file() and _one_attempt(run_dir / TRACE_FILE):
+    if meta.get("attempts", 1) == 1 and (run_dir / TRACE_FILE).is_file() and _one_attempt(run_dir / TRACE_FILE) \
+            and not _rotated(run_dir / TRACE_FILE) and not _rotated(replay_trace):
         report.trace_compared = True
         difference = first_trace_difference(run_dir / TRACE_FILE, replay_trace)
         if difference:
@@ -124,6 +128,11 @@ def _one_attempt(trace: Path) -> bool:
         if '"run.resume"' in line or '"run.retry"' in line:
             return False
     return True
+
+
+def _rotated(trace: Path) -> bool:
+    """A trace that outgrew its size cap keeps only its tail in the file: it cannot be compared event by event."""
+    return trace.with_name(trace.name + ".1").exists()
 
 
 def first_trace_difference(original: Path, replayed: Path) -> str | None:

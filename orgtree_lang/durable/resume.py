@@ -26,7 +26,8 @@ def resume(root: Path, ref: str, registry, options, *, build: RunBuilder, from_s
         program, source, path = current_program(opened, registry, program_path)
         digest = program_hash(source)
         sources = {**meta.get("sources", {}), digest: source}
-        options = dataclasses.replace(options, budget=merged_budget(options, meta), run_id=meta["run_id"])
+        options = dataclasses.replace(options, budget=merged_budget(options, meta), run_id=meta["run_id"],
+                                      trace_level=options.trace_level or meta.get("trace_level"))
         # The limits of this attempt become the run's: a replay of the finished run must not stop where it once did.
         opened.journal.update_meta(sources=sources, source_hash=digest, program=str(path.resolve()),
                                    budget=dataclasses.asdict(options.budget))
@@ -89,7 +90,8 @@ def retry(root: Path, ref: str, registry, options, node: str, *, build: RunBuild
         program, source, path = current_program(opened, registry, None)
         digest = program_hash(source)
         sources = {**meta.get("sources", {}), digest: source}
-        options = dataclasses.replace(options, budget=merged_budget(options, meta), run_id=meta["run_id"])
+        options = dataclasses.replace(options, budget=merged_budget(options, meta), run_id=meta["run_id"],
+                                      trace_level=options.trace_level or meta.get("trace_level"))
         opened.journal.update_meta(sources=sources, source_hash=digest, budget=dataclasses.asdict(options.budget))
         effects = EffectLog(opened.journal, meta["run_id"], "retry", source_hash=digest, sources=sources,
                             retry_node=node, attempt=meta.get("attempts", 0) + 1,

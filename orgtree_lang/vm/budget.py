@@ -71,7 +71,11 @@ class ModelSpend:
     def charge(self, tokens: int, cost: float, what: str) -> None:
         self.tokens += tokens
         self.cost += cost
-        self.machine.meter.charge_model(self.machine.budget, tokens, cost, what)
+        machine = self.machine
+        state = machine.state
+        node = machine.node_id(state.frames[-1].node) if state is not None and state.frames else None
+        machine.observer.model_called(node, what, tokens, cost)
+        machine.meter.charge_model(machine.budget, tokens, cost, what)
 
     def take(self) -> tuple[int, float]:
         spent = (self.tokens, self.cost)
@@ -91,6 +95,7 @@ class NodeSpend:
 
     def charge(self, tokens: int, cost: float, what: str) -> None:
         self.observer.annotate(self.node, tokens=tokens, cost=cost)
+        self.observer.model_called(self.node, what, tokens, cost)
         self.meter.charge_model(self.budget, tokens, cost, what)
 
 

@@ -70,6 +70,10 @@ class RunObserver:
     def annotate(self, node_id: str, *, tokens: int = 0, cost: float = 0.0, detail: str | None = None) -> None:
         """Model spending or a progress note for node `node_id` (the decomposer's)."""
 
+    def model_called(self, node_id: str | None, what: str, tokens: int, cost: float) -> None:
+        """A model call ended, made for node `node_id` (a skill's caller, or an ambiguous block being written):
+        `what` names it ("a call of scripted for writing block `rank`"), with the tokens and cost charged."""
+
     def released(self) -> None:
         """The machine will not run again: let go of what it holds (a generated child's trace file)."""
 
@@ -143,6 +147,10 @@ class FanOut(RunObserver):
     def annotate(self, node_id, **fields):
         for observer in self.observers:
             observer.annotate(node_id, **fields)
+
+    def model_called(self, node_id, what, tokens, cost):
+        for observer in self.observers:
+            observer.model_called(node_id, what, tokens, cost)
 
     def released(self):
         for observer in self.observers:

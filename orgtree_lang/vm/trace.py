@@ -1,18 +1,59 @@
-"""Write a run's trace: one JSON object per line for each step, call, print and error."""
+"""Write a run's trace: one JSON object per line for each call, print and error (and each step, if asked)."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from orgtree_lang.runtime.config import ConfigError, config_section
 from orgtree_lang.runtime.values import display_short
 from orgtree_lang.syntax.spans import Span
 from orgtree_lang.vm.observe import QUIET_INTERVAL, RunObserver
 
 SUMMARY_CHARS = 200
+
+# off: no trace file; calls: runs, pipeline/skill/model calls, prints, errors, blocks, messages; steps: also one
+# event per statement executed (the machine then stops at every statement, which costs several times the run).
+TRACE_LEVELS = ("off", "calls", "steps")
+DEFAULT_LEVEL = "calls"
+DEFAULT_MAX_MB = 64.0
+DEFAULT_KEEP = 2
+
+
+@dataclass(frozen=True)
+class TraceSettings:
+    """How much a run traces, and how large one trace file may grow before it is rotated.
+
+    Past `max_bytes` the file is renamed `trace.jsonl.1` (an older `.1` becomes `.2`, up to `keep` old files;
+    older ones are deleted) and a new one is started, so a run's trace never takes more than (keep + 1) files."""
+
+    level: str = DEFAULT_LEVEL
+    max_bytes: int = int(DEFAULT_MAX_MB * 2**20)
+    keep: int = DEFAULT_KEEP
+
+    @classmethod
+    def from_config(cls, config, level: str | None = None) -> TraceSettings:
+        """The `[trace]` table of orgtree.toml (`config`: its path or a ConfigSnapshot); `level`, when given (the
+        --trace-level flag), wins over the file's `level`."""
+        table = config_section("trace", config, types={"level": str, "max_mb": (int, float), "keep": int})
+        unknown = sorted(set(table) - {"level", "max_mb", "keep"})
+        if unknown:
+            raise ConfigError(f"{config}: [trace] has no setting {', '.join(unknown)}; "
+                              "its settings are level, max_mb and keep")
+        chosen = level or table.get("level", DEFAULT_LEVEL)
+        if chosen not in TRACE_LEVELS:
+            raise ConfigError(f"{config}: [trace] level must be one of {', '.join(TRACE_LEVELS)}, got {chosen!r}")
+        max_mb = table.get("max_mb", DEFAULT_MAX_MB)
+        keep = table.get("keep", DEFAULT_KEEP)
+        if max_mb <= 0 or keep < 0:
+            raise ConfigError(f"{config}: [trace] max_mb must be above 0 and keep 0 or more, "
+                              f"got max_mb = {max_mb!r}, keep = {keep!r}")
+        return cls(chosen, max(1024, int(max_mb * 2**20)), keep)
 
 
 def summarize(value: Any, limit: int = SUMMARY_CHARS) -> str:
@@ -26,15 +67,22 @@ def summarize(value: Any, limit: int = SUMMARY_CHARS) -> str:
 class Tracer(RunObserver):
     """Appends trace events to a JSONL file; each event carries time, run id, frame and source location.
 
-    With `steps`, every statement is an event too (the machine then stops at every statement to report it)."""
+    At level `steps` every statement is an event too (the machine then stops at every statement to report it);
+    at `off` nothing is written and no file is made."""
 
-    def __init__(self, path: Path, run_id: str, steps: bool = True) -> None:
+    def __init__(self, path: Path, run_id: str, settings: TraceSettings = TraceSettings()) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self.run_id = run_id
-        self.steps = steps
-        self.step_interval = 0 if steps else QUIET_INTERVAL
-        self._handle: IO[str] | None = open(self.path, "a", encoding="utf-8")
+        self.settings = settings
+        self.steps = settings.level == "steps"
+        self.active = settings.level != "off"
+        self.step_interval = 0 if self.steps else QUIET_INTERVAL
+        self._handle: IO[str] | None = None
+        self._size = 0
+        if self.active:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._handle = open(self.path, "a", encoding="utf-8")
+            self._size = self._handle.tell()
 
     def emit(self, event: str, span: Span | None = None, frame: str | None = None, **fields: Any) -> None:
         if self._handle is None:
@@ -45,7 +93,29 @@ class Tracer(RunObserver):
         if span is not None:
             record["at"] = f"{span.file}:{span.line}"
         record.update(fields)
-        self._handle.write(json.dumps(record, default=str) + "\n")
+        line = json.dumps(record, default=str) + "\n"
+        if self._size + len(line) > self.settings.max_bytes and self._size > 0:
+            self._rotate()
+        self._handle.write(line)
+        self._size += len(line)
+
+    def _rotate(self) -> None:
+        """Start a new file: the current one becomes `.1`, `.1` becomes `.2`, ..., and the one past `keep` goes."""
+        self._handle.close()
+        old = [self.path.with_name(f"{self.path.name}.{n}") for n in range(1, self.settings.keep + 1)]
+        if old:
+            old[-1].unlink(missing_ok=True)
+            for newer, older in reversed(list(zip(old, old[1:]))):
+                if newer.exists():
+                    os.replace(newer, older)
+            os.replace(self.path, old[0])
+        self._handle = open(self.path, "w", encoding="utf-8")
+        self._size = 0
+
+    @property
+    def rotated(self) -> bool:
+        """True if this trace has older files (the run outgrew `max_bytes`): the file holds only its tail."""
+        return self.path.with_name(f"{self.path.name}.1").exists()
 
     def close(self) -> None:
         if self._handle is not None:
@@ -59,7 +129,7 @@ class Tracer(RunObserver):
         outputs from the journal and runs no child). One file per block in the program (each event names the
         child run): a block reached in a loop does not make a file per visit."""
         suffix = re.sub(r"[@#]\d+", "", node[len(parent_run_id) + 1:]).replace("/", ".")
-        return Tracer(self.path.with_name(f"{self.path.stem}.{suffix}.jsonl"), node, steps=self.steps)
+        return Tracer(self.path.with_name(f"{self.path.stem}.{suffix}.jsonl"), node, self.settings)
 
     # ---- what the machine reports ------------------------------------------------------------
 
@@ -101,6 +171,9 @@ class Tracer(RunObserver):
     def block_started(self, state, frame, spec, inputs, node_id) -> None:
         self.emit("ambiguous", spec.span, frame.pipeline, block=spec.name,
                   inputs={k: summarize(v, 80) for k, v in inputs.items()})
+
+    def model_called(self, node_id, what, tokens, cost) -> None:
+        self.emit("model", None, None, for_node=node_id, call=what, tokens=tokens, cost=cost)
 
     def released(self) -> None:
         self.close()
