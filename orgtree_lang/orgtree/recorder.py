@@ -1,11 +1,11 @@
-"""A run's org tree as it happens: nodes opened and closed by the VM, written to state.db in batches."""
+"""A run's org tree as it happens: nodes opened and closed by the VM, written to state.db in batches behind it."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 
-from orgtree_lang.orgtree.store import TreeNode, TreeStore
+from orgtree_lang.orgtree.store import TreeNode, TreeStore, row_of
 
 FLUSH_EVERY = 2000  # changed nodes held before they are written
 FLUSH_SECONDS = 1.0  # ... or this long since the last write, so `pipe tree` can follow a running run
@@ -16,6 +16,11 @@ MAX_PIPELINE_NODES = 100_000  # pipeline calls recorded one by one per run; late
 
 class TreeRecorder:
     """Collects nodes for one run tree (the run and its generated children) and writes them to a TreeStore.
+
+    Changed nodes are written behind the run, in one transaction per batch: every FLUSH_EVERY changes, at a
+    statement boundary FLUSH_SECONDS after the last write (`tick`), when the run stops, and at the end. A
+    finished skill call is kept only as its row. (A writer thread was measured: SQLite gives up Python's
+    lock for every row it inserts, and taking it back from a busy VM costs more than the insert.)
 
     `listener(event, node)` is called with "open" and "close" for pipeline and ambiguous nodes (not for skill
     calls, which are many): `pipe run` uses it to show the tree's progress."""
@@ -34,6 +39,7 @@ class TreeRecorder:
         self._unrecorded: dict[str, tuple[str, str]] = {}
         self.nodes: dict[str, TreeNode] = {}  # the pipeline and ambiguous nodes seen by this process, by id
         self._dirty: dict[str, TreeNode] = {}
+        self._rows: list[tuple] = []  # finished skill calls, as rows: they are never changed again
         self._seq = 0
         self._skill_nodes: dict[str, int] = {}  # per run id
         self._last_flush = clock()
@@ -111,9 +117,12 @@ class TreeRecorder:
             self._count_overflow(run_id, parent_id, name, caller, status)
             return
         self._seq += 1
-        # Skill calls are written but not kept: a long run makes many of them.
-        self._touch(TreeNode(node_id, run_id, parent_id, self._seq, name, "skill", caller, status, inputs, output,
-                             error, started_at, duration_ms, tokens, cost), keep=False)
+        # Skill calls are kept as rows only until written: a long run makes many of them.
+        rows = self._rows
+        rows.append((node_id, run_id, parent_id, self._seq, name, "skill", caller, status, inputs, output, error,
+                     started_at, duration_ms, tokens, cost, ""))
+        if len(rows) >= FLUSH_EVERY or (len(rows) & 63 == 0 and self.clock() - self._last_flush >= FLUSH_SECONDS):
+            self.flush()
 
     def _count_overflow(self, run_id: str, parent_id: str, name: str, caller: str, status: str,
                         kind: str = "skill") -> None:
@@ -143,15 +152,21 @@ class TreeRecorder:
 
     # ---- writing -------------------------------------------------------------------------
 
+    def tick(self) -> None:
+        """Between statements: write what changed if FLUSH_SECONDS have passed since the last write."""
+        if (self._dirty or self._rows) and self.clock() - self._last_flush >= FLUSH_SECONDS:
+            self.flush()
+
     def flush(self) -> None:
         """Write every node changed since the last flush."""
         self._last_flush = self.clock()
-        if self.store is None or not self._dirty:
-            self._dirty.clear()
-            return
-        changed = list(self._dirty.values())
+        rows = [row_of(node) for node in self._dirty.values()]
         self._dirty.clear()
-        self.store.write(changed)
+        if self._rows:
+            rows += self._rows
+            self._rows = []
+        if self.store is not None:
+            self.store.write_rows(rows)
 
     def close_open(self, status: str = "error", error: str | None = None) -> None:
         """At the end of a run: finish every node still running (the run failed or was stopped there)."""
@@ -166,7 +181,6 @@ class TreeRecorder:
         if self.store is not None:
             self.store.close()
             self.store = None
-
 
 
 def recorder_for(workspace_root, listener: Callable[[str, TreeNode], None] | None = None) -> TreeRecorder:

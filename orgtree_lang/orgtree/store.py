@@ -47,6 +47,7 @@ def _in_run_args(run_id: str) -> list[str]:
 
 _COLUMNS = tuple(f.name for f in fields(TreeNode))
 _ROW = attrgetter(*_COLUMNS)
+row_of = _ROW  # a node as the tuple write_rows takes
 _INSERT = (f"INSERT OR REPLACE INTO tree_nodes ({', '.join(_COLUMNS)}) "
            f"VALUES ({', '.join('?' for _ in _COLUMNS)})")
 
@@ -73,10 +74,14 @@ class TreeStore:
 
     def write(self, nodes: list[TreeNode]) -> None:
         """Insert or replace `nodes` in one transaction (a resumed run rewrites the nodes it runs again)."""
-        if not nodes:
+        self.write_rows(list(map(_ROW, nodes)))
+
+    def write_rows(self, rows: list[tuple]) -> None:
+        """Insert or replace rows given as tuples in TreeNode's field order, in one transaction."""
+        if not rows:
             return
         with Transaction(self.db) as db:
-            db.executemany(_INSERT, map(_ROW, nodes))
+            db.executemany(_INSERT, rows)
 
     def _select(self, where: str, args: tuple[Any, ...], order: str, limit: int | None = None) -> list[TreeNode]:
         sql = f"SELECT {', '.join(_COLUMNS)} FROM tree_nodes WHERE {where} ORDER BY {order}"

@@ -16,6 +16,7 @@ from orgtree_lang.syntax.spans import Span
 from orgtree_lang.vm.observe import QUIET_INTERVAL, RunObserver
 
 SUMMARY_CHARS = 200
+_SMALL_INT = 10**18
 
 # off: no trace file; calls: runs, pipeline/skill/model calls, prints, errors, blocks, messages; steps: also one
 # event per statement executed (the machine then stops at every statement, which costs several times the run).
@@ -58,6 +59,14 @@ class TraceSettings:
 
 def summarize(value: Any, limit: int = SUMMARY_CHARS) -> str:
     """A short display form of a value for traces and the org tree (only the part shown is rendered)."""
+    # The org tree summarizes every call's arguments and result: the common small values take a short cut to
+    # the text display_short gives them (a printable string needs no escape when it holds no quote or backslash).
+    kind = type(value)
+    if kind is str:
+        if len(value) <= limit - 2 and value.isprintable() and '"' not in value and "\\" not in value:
+            return f'"{value}"'
+    elif kind is int and limit >= 20 and -_SMALL_INT < value < _SMALL_INT:
+        return repr(value)
     try:
         return display_short(value, limit)
     except RecursionError:  # a list nested thousands deep: summaries must never stop the run
@@ -79,6 +88,8 @@ class Tracer(RunObserver):
         self.step_interval = 0 if self.steps else QUIET_INTERVAL
         self._handle: IO[str] | None = None
         self._size = 0
+        self._children: dict[Path, Tracer] = {}  # the child traces this one opened, by file
+        self._blocks: set[str] = set()  # the ambiguous nodes being resolved now
         if self.active:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._handle = open(self.path, "a", encoding="utf-8")
@@ -118,6 +129,9 @@ class Tracer(RunObserver):
         return self.path.with_name(f"{self.path.name}.1").exists()
 
     def close(self) -> None:
+        for child in self._children.values():
+            child.close()
+        self._children.clear()
         if self._handle is not None:
             self._handle.close()
             self._handle = None
@@ -129,7 +143,11 @@ class Tracer(RunObserver):
         outputs from the journal and runs no child). One file per block in the program (each event names the
         child run): a block reached in a loop does not make a file per visit."""
         suffix = re.sub(r"[@#]\d+", "", node[len(parent_run_id) + 1:]).replace("/", ".")
-        return Tracer(self.path.with_name(f"{self.path.stem}.{suffix}.jsonl"), node, self.settings)
+        path = self.path.with_name(f"{self.path.stem}.{suffix}.jsonl")
+        child = self._children.get(path)
+        if child is None or child._handle is None or child.run_id != node:
+            child = self._children[path] = Tracer(path, node, self.settings)
+        return child
 
     # ---- what the machine reports ------------------------------------------------------------
 
@@ -169,11 +187,18 @@ class Tracer(RunObserver):
                   outcome="caught" if caught else "raised")
 
     def block_started(self, state, frame, spec, inputs, node_id) -> None:
+        self._blocks.add(node_id)
         self.emit("ambiguous", spec.span, frame.pipeline, block=spec.name,
                   inputs={k: summarize(v, 80) for k, v in inputs.items()})
 
+    def block_ended(self, node_id, outputs, error) -> None:
+        self._blocks.discard(node_id)
+
     def model_called(self, node_id, what, tokens, cost) -> None:
-        self.emit("model", None, None, for_node=node_id, call=what, tokens=tokens, cost=cost)
+        # The decomposer's calls for a block go to the block's child trace: a replay of this run takes the
+        # block's outputs from the journal and makes no model call, and this trace holds what a replay makes.
+        target = self.for_child(node_id, self.run_id) if node_id in self._blocks else self
+        target.emit("model", None, None, for_node=node_id, call=what, tokens=tokens, cost=cost)
 
     def released(self) -> None:
         self.close()
