@@ -119,6 +119,9 @@ def _compare(report: ReplayReport, meta: dict[str, Any], run_dir: Path, replay_t
 
 
 _VOLATILE = ("time", "duration_ms")
+# Events only a live run makes: a replay takes a journaled skill's result from the journal, so the model calls
+# the skill made (llm.ask) are not made again.
+_LIVE_ONLY = ("model",)
 
 
 def _one_attempt(trace: Path) -> bool:
@@ -139,7 +142,8 @@ def first_trace_difference(original: Path, replayed: Path) -> str | None:
     """The first event that differs between two traces, ignoring timestamps and durations."""
     def events(path: Path) -> list[dict[str, Any]]:
         rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        return [{k: v for k, v in row.items() if k not in _VOLATILE} for row in rows]
+        return [{k: v for k, v in row.items() if k not in _VOLATILE} for row in rows
+                if row.get("event") not in _LIVE_ONLY]
 
     old, new = events(original), events(replayed)
     for i, (a, b) in enumerate(zip(old, new)):
