@@ -54,6 +54,8 @@ BENCHMARKS = (
                "x"),
         Figure("pipe run default / bare VM (wall)", r"by CPU, ([\d.]+)x by wall", "<=", 1.3, "x"),
         Figure("default trace of the loop", r"trace ([\d,]+) bytes \(target", "<=", 1_000_000, "bytes"))),
+    Benchmark("big_values.py", (), (
+        Figure("run storage / 5 MB input", r"= ([\d.]+)x the input", "<=", 2.0, "x"),)),
     Benchmark("orgtree_overhead.py", ("--repeat", "1"), (
         Figure("org tree, skill calls", r"skill calls\s+[\d,]+\s+[\d.]+\s+[\d.]+\s+([\d.]+)x", "<=", 1.3, "x"),
         Figure("org tree, pipeline calls", r"pipeline calls\s+[\d,]+\s+[\d.]+\s+[\d.]+\s+([\d.]+)x", "<=", 1.3, "x"))),
