@@ -200,5 +200,13 @@ class Tracer(RunObserver):
         target = self.for_child(node_id, self.run_id) if node_id in self._blocks else self
         target.emit("model", None, None, for_node=node_id, call=what, tokens=tokens, cost=cost)
 
+    def human_waiting(self, state, question) -> None:
+        self.emit("human.ask", None, None, asker=question.node, kind=question.kind, step=question.seq,
+                  question=question.text[:SUMMARY_CHARS], at=f"{question.file}:{question.line}")
+
+    def human_answered(self, state, question, answer) -> None:
+        self.emit("human.answer", None, None, asker=question.node, kind=question.kind, step=question.seq,
+                  answer=summarize(answer))
+
     def released(self) -> None:
         self.close()
