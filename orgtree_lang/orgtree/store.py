@@ -8,7 +8,7 @@ loop of a thousand trivial calls then costs SQLite one row, not a thousand, and 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any
@@ -16,7 +16,10 @@ from typing import Any
 from orgtree_lang.runtime.state_db import Transaction, open_state_db, state_db_path
 
 KINDS = ("pipeline", "skill", "ambiguous")
-STATUSES = ("running", "ok", "error")
+STATUSES = ("running", "ok", "error", "interrupted")  # interrupted: the process running it died first
+# state.db's tree_nodes CHECK allows running, ok and error (migration 1, which cannot change): an interrupted node
+# is stored as an error whose text starts with this mark, and read back as interrupted.
+_INTERRUPTED_MARK = "[interrupted] "
 
 
 @dataclass(slots=True)
@@ -103,6 +106,18 @@ def _merged(*sources: list[TreeNode]) -> dict[str, TreeNode]:
     return merged
 
 
+def _stored(node: TreeNode) -> TreeNode:
+    if node.status != "interrupted":
+        return node
+    return replace(node, status="error", error=_INTERRUPTED_MARK + (node.error or ""))
+
+
+def _read(node: TreeNode) -> TreeNode:
+    if node.status == "error" and node.error is not None and node.error.startswith(_INTERRUPTED_MARK):
+        node.status, node.error = "interrupted", node.error[len(_INTERRUPTED_MARK):] or None
+    return node
+
+
 class TreeStore:
     """Reads and writes the `tree_nodes` table of one state.db."""
 
@@ -125,7 +140,7 @@ class TreeStore:
 
     def write(self, nodes: list[TreeNode]) -> None:
         """Insert or replace `nodes` in one transaction (a resumed run rewrites the nodes it runs again)."""
-        self.write_rows(list(map(_ROW, nodes)))
+        self.write_rows([_ROW(_stored(node)) for node in nodes])
 
     def write_rows(self, rows: list[tuple], finished_calls: list[tuple] = ()) -> None:
         """In one transaction: insert or replace `rows` (tuples in TreeNode's field order) as nodes, and add
@@ -146,7 +161,7 @@ class TreeStore:
         sql = f"SELECT {', '.join(_COLUMNS)} FROM tree_nodes WHERE {where} ORDER BY {order}"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        return [TreeNode(**dict(row)) for row in self.db.execute(sql, args)]
+        return [_read(TreeNode(**dict(row))) for row in self.db.execute(sql, args)]
 
     def calls(self, name: str | None = None, run_id: str | None = None, limit: int | None = 100) -> list[TreeNode]:
         """Calls of skill or pipeline `name` (any, if None), newest first; only run `run_id`'s if given."""
