@@ -37,7 +37,7 @@ def register(commands) -> None:
                           "it survives kill -9 and crashes of the process, is much faster, and may lose the last "
                           "steps on a power loss (they then run again, with the same idempotency keys)")
     run.add_argument("--no-tree", action="store_true",
-                     help="do not record the org tree (each call costs about 15-20 µs more with it; see "
+                     help="do not record the org tree (each call costs about 3-5 µs more with it; see "
                           "benchmarks/orgtree_overhead.py); `pipe tree` and call history then miss this run")
     run.add_argument("--no-journal", action="store_true",
                      help="do not journal the run (it then cannot be resumed, replayed or forked)")
