@@ -4,7 +4,7 @@
 
 In a fresh workspace, a program hands its input to an ambiguous block; scripted models write and accept the
 module for it. The run is made with `pipe run --inputs FILE.json` (a subprocess, as a user runs it) and then
-`pipe replay`. Prints the bytes of every file the run left in .orgtree/ (its folder, state.db, blobs/) and
+`pipe replay`. Prints the bytes the run left in .orgtree/ by area (its folder, blobs/, state.db, index/) and
 their total over the input's size. Target (issue #12): under 2x the input.
 """
 
@@ -82,10 +82,19 @@ def main() -> int:
         replayed = pipe(root, "replay", run_id)
         print(f"input: {len(text):,} bytes; run {run_id}: {json.loads(done.stdout)['output']!r}; "
               f"replay exit {replayed.returncode}: {replayed.stderr.strip().splitlines()[-1]}")
-        total = 0
+        areas: dict[str, int] = {}
         for name, count in after_run.items():
-            print(f"  {name:<60} {count:>12,}")
-            total += count
+            first = name.split("/")[0]
+            area = ("the run's folder (journal, traces)" if first == "runs" else
+                    "blobs/ (big values, memory pieces)" if first == "blobs" else
+                    "state.db (org tree, memory, ...)" if first.startswith("state.db") else
+                    "index/ (search index of the input)" if first == "index" else "other")
+            areas[area] = areas.get(area, 0) + count
+        for area, count in sorted(areas.items()):
+            print(f"  {area:<40} {count:>12,}")
+        biggest = max(after_run.values())
+        print(f"  (largest file {biggest:,} bytes; {len(after_run)} files)")
+        total = sum(areas.values())
         print(f"run storage {total:,} bytes = {total / len(text):.2f}x the input (target < {TARGET}x)")
         extra = sum(sizes(root).values()) - total
         print(f"pipe replay added {extra:,} bytes")
