@@ -33,9 +33,11 @@ def register(commands) -> None:
     run.add_argument("--json", action="store_true", help="print one JSON envelope: output, run id, status, usage")
     add_model_options(run)
     run.add_argument("--durability", choices=("power", "process"), default="power",
-                     help="power (default): every journaled step is on disk before the run moves on; process: "
-                          "it survives kill -9 and crashes of the process, is much faster, and may lose the last "
-                          "steps on a power loss (they then run again, with the same idempotency keys)")
+                     help="power (default): every step the outside world sees, and what it was given, is on disk "
+                          "before it runs and before the run moves on, as is every printed line; unobserved steps "
+                          "(clock reads, draws, reads) are fsynced in groups; process: never fsynced, survives "
+                          "kill -9 and crashes of the process, and may lose the last steps of any kind on a power "
+                          "loss (they then run again, with the same idempotency keys)")
     run.add_argument("--no-tree", action="store_true",
                      help="do not record the org tree (each call costs about 3-5 µs more with it; see "
                           "benchmarks/orgtree_overhead.py); `pipe tree` and call history then miss this run")

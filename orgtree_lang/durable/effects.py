@@ -145,7 +145,7 @@ class EffectLog:
     def _copy(self, record: StepRecord, seq: int, node: str, statement: int | None) -> None:
         self.journal.record(seq, node, record.file, record.line, record.kind, record.name, record.input_hash,
                             record.source_hash, record.ok, record.result, record.error, statement,
-                            attempts=record.attempts, finished=record.finished)
+                            attempts=record.attempts, finished=record.finished, observed=False)
 
     def _copy_inner(self, record: StepRecord, step: EffectStep) -> None:
         """The steps a reused block journaled inside it (model answers, its child's steps), which the VM skips
@@ -172,6 +172,10 @@ class EffectLog:
         # A repeat of the same step (after a crash, or a resume) keeps its key so the skill can make it harmless;
         # a retry asks for the step to happen again, so it gets a key of its own.
         key = f"{self.run_id}:{step.seq}{self.key_suffix}" + (f":retry{self.attempt}" if self.mode == "retry" else "")
+        if step.observed:
+            # What the step may be given (earlier draws, clock reads) is made durable before anyone outside sees
+            # it: after a power loss, a resume must not hand the same step other values.
+            self.journal.sync()
         try:
             value = execute(key)
         except Exception as exc:
@@ -183,7 +187,8 @@ class EffectLog:
     def _record(self, step: EffectStep, digest: str, ok: bool, result: str | None, error: dict | None,
                 attempts: int | None = None) -> None:
         self.journal.record(step.seq, step.node, step.span.file, step.span.line, step.kind, step.name, digest,
-                            self.source_hash, ok, result, error, step.statement, attempts=attempts)
+                            self.source_hash, ok, result, error, step.statement, attempts=attempts,
+                            observed=step.observed)
 
     def _in_retried_node(self, node: str) -> bool:
         return self.retry_node is not None and (node == self.retry_node or node.startswith(self.retry_node + "/"))
@@ -223,6 +228,10 @@ class EffectLog:
                  f"with `pipe fork {self.run_id} --at STEP`, or start this one over with "
                  f"`pipe resume {self.run_id} --from-scratch` (its side effects then happen again)",
         )
+
+    def sync(self) -> None:
+        """Make every journaled step durable now: called before output reaches the user (group commit)."""
+        self.journal.sync()
 
     # ---- checkpoints --------------------------------------------------------
 

@@ -119,7 +119,8 @@ def call_skill(m, frame: Frame, stack: list, arg: int) -> None:
             result = _invoke(m, skill, args, kwargs, m.context)
         else:
             step = EffectStep(m.next_effect_seq(), "skill", site.name, m.effect_node(frame.node),
-                              frame.code.span_at(frame.pc - 1), args, kwargs, m.state.steps)
+                              frame.code.span_at(frame.pc - 1), args, kwargs, m.state.steps,
+                              observed=not skill.unobserved)
             result = effects.perform(
                 step, lambda key: _invoke(m, skill, args, kwargs, _with_idempotency_key(m.context, key)))
     except SkillError as err:

@@ -21,6 +21,7 @@ class EffectStep:
     kwargs: dict[str, Any]
     statement: int = 0  # statements the run had started when it asked: `pipe fork --at` counts the same way
     inner: str = ""  # an ambiguous block's own node, under which its model answers and its child's steps go
+    observed: bool = True  # False: nothing outside sees it (a clock read, a draw, a read); see skills' `unobserved`
 
 
 class Effects(Protocol):
