@@ -161,8 +161,12 @@ class RunSession:
                           tree_listener=self._tree_progress, **fields)
 
     def _tree_progress(self, event: str, node) -> None:
-        """Live progress of the org tree on stderr: one line as each ambiguous block opens, moves on, and ends."""
+        """Live progress of the org tree on stderr: one line as each ambiguous block opens, moves on, and ends;
+        on a terminal, one as each parallel branch starts and ends."""
         if node.kind != "ambiguous":
+            branch = node.id.rsplit("/", 1)[-1].startswith("parallel#")
+            if self.progress is not None and branch and event in ("open", "close"):
+                self._branch_progress(event, node)
             return
         self._clear()
         indent = "  " * (node.id.count("@") - 1)
@@ -212,6 +216,17 @@ class RunSession:
             raise PipeRuntimeError(f"the result cannot be printed as JSON: {type(exc).__name__}: {exc}",
                                    hint="return a flatter value, or a str") from None
         return EXIT_OK
+
+    def _branch_progress(self, event: str, node) -> None:
+        self._clear()
+        where = node.id.split("/", 1)[-1]
+        if event == "open":
+            text = f"  ⇉ {where}: {node.name} started"
+        else:
+            outcome = "✓" if node.status == "ok" else "✗"
+            text = f"  {outcome} {where}: {node.name} {node.status if node.status == 'ok' else node.error} in " \
+                   f"{(node.duration_ms or 0) / 1000:.2f} s"
+        print(text, file=sys.stderr, flush=True)
 
     def _clear(self) -> None:
         if self.progress:

@@ -74,6 +74,16 @@ class RunObserver:
         """A model call ended, made for node `node_id` (a skill's caller, or an ambiguous block being written):
         `what` names it ("a call of scripted for writing block `rank`"), with the tokens and cost charged."""
 
+    # ---- tasks (vm/scheduler.py) --------------------------------------------------------------
+    def task_started(self, state: RunState, task, frame: Frame) -> None:
+        """`task` (a branch of a parallel block) was started by the task running `frame`."""
+
+    def task_cancelled(self, state: RunState, task) -> None:
+        """`task` was asked to stop (it sees a `cancelled` error at its next statement boundary)."""
+
+    def task_ended(self, state: RunState, task) -> None:
+        """`task` ended: its status is done, failed (its `error` says how) or cancelled."""
+
     def released(self) -> None:
         """The machine will not run again: let go of what it holds (a generated child's trace file)."""
 
@@ -158,6 +168,18 @@ class FanOut(RunObserver):
     def model_called(self, node_id, what, tokens, cost):
         for observer in self.observers:
             observer.model_called(node_id, what, tokens, cost)
+
+    def task_started(self, state, task, frame):
+        for observer in self.observers:
+            observer.task_started(state, task, frame)
+
+    def task_cancelled(self, state, task):
+        for observer in self.observers:
+            observer.task_cancelled(state, task)
+
+    def task_ended(self, state, task):
+        for observer in self.observers:
+            observer.task_ended(state, task)
 
     def released(self):
         for observer in self.observers:

@@ -200,6 +200,17 @@ class Tracer(RunObserver):
         target = self.for_child(node_id, self.run_id) if node_id in self._blocks else self
         target.emit("model", None, None, for_node=node_id, call=what, tokens=tokens, cost=cost)
 
+    def task_started(self, state, task, frame) -> None:
+        self.emit("node.spawn", task.frames[0].code.span_at(task.frames[0].pc), frame.pipeline, task=task.id,
+                  branch=task.node, label=task.label)
+
+    def task_cancelled(self, state, task) -> None:
+        self.emit("node.cancel", None, None, task=task.id, branch=task.node, label=task.label)
+
+    def task_ended(self, state, task) -> None:
+        self.emit("node.end", None, None, task=task.id, branch=task.node, outcome=task.status,
+                  error=task.error["message"] if task.error else None)
+
     def human_waiting(self, state, question) -> None:
         self.emit("human.ask", None, None, asker=question.node, kind=question.kind, step=question.seq,
                   question=question.text[:SUMMARY_CHARS], at=f"{question.file}:{question.line}")
