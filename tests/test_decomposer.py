@@ -217,7 +217,7 @@ def test_the_decomposers_model_calls_are_traced_in_the_blocks_child_trace(tmp_pa
     # The author wrote the module and the reviewer read it: two calls, each with its tokens.
     assert len(models) == 2 and all(e["tokens"] > 0 for e in models)
     assert {e["for_node"] for e in models} == {f"{run_dir.name}/main/classify@1"}
-    assert "author" in models[0]["call"] and "review" in models[1]["call"]
+    assert "author" in models[0]["model"] and "reviewer" in models[1]["model"]
 
 
 def test_record_saves_cassettes_that_replay_offline(tmp_path):

@@ -71,16 +71,17 @@ class ModelSpend:
     def charge(self, tokens: int, cost: float, what: str) -> None:
         self.tokens += tokens
         self.cost += cost
-        machine = self.machine
-        state = machine.state
-        node = machine.node_id(state.frames[-1].node) if state is not None and state.frames else None
-        machine.observer.model_called(node, what, tokens, cost)
-        machine.meter.charge_model(machine.budget, tokens, cost, what)
+        self.machine.meter.charge_model(self.machine.budget, tokens, cost, what)
 
     def take(self) -> tuple[int, float]:
         spent = (self.tokens, self.cost)
         self.tokens, self.cost = 0, 0.0
         return spent
+
+    def ended(self, model: str, input_tokens: int, output_tokens: int, cost: float, started: float,
+              error: Exception | None) -> None:
+        """One model call ended: the observers hear it with this spend, which the skill's `skill_called` gets."""
+        self.machine.observer.model_call_ended(self, model, input_tokens, output_tokens, cost, started, error)
 
 
 class NodeSpend:
@@ -95,8 +96,12 @@ class NodeSpend:
 
     def charge(self, tokens: int, cost: float, what: str) -> None:
         self.observer.annotate(self.node, tokens=tokens, cost=cost)
-        self.observer.model_called(self.node, what, tokens, cost)
         self.meter.charge_model(self.budget, tokens, cost, what)
+
+    def ended(self, model: str, input_tokens: int, output_tokens: int, cost: float, started: float,
+              error: Exception | None) -> None:
+        """One model call ended: the observers hear it for the block's node."""
+        self.observer.model_call_ended(self, model, input_tokens, output_tokens, cost, started, error)
 
 
 class TreeMeter:

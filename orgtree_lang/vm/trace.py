@@ -194,11 +194,19 @@ class Tracer(RunObserver):
     def block_ended(self, node_id, outputs, error) -> None:
         self._blocks.discard(node_id)
 
-    def model_called(self, node_id, what, tokens, cost) -> None:
+    def model_call_ended(self, spend, model, input_tokens, output_tokens, cost, started, error) -> None:
         # The decomposer's calls for a block go to the block's child trace: a replay of this run takes the
         # block's outputs from the journal and makes no model call, and this trace holds what a replay makes.
+        node_id = getattr(spend, "node", None)
+        if node_id is None:  # a skill's call (llm.ask): made for the node of the frame that called the skill
+            machine = spend.machine
+            frames = machine.state.frames if machine.state is not None else []
+            node_id = machine.node_id(frames[-1].node) if frames else None
         target = self.for_child(node_id, self.run_id) if node_id in self._blocks else self
-        target.emit("model", None, None, for_node=node_id, call=what, tokens=tokens, cost=cost)
+        target.emit("model", None, None, for_node=node_id, model=model, tokens=input_tokens + output_tokens,
+                    input_tokens=input_tokens, output_tokens=output_tokens, cost=cost,
+                    duration_ms=round((time.time() - started) * 1000, 3),
+                    outcome="error" if error is not None else "ok")
 
     def task_started(self, state, task, frame) -> None:
         self.emit("node.spawn", task.frames[0].code.span_at(task.frames[0].pc), frame.pipeline, task=task.id,
