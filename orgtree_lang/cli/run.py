@@ -45,11 +45,15 @@ def register(commands) -> None:
     run.add_argument("--no-journal", action="store_true",
                      help="do not journal the run (it then cannot be resumed, replayed or forked)")
     add_executor_option(run)
-    run.add_argument("--otel", action="store_true",
+    add_otel_options(run)
+
+
+def add_otel_options(parser) -> None:
+    parser.add_argument("--otel", action="store_true",
                      help="export the run as OpenTelemetry spans over OTLP/HTTP (run, pipeline, skill and model "
                           "calls) to `[otel] endpoint` of orgtree.toml, else http://127.0.0.1:4318; needs the "
                           "`otel` extra (docs/otel.md)")
-    run.add_argument("--otel-endpoint", metavar="URL", default=None,
+    parser.add_argument("--otel-endpoint", metavar="URL", default=None,
                      help="export the run's spans to this OTLP/HTTP collector (implies --otel), e.g. "
                           "http://127.0.0.1:4318")
 
