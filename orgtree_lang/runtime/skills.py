@@ -108,6 +108,10 @@ class Skill:
     # Waits on the outside world (a model, the network, a sandbox, a timer): the VM runs it on its executor
     # so that other tasks of the run go on meanwhile.
     slow: bool = False
+    # Needs from its SkillContext only what can be shipped to another machine (the workspace path, the
+    # settings as read at the start, the run id and idempotency key; no models, no spend meter, no
+    # driver-held handles), so an executor like Ray may run it on a worker. Implies slow.
+    remote: bool = False
 
     @property
     def namespace(self) -> str:
@@ -305,18 +309,21 @@ def _jsonable(value: Any) -> bool:
 
 
 def skill(name: str | Callable | None = None, *, pure: bool = False, idempotent: bool = False,
-          slow: bool = False) -> Any:
+          slow: bool = False, remote: bool = False) -> Any:
     """Mark a typed, documented function as a skill; the registry picks it up, nothing is registered here.
 
     Use as `@skill`, `@skill()` or `@skill("text.split", pure=True)`. The name defaults to
     `<last part of the module>.<function name>`. `slow=True` says the skill waits on the outside world
-    (a model, the network, a sandbox, a timer): parallel branches overlap such calls.
+    (a model, the network, a sandbox, a timer): parallel branches overlap such calls. `remote=True` (implies
+    slow) says it may run on another machine: it uses no model, spend meter or other driver-held part of
+    its context (see docs/ray.md).
     """
     if callable(name):
         return skill()(name)
 
     def mark(func: Callable) -> Callable:
-        built = make_skill(func, name=name, pure=pure, idempotent=idempotent, slow=slow, origin=func.__module__)
+        built = make_skill(func, name=name, pure=pure, idempotent=idempotent, slow=slow, remote=remote,
+                           origin=func.__module__)
         setattr(func, _MARK, built)
         return func
 
@@ -330,6 +337,7 @@ def make_skill(
     pure: bool = False,
     idempotent: bool = False,
     slow: bool = False,
+    remote: bool = False,
     origin: str = "local",
 ) -> Skill:
     """Build a Skill from a function's type hints and Google-style docstring; TypeError if either is missing."""
@@ -384,7 +392,8 @@ def make_skill(
         origin=origin,
         takes_context=takes_context,
         idempotent=idempotent or pure,
-        slow=slow,
+        slow=slow or remote,
+        remote=remote,
     )
 
 
@@ -409,7 +418,8 @@ class SkillRegistry:
         elif isinstance(getattr(obj, _MARK, None), Skill):
             marked: Skill = getattr(obj, _MARK)
             built = replace(marked, origin=origin) if name is None else make_skill(
-                obj, name=name, pure=marked.pure, idempotent=marked.idempotent, slow=marked.slow, origin=origin
+                obj, name=name, pure=marked.pure, idempotent=marked.idempotent, slow=marked.slow,
+                remote=marked.remote, origin=origin
             )
         else:
             built = make_skill(obj, name=name, origin=origin)

@@ -13,6 +13,7 @@ from orgtree_lang.runtime.errors import PipeRuntimeError, SkillError
 from orgtree_lang.runtime.values import UNBOUND, conforms
 from orgtree_lang.vm.budget import budget_exceeded
 from orgtree_lang.vm.effects import EffectStep
+from orgtree_lang.vm.executor import SkillCall
 from orgtree_lang.vm.memory import check_value
 from orgtree_lang.vm.state import Frame
 from orgtree_lang.vm.trace import summarize
@@ -145,7 +146,7 @@ def _invoke(m, skill, args: list, kwargs: dict, context) -> Any:
     """Call the skill: a slow one on the run's executor (if it has one), every other on this thread."""
     executor = m.services.executor
     if skill.slow and executor is not None:
-        return executor.submit(lambda: skill.invoke(args, kwargs, context)).result()
+        return executor.submit(SkillCall(skill, args, kwargs, context)).result()
     return skill.invoke(args, kwargs, context)
 
 
