@@ -104,6 +104,10 @@ _TABLE = [
     ("POP_TRY", "none", "--", _fixed(0), None, "Leave the innermost try block of this frame."),
     ("FAIL", "none", "message --", _fixed(-1), None, "Raise a catchable runtime error with the given message."),
     ("RETURN", "none", "value --", _fixed(-1), None, "Return the top of the stack to the calling frame."),
+    # ---- people are nodes (docs/org.md) ----
+    ("ASK_HUMAN", "call", "args... -- answer", _call_effect, None,
+     "Put the question of call site `arg` (`ask(\"human\", q)` or `approve(q)`) to the human node: push its "
+     "journaled answer, or stop the run, left at this instruction, to wait for one."),
 ]
 
 OPCODES: list[Opcode] = [
