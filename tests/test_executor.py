@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 
 import pytest
 
@@ -161,3 +162,13 @@ def test_the_executor_table_of_orgtree_toml_picks_the_executor_and_is_checked(tm
     (tmp_path / "orgtree.toml").write_text('[executor]\nkind = 3\n')
     wrong = pipe("run", program)
     assert wrong.returncode == 2 and "[executor] kind must be a string, got 3" in wrong.stderr
+
+
+def test_the_seconds_budget_ends_the_wait_for_a_slow_call_on_the_executor(tmp_path) -> None:
+    program = tmp_path / "nap.pipe"
+    program.write_text('use time\n\npipeline main() -> str:\n    time.sleep(15)\n    return "rested"\n')
+    started = time.monotonic()
+    stopped = pipe("run", program, "--max-seconds", "1", "--executor", "threads:2")
+    assert stopped.returncode == 70
+    assert "seconds" in stopped.stderr and "nap.pipe:4" in stopped.stderr
+    assert time.monotonic() - started < 12  # not the 15 s the call takes

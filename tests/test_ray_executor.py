@@ -17,6 +17,8 @@ import pytest
 
 from orgtree_lang.engine import runs as durable_runs
 from orgtree_lang.engine.runner import RunOptions, run_file
+from orgtree_lang.runtime.errors import PipeRuntimeError
+from orgtree_lang.vm.budget import Budget
 from tests import ray_skills
 from tests.cli_testing import pipe
 
@@ -100,6 +102,14 @@ def test_a_program_gives_the_same_output_on_threads_and_on_ray_whose_workers_run
     assert str(os.getpid()) not in pids  # the remote calls ran in Ray worker processes
     assert {line.split()[1] for line in (here / "tries").read_text().splitlines()} == {str(os.getpid())}
 
+    tree = pipe("tree", "remote1", "--every-call", "--workspace", tmp_path)
+    calls = [line.split("─ ", 1)[1] for line in tree.stdout.splitlines() if "─ " in line]
+    assert [call.split()[0] for call in calls] == ["ledger.apply", "code.run", "time.sleep", "web.extract",
+                                                   "ledger.apply"]
+    assert all("  [ray node " in call for call in calls), tree.stdout
+    assert "[ray node " not in tree.stdout.split("ledger.apply")[0]  # the pipeline node ran on the driver
+    assert "[ray node " not in pipe("tree", "local1", "--every-call", "--workspace", tmp_path).stdout
+
 
 def test_replay_of_a_ray_run_makes_no_outside_call(cluster, tmp_path) -> None:
     program = tmp_path / "ledger.pipe"
@@ -171,6 +181,39 @@ def test_a_worker_killed_mid_task_is_retried_with_the_same_key_and_the_effect_ha
     assert len(tries) == 2 and tries[0][0] == tries[1][0] == "killed:1"
     assert tries[0][1] != tries[1][1]  # a second worker process made the second try
     assert (folder / "ledger").read_text().split() == ["killed:1"]
+
+
+def test_the_seconds_budget_holds_for_a_call_on_a_worker_and_its_task_is_cancelled(cluster, tmp_path) -> None:
+    program = tmp_path / "hold.pipe"
+    program.write_text('use ledger\n\npipeline main(folder: str) -> str:\n'
+                       '    return ledger.apply(folder, "held", hold=true)\n')
+    folder = tmp_path / "effects"
+    folder.mkdir()
+    options = RunOptions(inputs={"folder": str(folder)}, registry=ray_skills.registry(), durable=True,
+                         executor=f"ray:{cluster.address}", run_id="limited", workspace=tmp_path,
+                         budget=Budget(max_seconds=4))
+    started = time.monotonic()
+    with pytest.raises(PipeRuntimeError, match="seconds") as stopped:
+        run_file(program, options)
+    assert stopped.value.kind == "budget"
+    assert time.monotonic() - started < 30  # not the 120 s the call would take
+    worker = int((folder / "pid").read_text())
+    deadline = time.monotonic() + 30
+    while _alive(worker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(worker), "the task went on on the cluster after the run stopped"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a killed worker may stay a zombie until Ray's raylet reaps it
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ")[1][0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 PATIENT = '''\

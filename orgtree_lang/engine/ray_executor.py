@@ -104,14 +104,12 @@ class RayPending:
         try:
             outcome, payload, node = ray.get(self.ref, timeout=timeout)
         except exceptions.GetTimeoutError:
-            raise concurrent.futures.TimeoutError() from None
-        except exceptions.TaskCancelledError as err:
-            raise cluster_lost(self._executor.address, err) from err
+            raise concurrent.futures.TimeoutError() from None  # still running: close() cancels it
         except (exceptions.RayError, ConnectionError) as err:
-            raise cluster_lost(self._executor.address, err) from err
-        finally:
             self._executor.forget(self)
-        self.where = f"ray:{node}"
+            raise cluster_lost(self._executor.address, err) from err
+        self._executor.forget(self)
+        self.where = f"ray node {node[:8]}"
         if outcome == "ok":
             return payload
         if outcome == "skill":
