@@ -111,6 +111,37 @@ def test_a_program_gives_the_same_output_on_threads_and_on_ray_whose_workers_run
     assert "[ray node " not in pipe("tree", "local1", "--every-call", "--workspace", tmp_path).stdout
 
 
+BRANCHES = '''\
+use ledger, code
+
+pipeline work(folder: str, name: str) -> str:
+    ran = code.run("python", "print(" + str(len(name)) + " * 7)")
+    print(name + " " + ran["stdout"])
+    return ledger.apply(folder, name)
+
+pipeline main(folder: str) -> str:
+    parallel:
+        a = work(folder, "a")
+        b = work(folder, "bb")
+        c = work(folder, "ccc")
+    return a + " | " + b + " | " + c
+'''
+
+
+def test_parallel_branches_give_the_same_output_on_threads_and_on_ray(cluster, tmp_path) -> None:
+    program = tmp_path / "branches.pipe"
+    program.write_text(BRANCHES)
+    here, there = tmp_path / "threads", tmp_path / "ray"
+    here.mkdir(), there.mkdir()
+    local = _durable_run(program, here, "threads:4", "plocal").state
+    remote = _durable_run(program, there, f"ray:{cluster.address}", "premote").state
+    assert sorted(local.output) == ["a 7\n", "bb 14\n", "ccc 21\n"]
+    assert remote.output == local.output and remote.result == local.result.replace("plocal", "premote")
+    assert str(os.getpid()) not in {line.split()[1] for line in (there / "tries").read_text().splitlines()}
+    tree = pipe("tree", "premote", "--every-call", "--workspace", tmp_path).stdout
+    assert tree.count("[ray node ") == 6, tree  # 3 code.run and 3 ledger.apply, each on a worker
+
+
 def test_replay_of_a_ray_run_makes_no_outside_call(cluster, tmp_path) -> None:
     program = tmp_path / "ledger.pipe"
     program.write_text(LEDGER)

@@ -31,6 +31,9 @@ OPERAND_DOCS = {
     "call": "an index into `calls`, the call sites (kind, name, positional count, keyword names).",
     "attr": "the field or key name as text.",
     "ambiguous": "an index into `ambiguous`, the specs of the code object's ambiguous blocks.",
+    "branch": "the index of the first instruction of a parallel loop's body.",
+    "branches": "one pair per branch of a parallel block: the index of its first instruction, and the local "
+                "slots it copies back into the frame when it ends.",
 }
 
 # The stack effect of some opcodes depends on the argument or on the call site it names; these are

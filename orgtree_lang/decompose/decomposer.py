@@ -15,6 +15,7 @@ from orgtree_lang.decompose.goal import Goal, skill_docs
 from orgtree_lang.decompose.inputs import MEMORY_THRESHOLD, described_inputs, remember_inputs
 from orgtree_lang.decompose.size import MAX_STATEMENTS, SMALL_PIPELINES, size_problems
 from orgtree_lang.decompose.limits import ChildLimits, output_size
+from orgtree_lang.decompose.protocol import reserved, seated
 from orgtree_lang.decompose.prompt import CONTEXT_SHARE, PromptTooLarge, build_request, spec_text
 from orgtree_lang.decompose.research import INSTRUCTIONS as RESEARCH_INSTRUCTIONS
 from orgtree_lang.decompose.research import needs_research, record_need
@@ -52,6 +53,10 @@ class DecomposeSettings:
     child_max_memory: int = ChildLimits.memory
     max_statements: int = MAX_STATEMENTS  # in one pipeline of a generated module; more is sent back to be split
     memory_threshold: int = MEMORY_THRESHOLD  # characters: a bigger input goes to the workspace memory
+    protocol: bool = True  # author and reviewer take turns on the scratchpad and read it and the insights
+    ask_human: bool = True  # a review disagreement the parent's author does not settle goes to a person
+    max_research: int = 1  # research children per writing, for "needs research" answers (0: fail at once)
+    research_module: str = ""  # the research child's source; "" is the stdlib's research.pipe
 
     @property
     def limits(self) -> ChildLimits:
@@ -65,7 +70,8 @@ class DecomposeSettings:
             "max_repairs": int, "max_review_rounds": int, "max_depth": int, "context_share": (int, float),
             "similarity": (int, float), "child_max_steps": int, "child_max_seconds": (int, float),
             "max_output_chars": int, "child_max_memory": int, "max_statements": int,
-            "memory_threshold": int})
+            "memory_threshold": int, "protocol": bool, "ask_human": bool,
+            "max_research": int, "research_module": str})
         for key in ("child_max_steps", "child_max_seconds", "max_output_chars", "child_max_memory", "max_statements",
                     "memory_threshold"):
             if key in section and section[key] <= 0:
@@ -101,6 +107,7 @@ class Decomposer:
         # What encloses this program's blocks: a child inherits the root program's description and path.
         self.goal = goal if goal is not None else Goal.of_program(parent_file, parent_source)
         self.parent_author = parent_author
+        self._research = None  # while a module is written: need -> the author's next request (decompose/research.py)
         self.human = human
         self.store = ModuleStore(self.workspace)
         self._programs: dict[str, tuple[SavedModule, Any]] = {}  # spec hash -> module and program, this run
@@ -211,6 +218,7 @@ class Decomposer:
         from orgtree_lang.models.base import Message
         from orgtree_lang.models.tokens import context_window, count_tokens
         from orgtree_lang.decompose.escalate import escalate, judges_for
+        from orgtree_lang.decompose.journaled import review_subject
         from orgtree_lang.review.errors import ReviewError
         from orgtree_lang.review.ledger import ConcernLedger
         from orgtree_lang.review.reviewer import review_loop
@@ -218,6 +226,9 @@ class Decomposer:
         related = [(m.provenance.get("block", m.path.stem), m.body) for m in similar]
         window = context_window(author.name)
         budget = int(window * self.settings.context_share)
+        if self.settings.protocol:
+            author, reviewer = seated(author, reviewer, spec, block, self.workspace, budget)
+            budget -= reserved(budget)  # the pad and the insights seed the prompt within the same budget
         described = described_inputs(spec, inputs, self.workspace, self.settings.memory_threshold, author.name,
                                      window, budget)
         try:
@@ -230,6 +241,7 @@ class Decomposer:
                                    hint="shorten the block's docstring, or use a model with a larger context "
                                         "window (or raise [decompose] context_share)") from None
         conversation = uuid.uuid4().hex
+        self._research = lambda need: self._researched(need, spec, block, reviewer)
         messages = [Message("system", LANGUAGE_NOTES), Message("user", request.text)]
         attempts = AttemptLog(self.workspace)
         try:
@@ -250,7 +262,7 @@ class Decomposer:
                 # Each writing of a module is reviewed afresh: concerns settled for an earlier module are not
                 # inherited. The subject is numbered, not random, so prompts (and cassettes) repeat exactly.
                 base = f"{Path(self.parent_file).name}:{spec.name}:{digest}"
-                subject = f"{base}:{len(ledger.subjects(base + ':')) + 1}"
+                subject = review_subject(block, ledger, base)
                 block.note(f"in review ({subject})")
                 goal = self.goal.describe(spec, self.parent_file, self.parent_source)
 
@@ -266,7 +278,7 @@ class Decomposer:
                 try:
                     outcome = review(body, self.settings.max_review_rounds)
                 except ReviewError as failed:
-                    judges = judges_for(author, self.parent_author, self.human)
+                    judges = judges_for(author, self.parent_author, self._human(block))
                     if not failed.open_concerns or failed.outcome is None or not judges:
                         raise
                     outcome, trail = escalate(failed, judges, subject=subject, ledger=ledger,
@@ -289,6 +301,30 @@ class Decomposer:
         }
         return self.store.save(self.parent_file, spec.name, outcome.artifact, provenance, self.registry)
 
+    def _researched(self, need, spec: AmbiguousSpec, block, reviewer) -> str:
+        """Run the research child on the author's questions, have its findings reviewed as insights, and return
+        the author's next request with the accepted ones."""
+        from orgtree_lang.compile.api import compile_source
+        from orgtree_lang.decompose.research import propose_findings, research_source, web_allowed
+
+        module = self.settings.research_module
+        file, source = research_source(str(self.workspace / module) if module else "")
+        program = compile_source(source, file, self.registry).program
+        web = web_allowed(self.workspace / "orgtree.toml")
+        block.note(f"researching ({'web and ' if web else ''}workspace memory): {' | '.join(need.questions)}")
+        result = block.run_child(program, None, context=_generated_context(block.context),
+                                 limits=self.settings.limits.budget(), name="research",
+                                 inputs={"questions": need.questions or need.reasons, "web": web})
+        findings = propose_findings(self.workspace, result, spec.name, reviewer)
+        block.note(f"research: {len(findings.accepted)} finding(s) accepted, {len(findings.rejected)} rejected")
+        return findings.message(need)
+
+    def _human(self, block):
+        """How to ask the human node for `block`: the given seam, else the run's inbox (a durable run only)."""
+        if self.human is not None or not self.settings.ask_human:
+            return self.human
+        return block.ask_human if block.effects is not None else None
+
     def _valid_module(self, spec: AmbiguousSpec, digest: str, messages: list, conversation: str, author,
                       attempts, phase: str, answers: list[str] | None = None) -> str:
         """Ask the author until a module validates, sending the problems back (at most max_repairs repairs).
@@ -297,8 +333,9 @@ class Decomposer:
         from orgtree_lang.models.base import Message
 
         problems: list[str] = []
-        tries = self.settings.max_repairs + 1
-        for attempt in range(1, tries + 1):
+        tries, attempt, researched = self.settings.max_repairs + 1, 0, 0
+        while attempt < tries:
+            attempt += 1
             answer = author.complete(messages, conversation_id=conversation).text
             messages.append(Message("assistant", answer))
             if answers is not None:
@@ -309,6 +346,10 @@ class Decomposer:
                                 ["needs research"])
                 record_need(self.workspace, spec.name, digest, f"{self.parent_file}:{spec.span.line}", need,
                             author.name, conversation)
+                if self._research is not None and researched < self.settings.max_research:
+                    researched, tries = researched + 1, tries + 1  # a researched answer is not a repair
+                    messages.append(Message("user", self._research(need)))
+                    continue
                 raise PipeRuntimeError(
                     f"ambiguous block `{spec.name}` needs research before it can be written: "
                     f"{'; '.join(need.reasons)}", kind="ambiguous", catchable=False,

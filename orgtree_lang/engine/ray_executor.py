@@ -86,10 +86,11 @@ def cluster_lost(address: str | None, err: BaseException) -> PipeRuntimeError:
 class RayPending:
     """A call running as a Ray task: `result()` waits for it; `where` is the Ray node id once it is done."""
 
-    def __init__(self, ref, executor: RayExecutor) -> None:
+    def __init__(self, ref, executor: RayExecutor, done: Callable[[], None] | None = None) -> None:
         self.ref = ref
         self.where: str | None = None
         self._executor = executor
+        self._done = done
 
     def done(self) -> bool:
         import ray
@@ -106,15 +107,20 @@ class RayPending:
         except exceptions.GetTimeoutError:
             raise concurrent.futures.TimeoutError() from None  # still running: close() cancels it
         except (exceptions.RayError, ConnectionError) as err:
-            self._executor.forget(self)
+            self._ended()
             raise cluster_lost(self._executor.address, err) from err
-        self._executor.forget(self)
+        self._ended()
         self.where = f"ray node {node[:8]}"
         if outcome == "ok":
             return payload
         if outcome == "skill":
             raise SkillError(*payload)
         raise payload
+
+    def _ended(self) -> None:
+        self._executor.forget(self)
+        if self._done is not None:
+            self._done()
 
 
 class RayExecutor:
@@ -150,7 +156,8 @@ class RayExecutor:
         if not (isinstance(call, SkillCall) and getattr(call.skill, "remote", False)):
             return self.local.submit(call)
         task = self._connect()
-        pending = RayPending(task.remote(call.skill, call.args, call.kwargs, ShippedContext.of(call.context)), self)
+        pending = RayPending(task.remote(call.skill, call.args, call.kwargs, ShippedContext.of(call.context)), self,
+                             call.done)
         with self._lock:
             self._running.add(pending)
         return pending

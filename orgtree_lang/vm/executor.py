@@ -43,9 +43,16 @@ class SkillCall:
     args: list
     kwargs: dict
     context: Any
+    # Called in this process when the call has ended: as it returns when it ran here, when its result
+    # arrives when it ran elsewhere (the scheduler ends the call's node duration there).
+    done: Callable[[], None] | None = None
 
     def __call__(self) -> Any:
-        return self.skill.invoke(self.args, self.kwargs, self.context)
+        try:
+            return self.skill.invoke(self.args, self.kwargs, self.context)
+        finally:
+            if self.done is not None:
+                self.done()
 
 
 class Finished:
