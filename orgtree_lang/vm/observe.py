@@ -71,6 +71,12 @@ class RunObserver:
     def annotate(self, node_id: str, *, tokens: int = 0, cost: float = 0.0, detail: str | None = None) -> None:
         """Model spending or a progress note for node `node_id` (the decomposer's)."""
 
+    def model_call_ended(self, spend, model: str, input_tokens: int, output_tokens: int, cost: float,
+                         started: float, error: Exception | None) -> None:
+        """A model call charged to `spend` ended: a skill's vm.budget.ModelSpend (the same object reaches
+        `skill_called` when the skill ends) or an ambiguous block's NodeSpend (`spend.node`). `started` is its
+        time.time() start, `error` what it raised (its usage then 0)."""
+
     # ---- tasks (vm/scheduler.py) --------------------------------------------------------------
     def task_started(self, state: RunState, task, frame: Frame) -> None:
         """`task` (a branch of a parallel block) was started by the task running `frame`."""
@@ -162,6 +168,10 @@ class FanOut(RunObserver):
     def annotate(self, node_id, **fields):
         for observer in self.observers:
             observer.annotate(node_id, **fields)
+
+    def model_call_ended(self, spend, model, input_tokens, output_tokens, cost, started, error):
+        for observer in self.observers:
+            observer.model_call_ended(spend, model, input_tokens, output_tokens, cost, started, error)
 
     def task_started(self, state, task, frame):
         for observer in self.observers:
