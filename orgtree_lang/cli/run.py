@@ -61,7 +61,8 @@ def add_otel_options(parser) -> None:
 def add_executor_option(parser) -> None:
     parser.add_argument("--executor", metavar="NAME[:ARG]", default=None,
                         help="where slow skill calls (models, http.fetch, web.*, code.run, time.sleep) run while "
-                             "other branches go on: `threads` (default, 32 worker threads) or `threads:N`")
+                             "other branches go on: `threads` (default, 32 worker threads), `threads:N`, "
+                             "`ray` or `ray:ADDRESS` (needs the ray extra; docs/ray.md)")
 
 
 def command_run(args) -> int:

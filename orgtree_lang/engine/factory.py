@@ -107,14 +107,14 @@ def build_run(program, root: Path, registry, options, run_id: str, *, effects=No
         from orgtree_lang.orgtree.recorder import recorder_for
 
         recorder = recorder_for(root, options.tree_listener)
-    from orgtree_lang.engine.executors import make_executor
+    from orgtree_lang.engine.executors import executor_settings, make_executor
 
     spans = options.otel.observer(run_id) if getattr(options, "otel", None) is not None else None
+    executor = make_executor(options.executor, executor_settings(root))
     factory = MachineFactory(
         registry=registry, context=SkillContext(Workspace.for_run(root), run_id=run_id, models=options.models),
         budget=options.budget, resolver=options.decomposer, printer=_synced(options.printer, effects), effects=effects,
-        tracer=tracer, recorder=recorder, progress=options.progress, executor=make_executor(options.executor),
-        spans=spans)
+        tracer=tracer, recorder=recorder, progress=options.progress, executor=executor, spans=spans)
     return RunParts(factory.top(program), tracer, recorder, spans)
 
 

@@ -65,14 +65,15 @@ class TreeObserver(RunObserver):
     def at_statement(self, state, frame) -> None:
         self.recorder.tick()
 
-    def skill_called(self, state, frame, name, args, kwargs, outcome, result, failure, started, spend) -> None:
+    def skill_called(self, state, frame, name, args, kwargs, outcome, result, failure, started, spend,
+                     where=None) -> None:
         seconds = time.perf_counter() - started
         tokens, cost = spend.take() if spend is not None else (0, 0.0)
         parent = f"{state.run_id}/{frame.node}"
         self.recorder.skill_call(
             f"{parent}/{name}#s{state.skill_calls}", state.run_id, parent, name, frame.pipeline,
             _call_inputs(args, kwargs), time.time() - seconds, round(seconds * 1000, 3), outcome,
-            summarize(result) if outcome == "ok" else "", failure, tokens, cost)
+            summarize(result) if outcome == "ok" else "", failure, tokens, cost, detail=where)
 
     def block_started(self, state, frame, spec, inputs, node_id) -> None:
         self.recorder.open(node_id, state.run_id, f"{state.run_id}/{frame.node}", spec.name, "ambiguous",

@@ -122,8 +122,9 @@ class TreeRecorder:
 
     def skill_call(self, node_id: str, run_id: str, parent_id: str, name: str, caller: str, inputs: str,
                    started_at: float, duration_ms: float, status: str, output: str, error: str | None,
-                   tokens: int = 0, cost: float = 0.0) -> None:
-        """Record one finished skill call (past the per-run limit, only a count under its caller)."""
+                   tokens: int = 0, cost: float = 0.0, detail: str | None = None) -> None:
+        """Record one finished skill call (past the per-run limit, only a count under its caller); `detail` says
+        where it ran when not in this process."""
         if parent_id in self._unrecorded:  # inside a pipeline call past the limit: counted with those calls
             self._count_overflow(run_id, self._entries[run_id], name, caller, status)
             return
@@ -135,7 +136,7 @@ class TreeRecorder:
         self._seq += 1
         # Skill calls are kept as rows only until written: a long run makes many of them.
         self._finished((node_id, run_id, parent_id, self._seq, name, "skill", caller, status, inputs, output, error,
-                        started_at, duration_ms, tokens, cost, ""))
+                        started_at, duration_ms, tokens, cost, detail or ""))
 
     def _finished(self, row: tuple) -> None:
         rows = self._rows

@@ -63,8 +63,8 @@ _INSERT_GROUP = ("INSERT INTO tree_calls (run_id, parent_id, name, kind, caller,
                  "errors, calls) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 _GROUP_COLUMNS = "run_id, parent_id, name, kind, caller, calls"
 # A call in a group's JSON list: the TreeNode fields that differ between the calls of one group.
-_CALL = itemgetter(0, 3, 7, 8, 9, 10, 11, 12, 13, 14)  # id, seq, status, inputs, output, error, started_at,
-                                                      # duration_ms, tokens, cost (positions in a row)
+_CALL = itemgetter(0, 3, 7, 8, 9, 10, 11, 12, 13, 14, 15)  # id, seq, status, inputs, output, error,
+                                                          # started_at, duration_ms, tokens, cost, detail
 _STARTED, _STATUS = itemgetter(11), itemgetter(7)
 
 
@@ -91,7 +91,7 @@ def _grouped(rows: list[tuple]) -> list[tuple]:
 def _expand(row) -> list[TreeNode]:
     run_id, parent_id, name, kind, caller, calls = row
     return [TreeNode(c[0], run_id, parent_id, c[1], name, kind, caller, c[2], c[3], c[4], c[5], c[6], c[7], c[8],
-                     c[9]) for c in json.loads(calls)]
+                     c[9], c[10]) for c in json.loads(calls)]
 
 
 def _merged(*sources: list[TreeNode]) -> dict[str, TreeNode]:

@@ -344,7 +344,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     ok INTEGER NOT NULL,          -- how many of the calls ended ok ...
     errors INTEGER NOT NULL,      -- ... and how many with an error
     calls TEXT NOT NULL           -- JSON: [[id, seq, status, inputs, output, error, started_at, duration_ms,
-                                  --         tokens, cost], ...] (orgtree/store.py)
+                                  --         tokens, cost, detail], ...] (orgtree/store.py)
 """, indexes=(Index("tree_calls_by_name", "tree_calls (name, last_started)"),
               Index("tree_calls_by_run", "tree_calls (run_id)"),
               Index("tree_calls_by_parent", "tree_calls (parent_id)"))),)),
