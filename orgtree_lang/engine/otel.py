@@ -160,12 +160,15 @@ class SpanObserver(RunObserver):
             span.end()
 
     # ---- skills and model calls ---------------------------------------------------------------
-    def skill_called(self, state, frame, name, args, kwargs, outcome, result, failure, started, spend) -> None:
+    def skill_called(self, state, frame, name, args, kwargs, outcome, result, failure, started, spend,
+                     where=None) -> None:
         now = time.time()
         start = now - (time.perf_counter() - started)
         node_id = f"{state.run_id}/{frame.node}"
-        span = self._open(f"skill {name}", self.spans.get(node_id, self.root), {
-            "orgtree.skill": name, "orgtree.pipeline": frame.pipeline, "orgtree.outcome": outcome}, _ns(start))
+        attributes = {"orgtree.skill": name, "orgtree.pipeline": frame.pipeline, "orgtree.outcome": outcome}
+        if where:
+            attributes["orgtree.ran_on"] = where  # a Ray node (docs/ray.md)
+        span = self._open(f"skill {name}", self.spans.get(node_id, self.root), attributes, _ns(start))
         if outcome != "ok":
             self._fail(span, failure or "the skill failed")
         with self.lock:

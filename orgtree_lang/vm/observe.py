@@ -51,9 +51,10 @@ class RunObserver:
 
     # ---- skills, prints, errors, blocks -------------------------------------------------------
     def skill_called(self, state: RunState, frame: Frame, name: str, args: list, kwargs: dict, outcome: str,
-                     result: Any, failure: str | None, started: float, spend) -> None:
+                     result: Any, failure: str | None, started: float, spend, where: str | None = None) -> None:
         """A skill call ended (`outcome` ok or error); `started` is its perf_counter start; `spend.take()`
-        (when `spend` is not None) gives the tokens and cost of the model calls made inside it."""
+        (when `spend` is not None) gives the tokens and cost of the model calls made inside it; `where` says
+        where it ran when that was not this process (`ray node 5d332ad0`)."""
 
     def printed(self, state: RunState, frame: Frame, line: str) -> None:
         """The program printed `line`."""
@@ -153,9 +154,10 @@ class FanOut(RunObserver):
         for observer in self.observers:
             observer.frame_unwound(state, frame, error)
 
-    def skill_called(self, state, frame, name, args, kwargs, outcome, result, failure, started, spend):
+    def skill_called(self, state, frame, name, args, kwargs, outcome, result, failure, started, spend, where=None):
         for observer in self.observers:
-            observer.skill_called(state, frame, name, args, kwargs, outcome, result, failure, started, spend)
+            observer.skill_called(state, frame, name, args, kwargs, outcome, result, failure, started, spend,
+                                  where=where)
 
     def printed(self, state, frame, line):
         for observer in self.observers:
