@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 
 from orgtree_lang.check.capabilities import capability_allowed
+from orgtree_lang.check.contracts import CONTRACT_STATEMENTS, check_block_contracts, contract_statement
 from orgtree_lang.check.module import CallTarget, CheckedModule, PipelineInfo, resolve_type
 from orgtree_lang.check.typing import ExprTyper
 from orgtree_lang.runtime.builtins import BUILTINS
@@ -177,6 +178,9 @@ class PipelineChecker:
             self._return(stmt)
         elif isinstance(stmt, n.Ambiguous):
             self._ambiguous(stmt)
+            check_block_contracts(self, stmt)
+        elif isinstance(stmt, CONTRACT_STATEMENTS):
+            contract_statement(self, stmt)
         elif isinstance(stmt, n.UseStmt) and self.report:
             self.sink.error("`use` inside a pipeline is allowed only in an ambiguous block, after its docstring",
                             stmt.span, "put `use` lines at the top of the module; inside an ambiguous block they "

@@ -31,6 +31,8 @@ OPERAND_DOCS = {
     "call": "an index into `calls`, the call sites (kind, name, positional count, keyword names).",
     "attr": "the field or key name as text.",
     "ambiguous": "an index into `ambiguous`, the specs of the code object's ambiguous blocks.",
+    "check": "an index into `checks`: kind (assume, expect, example), the condition as source, its reason, and "
+             "the local slots whose values a failure shows.",
 }
 
 # The stack effect of some opcodes depends on the argument or on the call site it names; these are
