@@ -164,8 +164,8 @@ def test_max_repairs_from_orgtree_toml_limits_the_attempts(tmp_path):
 
 def test_a_request_that_cannot_fit_the_context_share_is_a_clear_error(tmp_path):
     author = scripted(tmp_path, "tiny", [{"reply": GOOD}], "author")
-    set_context_window(author.name, 400)  # 50% is 200 tokens: less than the language notes alone
-    with pytest.raises(PipeRuntimeError, match="needs .* tokens even in its shortest form"):
+    set_context_window(author.name, 400)  # the language card alone is larger than the whole window
+    with pytest.raises(PipeRuntimeError, match="do not fit in the model's 400-token context window"):
         run(tmp_path, FIRST, author, scripted(tmp_path, "r", [{"reply": NO_CONCERNS}], "reviewer"), "x")
     assert author.calls == [] and ModuleStore(tmp_path).all() == []
 
@@ -177,15 +177,29 @@ def test_the_request_shrinks_to_fit_and_never_exceeds_its_budget():
     full = build_request(spec, big, REGISTRY, "triage.pipe", source, [("x", GOOD)], count=count_tokens,
                          budget=100_000, fixed=LANGUAGE_NOTES)
     assert full.level == 0 and "A saved module for a similar block (x)" in full.text
-    notes = count_tokens(LANGUAGE_NOTES)  # the system prompt (the language card) counts against the budget too
-    for budget in (notes + 800, notes + 500, notes + 300, notes + 200):
+    notes = count_tokens(LANGUAGE_NOTES)  # the system prompt is counted on its own, outside the request's budget
+    levels = []
+    for budget in (800, 500, 300, 200):
         request = build_request(spec, big, REGISTRY, "triage.pipe", source, [("x", GOOD)], count=count_tokens,
                                 budget=budget, fixed=LANGUAGE_NOTES)
-        assert request.tokens <= budget
-        assert request.tokens == count_tokens(request.text) + count_tokens(LANGUAGE_NOTES)
-    with pytest.raises(PromptTooLarge):
-        build_request(spec, big, REGISTRY, "triage.pipe", source, [], count=count_tokens, budget=300,
+        assert request.tokens == count_tokens(request.text) <= budget
+        assert request.fixed_tokens == notes
+        levels.append(request.level)
+    assert levels == sorted(levels) and levels[-1] > 0  # smaller budgets cut more
+    with pytest.raises(PromptTooLarge, match="even in its shortest form"):
+        build_request(spec, big, REGISTRY, "triage.pipe", source, [], count=count_tokens, budget=60,
                       fixed=LANGUAGE_NOTES)
+
+
+def test_the_language_card_and_the_requests_share_must_fit_the_window_together():
+    spec = compile_source(FIRST, "triage.pipe", REGISTRY).program.pipelines["main"].ambiguous[0]
+    notes = count_tokens(LANGUAGE_NOTES)
+    fits = build_request(spec, {"report": "x"}, REGISTRY, "triage.pipe", FIRST, [], count=count_tokens,
+                         budget=1000, fixed=LANGUAGE_NOTES, window=notes + 1000)
+    assert fits.tokens <= 1000
+    with pytest.raises(PromptTooLarge, match="language card"):
+        build_request(spec, {"report": "x"}, REGISTRY, "triage.pipe", FIRST, [], count=count_tokens,
+                      budget=1000, fixed=LANGUAGE_NOTES, window=notes + 999)
 
 
 def test_allowed_skills_are_ranked_by_relevance_to_the_block():

@@ -199,11 +199,13 @@ class Decomposer:
         from orgtree_lang.review.reviewer import review_loop
 
         related = [(m.provenance.get("block", m.path.stem), m.body) for m in similar]
-        budget = int(context_window(author.name) * self.settings.context_share)
+        window = context_window(author.name)
+        budget = int(window * self.settings.context_share)
         try:
             request = build_request(spec, inputs, self.registry, self.parent_file, self.parent_source, related,
                                     count=lambda text: count_tokens(text, author.name), budget=budget,
-                                    fixed=LANGUAGE_NOTES, share=self.settings.context_share)
+                                    fixed=LANGUAGE_NOTES, share=self.settings.context_share,
+                                    window=window)
         except PromptTooLarge as err:
             raise PipeRuntimeError(str(err), kind="ambiguous", catchable=False,
                                    hint="shorten the block's docstring, or use a model with a larger context "
@@ -245,7 +247,7 @@ class Decomposer:
             "reviewer-conversations": ",".join(outcome.reviewer_conversations),
             "review-rounds": str(outcome.rounds),
             "concerns": ", ".join(f"{k} {v}" for k, v in outcome.counts.items()),
-            "prompt-tokens": f"{request.tokens} of {request.budget} allowed",
+            "prompt-tokens": f"{request.tokens} of {request.budget} allowed (+ {request.fixed_tokens} of language card)",
             "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         }
         return self.store.save(self.parent_file, spec.name, outcome.artifact, provenance, self.registry)

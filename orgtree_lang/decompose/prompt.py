@@ -11,7 +11,10 @@ from orgtree_lang.decompose.spec import required_signature
 from orgtree_lang.runtime.errors import PipeError
 from orgtree_lang.runtime.values import display
 
-CONTEXT_SHARE = 0.5  # the share of the author model's context window the request (with the language card) may take
+# The share of the author model's context window the problem may take (the seed's 25% per level): the spec, input
+# summaries, skills, surroundings and related modules. The language card is the fixed instruction, not part of the
+# problem: it is counted on its own, and the two must fit in the window together.
+CONTEXT_SHARE = 0.25
 FULL_SKILLS = 25  # with more allowed skills than this, only the most relevant get their full signature
 
 # From the most to the least generous; the first that fits the budget is used.
@@ -33,9 +36,10 @@ class PromptTooLarge(PipeError):
 @dataclass
 class Request:
     text: str
-    tokens: int
+    tokens: int  # of `text`, the part the budget limits
     budget: int
     level: int  # index into _LEVELS: 0 is everything, higher means parts were cut to fit
+    fixed_tokens: int = 0  # of the system prompt (the language card) sent with it
 
 
 def words(text: str) -> set[str]:
@@ -67,20 +71,24 @@ def allowed_skills(spec: AmbiguousSpec, registry) -> list:
 
 def build_request(spec: AmbiguousSpec, inputs: dict[str, Any], registry, parent_file: str, parent_source: str,
                   related: list[tuple[str, str]], *, count, budget: int, fixed: str = "",
-                  share: float = CONTEXT_SHARE) -> Request:
-    """The longest form of the request that, with `fixed` (the system prompt), fits in `budget` tokens.
+                  share: float = CONTEXT_SHARE, window: int | None = None) -> Request:
+    """The longest form of the request that fits in `budget` tokens, sent with `fixed` (the system prompt).
 
     `related` is (label, module source) pairs of saved modules for similar blocks; `count(text)` counts tokens.
-    Raises PromptTooLarge when even the shortest form does not fit."""
+    The budget limits the request alone; with `window`, the system prompt and the budget must fit in it together.
+    Raises PromptTooLarge when even the shortest form does not fit, or the system prompt leaves no room."""
     skills = allowed_skills(spec, registry)
     fixed_tokens = count(fixed) if fixed else 0
+    if window is not None and fixed_tokens + budget > window:
+        raise PromptTooLarge(f"the language card ({fixed_tokens:,} tokens) and the request's share ({budget:,} "
+                             f"tokens) do not fit in the model's {window:,}-token context window")
     smallest = None
     for index, level in enumerate(_LEVELS):
         text = _render(spec, inputs, skills, parent_file, parent_source, related, level)
-        tokens = count(text) + fixed_tokens
+        tokens = count(text)
         smallest = tokens
         if tokens <= budget:
-            return Request(text, tokens, budget, index)
+            return Request(text, tokens, budget, index, fixed_tokens)
     raise PromptTooLarge(f"the request for block `{spec.name}` needs {smallest:,} tokens even in its shortest "
                          f"form, more than the {budget:,} tokens allowed ({share:.0%} of the model's "
                          "context window)")
