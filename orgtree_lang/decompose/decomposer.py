@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from orgtree_lang.compile.code import AmbiguousSpec
+from orgtree_lang.decompose.dataflow import ExampleFlow
 from orgtree_lang.decompose.extract import ExtractError, extract_module
 from orgtree_lang.decompose.limits import ChildLimits, output_size
 from orgtree_lang.decompose.prompt import CONTEXT_SHARE, PromptTooLarge, build_request, spec_text
@@ -46,6 +47,8 @@ class DecomposeSettings:
     child_max_seconds: float = ChildLimits.seconds  # no limit (decompose/limits.py)
     max_output_chars: int = ChildLimits.output_chars
     child_max_memory: int = ChildLimits.memory
+    data_driven: bool = False  # design (examples, expectations) and its review before the code (decompose/dataflow.py)
+    simulation_rounds: int = 2  # failed simulations sent back to the author before the code review
 
     @property
     def limits(self) -> ChildLimits:
@@ -58,7 +61,10 @@ class DecomposeSettings:
         section = config_section("decompose", path, types={
             "max_repairs": int, "max_review_rounds": int, "max_depth": int, "context_share": (int, float),
             "similarity": (int, float), "child_max_steps": int, "child_max_seconds": (int, float),
-            "max_output_chars": int, "child_max_memory": int})
+            "max_output_chars": int, "child_max_memory": int, "data_driven": bool, "simulation_rounds": int})
+        if section.get("simulation_rounds", 0) < 0:
+            raise ConfigError(f"{path}: [decompose] simulation_rounds must be 0 or more, got "
+                              f"{section['simulation_rounds']!r}")
         for key in ("child_max_steps", "child_max_seconds", "max_output_chars", "child_max_memory"):
             if key in section and section[key] <= 0:
                 raise ConfigError(f"{path}: [decompose] {key} must be more than 0, got {section[key]!r} (a generated "
@@ -211,21 +217,33 @@ class Decomposer:
                                    hint="shorten the block's docstring, or use a model with a larger context "
                                         "window (or raise [decompose] context_share)") from None
         conversation = uuid.uuid4().hex
-        messages = [Message("system", LANGUAGE_NOTES), Message("user", request.text)]
+        flow = ExampleFlow(self, spec, _generated_context(block.context))
+        messages = [Message("system", LANGUAGE_NOTES), Message("user", flow.opening(request.text))]
         attempts = AttemptLog(self.workspace)
+
+        def ask(text: str, phase: str) -> tuple[str, str]:
+            messages.append(Message("user", text))
+            answers: list[str] = []
+            revised = self._valid_module(spec, digest, messages, conversation, author, attempts, phase,
+                                         answers=answers)
+            return revised, answers[-1] if answers else ""
+
         try:
-            body = self._valid_module(spec, digest, messages, conversation, author, attempts, "write")
+            if flow.designs:
+                flow.design_step(messages, conversation, author, reviewer, attempts, digest, block.note)
+            body = flow.checked(self._valid_module(spec, digest, messages, conversation, author, attempts, "write"),
+                                ask, block.note)
 
             def revise(artifact: str, concerns) -> tuple[str, dict[str, str]]:
                 listing = "\n".join(f"- {c.id} ({c.severity}): {c.evidence} Suggested: {c.suggested_fix}"
                                     for c in concerns)
-                messages.append(Message("user", f"A reviewer raised these concerns about the module:\n{listing}\n"
-                                                "Reply with the revised module in one ```pipe block, then one line "
-                                                "per concern: `ID: resolved: why` or `ID: rejected: why`."))
-                answer_holder: list[str] = []
-                revised = self._valid_module(spec, digest, messages, conversation, author, attempts, "revise",
-                                             answers=answer_holder)
-                return revised, _resolutions(answer_holder[-1] if answer_holder else "", concerns)
+                revised, answer = ask(f"A reviewer raised these concerns about the module:\n{listing}\n"
+                                      "Reply with the revised module in one ```pipe block, then one line "
+                                      "per concern: `ID: resolved: why` or `ID: rejected: why`.", "revise")
+                resolutions = _resolutions(answer, concerns)
+                revised = flow.checked(revised, ask, block.note)
+                flow.record(ledger, subject, conversation)
+                return flow.artifact(revised), resolutions
 
             with ConcernLedger.for_workspace(self.workspace) as ledger:
                 # Each writing of a module is reviewed afresh: concerns settled for an earlier module are not
@@ -233,7 +251,9 @@ class Decomposer:
                 base = f"{Path(self.parent_file).name}:{spec.name}:{digest}"
                 subject = f"{base}:{len(ledger.subjects(base + ':')) + 1}"
                 block.note(f"in review ({subject})")
-                outcome = review_loop(subject, spec_text(spec), body, language=language_card(),
+                flow.record(ledger, subject, conversation)
+                outcome = review_loop(subject, flow.spec_text(spec_text(spec)), flow.artifact(body),
+                                      language=language_card(),
                                       author=author, reviewer=reviewer, revise=revise, ledger=ledger,
                                       max_rounds=self.settings.max_review_rounds, author_conversation=conversation)
         finally:
@@ -248,9 +268,10 @@ class Decomposer:
             "review-rounds": str(outcome.rounds),
             "concerns": ", ".join(f"{k} {v}" for k, v in outcome.counts.items()),
             "prompt-tokens": f"{request.tokens} of {request.budget} allowed (+ {request.fixed_tokens} of language card)",
+            **flow.provenance(),
             "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         }
-        return self.store.save(self.parent_file, spec.name, outcome.artifact, provenance, self.registry)
+        return self.store.save(self.parent_file, spec.name, flow.saved(outcome.artifact), provenance, self.registry)
 
     def _valid_module(self, spec: AmbiguousSpec, digest: str, messages: list, conversation: str, author,
                       attempts, phase: str, answers: list[str] | None = None) -> str:

@@ -1,0 +1,155 @@
+"""The data-driven decomposition with scripted models: design and its review, simulation, concerns with evidence."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from cli_testing import pipe
+from decompose_testing import NO_CONCERNS
+
+from orgtree_lang.compile.api import compile_source
+from orgtree_lang.decompose.attempts import AttemptLog
+from orgtree_lang.decompose.decomposer import DecomposeSettings, Decomposer
+from orgtree_lang.decompose.simulate import TESTS_MARKER
+from orgtree_lang.decompose.store import ModuleStore
+from orgtree_lang.engine.factory import plain_machine
+from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.models.scripted import ScriptedModel
+from orgtree_lang.review.ledger import ConcernLedger
+from orgtree_lang.runtime.skills import SkillContext
+from orgtree_lang.runtime.workspace import Workspace
+
+REGISTRY = default_registry(plugins=False)
+PARENT = '''use text
+
+pipeline main(report: str) -> str:
+    ambiguous classify(report: str) -> label: str:
+        """Label the report: bug if it mentions a crash (in any letter case), else question."""
+    return label
+'''
+DESIGN = '''```pipe
+examples:
+    classify("It crashed on start") -> "bug"
+    classify("CRASH when saving") -> "bug"
+    classify("How do I log in?") -> "question"
+expect label == "bug" or label == "question", "one of the two labels"
+```'''
+# Misses the capitals: reading it, a reviewer may well accept it.
+CASE_SENSITIVE = '''```pipe
+use text
+
+pipeline main(report: str) -> str:
+    if text.contains(report, "crash"):
+        return "bug"
+    return "question"
+```'''
+FIXED = '''```pipe
+use text
+
+pipeline main(report: str) -> str:
+    if text.contains(text.lower(report), "crash"):
+        return "bug"
+    return "question"
+```
+example-2: resolved: the report is lower-cased before the test'''
+
+
+class Counting:
+    def __init__(self, model) -> None:
+        self.model, self.name, self.asked = model, model.name, []
+
+    def complete(self, messages, **kwargs):
+        self.asked.append(messages[-1].content)
+        return self.model.complete(messages, **kwargs)
+
+
+def scripted(tmp_path, name: str, rules: list[dict], role: str) -> Counting:
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(rules))
+    return Counting(ScriptedModel.from_file(path, role=role))
+
+
+def author_rules(first_module: str) -> list[dict]:
+    return [{"match": {"contains": "First, the design"}, "reply": DESIGN},
+            {"match": {"contains": "The design is settled"}, "reply": first_module},
+            {"match": {"contains": "Running the module on its examples"}, "reply": FIXED}]
+
+
+def run(tmp_path, author, reviewer, report: str, data_driven: bool = True, parent: str = PARENT):
+    program = compile_source(parent, "triage.pipe", REGISTRY).program
+    settings = dataclasses.replace(DecomposeSettings(), data_driven=data_driven)
+    decomposer = Decomposer(author=author, reviewer=reviewer, registry=REGISTRY, workspace=tmp_path,
+                            parent_file="triage.pipe", parent_source=parent, settings=settings)
+    machine = plain_machine(program, registry=REGISTRY, context=SkillContext(Workspace(tmp_path)), resolver=decomposer)
+    machine.start(None, {"report": report})
+    return machine.run().result
+
+
+def test_the_design_examples_catch_a_wrong_module_before_review(tmp_path):
+    author = scripted(tmp_path, "author", author_rules(CASE_SENSITIVE), "author")
+    reviewer = scripted(tmp_path, "reviewer", [{"reply": NO_CONCERNS}], "reviewer")
+    assert run(tmp_path, author, reviewer, "CRASH on exit") == "bug"
+    # design, first module, fixed module; design review, code review
+    assert len(author.asked) == 3 and len(reviewer.asked) == 2
+    assert "The design of `classify`" in reviewer.asked[0]
+    assert "pipeline main" not in reviewer.asked[0].split("## Artifact")[1]
+    # The code reviewer sees the fixed module, its examples as tests and what running them gave.
+    code_review = reviewer.asked[1]
+    assert "text.lower(report)" in code_review and 'test "example 2 (design)"' in code_review
+    assert "simulated 3 example(s) with side effects sealed: 3 passed, 0 failed" in code_review
+    # The failure went back to the author as a concern with its evidence.
+    sent = author.asked[2]
+    assert 'example-2: input: report = "CRASH when saving"; expected: label = "bug"; got: label = "question"' in sent
+    (saved,) = ModuleStore(tmp_path).all()
+    phases = [row["phase"] for row in AttemptLog(tmp_path).for_spec(saved.provenance["spec-hash"])]
+    assert phases == ["design", "write", "simulate"]
+
+
+def test_the_simulated_failure_is_a_concern_in_the_ledger_resolved_by_the_fix(tmp_path):
+    author = scripted(tmp_path, "author", author_rules(CASE_SENSITIVE), "author")
+    reviewer = scripted(tmp_path, "reviewer", [{"reply": NO_CONCERNS}], "reviewer")
+    run(tmp_path, author, reviewer, "It crashed")
+    (saved,) = ModuleStore(tmp_path).all()
+    with ConcernLedger.for_workspace(tmp_path) as ledger:
+        [row] = ledger.history(saved.provenance["review-subject"])
+    assert (row["concern_id"], row["status"]) == ("example-2", "resolved")
+    assert 'got: label = "question"' in row["evidence"] and "lower-cased" in row["rationale"]
+
+
+def test_the_saved_module_keeps_its_examples_and_pipe_test_checks_them(tmp_path):
+    author = scripted(tmp_path, "author", author_rules(CASE_SENSITIVE), "author")
+    reviewer = scripted(tmp_path, "reviewer", [{"reply": NO_CONCERNS}], "reviewer")
+    run(tmp_path, author, reviewer, "It crashed")
+    (saved,) = ModuleStore(tmp_path).all()
+    assert TESTS_MARKER in saved.text and "execution evidence" not in saved.text
+    assert saved.provenance["examples"] == "3 (0 from the program, 3 from the design, 0 from the reviewer)"
+    assert saved.provenance["simulation"].startswith("2 run(s); last: passed 3, failed 0, inconclusive 0")
+    result = pipe("test", str(saved.path), cwd=tmp_path)
+    assert result.returncode == 0, result.stdout
+    assert result.stdout.splitlines()[-1] == "3 tests: 3 passed, 0 failed"
+    # Broken by hand, the saved module fails its own examples.
+    saved.path.write_text(saved.text.replace("text.lower(report)", "report"))
+    broken = pipe("test", str(saved.path), cwd=tmp_path)
+    assert broken.returncode == 1 and 'FAIL' in broken.stdout and 'label = "question"' in broken.stdout
+
+
+def test_the_classic_flow_accepts_the_same_wrong_module_by_reading_it(tmp_path):
+    author = scripted(tmp_path, "author", [{"match": {"contains": "Write a module"}, "reply": CASE_SENSITIVE}],
+                      "author")
+    reviewer = scripted(tmp_path, "reviewer", [{"reply": NO_CONCERNS}], "reviewer")
+    assert run(tmp_path, author, reviewer, "CRASH on exit", data_driven=False) == "question"
+    assert (len(author.asked), len(reviewer.asked)) == (1, 1)
+
+
+def test_examples_the_program_states_are_simulated_without_a_design_step(tmp_path):
+    parent = PARENT.replace('''else question."""''', '''else question."""
+        examples:
+            classify("CRASH") -> "bug"''')
+    author = scripted(tmp_path, "author", [{"match": {"contains": "Write a module"}, "reply": CASE_SENSITIVE},
+                                           {"match": {"contains": "Running the module"}, "reply": FIXED}], "author")
+    reviewer = scripted(tmp_path, "reviewer", [{"reply": NO_CONCERNS}], "reviewer")
+    assert run(tmp_path, author, reviewer, "a CRASH", data_driven=False, parent=parent) == "bug"
+    assert 'classify("CRASH") -> "bug"' in author.asked[0] and "First, the design" not in author.asked[0]
+    assert len(author.asked) == 2 and len(reviewer.asked) == 1
+    assert 'classify("CRASH") -> "bug"' in reviewer.asked[0]  # the spec the reviewer sees states it too
