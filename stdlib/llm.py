@@ -24,7 +24,7 @@ def _models(ctx: SkillContext, name: str):
     return models
 
 
-@skill("llm.ask")
+@skill("llm.ask", slow=True)
 def ask(ctx: SkillContext, prompt: str, system: str = "") -> str:
     """The author model's answer to a prompt, as text.
 
@@ -41,7 +41,7 @@ def ask(ctx: SkillContext, prompt: str, system: str = "") -> str:
                                          spend=ctx.spend)
 
 
-@skill("llm.extract")
+@skill("llm.extract", slow=True)
 def extract(ctx: SkillContext, text: str, schema: dict[str, Any]) -> dict[str, Any]:
     """Structured data taken from a text by the author model, validated against a schema.
 
@@ -66,7 +66,7 @@ def extract(ctx: SkillContext, text: str, schema: dict[str, Any]) -> dict[str, A
     return parsed.model_dump()
 
 
-@skill("llm.summarize")
+@skill("llm.summarize", slow=True)
 def summarize(ctx: SkillContext, text: str, max_words: int = 60) -> str:
     """A summary of a text written by the author model, at most `max_words` words long.
 
@@ -91,7 +91,7 @@ def summarize(ctx: SkillContext, text: str, max_words: int = 60) -> str:
     return _models(ctx, "llm.summarize").ask("llm.summarize", system, text, check=fits, spend=ctx.spend)
 
 
-@skill("llm.classify")
+@skill("llm.classify", slow=True)
 def classify(ctx: SkillContext, text: str, labels: list[str]) -> str:
     """The one label, out of a given list, that the author model picks for a text.
 

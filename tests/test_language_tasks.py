@@ -37,4 +37,6 @@ def test_the_scorer_notices_wrong_and_broken_modules() -> None:
     broken, _ = measure.score("flatten", "pipeline main(items: list[any]) -> list[any]:\n    return [x for x in items]\n")
     assert broken.problem == "does not compile" and broken.passed == 0
     assert measure.nonblank_lines("a\n\n  \nb\n") == 2
+    saved = "# orgtree: block = flatten\n# orgtree: review-rounds = 1\n\n# the author's own comment\nx\n"
+    assert measure.nonblank_lines(saved) == 2  # the store's provenance header is not the author's answer
     assert measure.report([wrong]).splitlines()[-1].startswith("mean ratio 0.25 over 1 module(s)")

@@ -40,6 +40,13 @@ def register(commands) -> None:
                           "benchmarks/orgtree_overhead.py); `pipe tree` and call history then miss this run")
     run.add_argument("--no-journal", action="store_true",
                      help="do not journal the run (it then cannot be resumed, replayed or forked)")
+    add_executor_option(run)
+
+
+def add_executor_option(parser) -> None:
+    parser.add_argument("--executor", metavar="NAME[:ARG]", default=None,
+                        help="where slow skill calls (models, http.fetch, web.*, code.run, time.sleep) run while "
+                             "other branches go on: `threads` (default, 32 worker threads) or `threads:N`")
 
 
 def command_run(args) -> int:
@@ -145,6 +152,7 @@ class RunSession:
 
         printer = self.printed.append if self.args.json else _echo
         trace = getattr(self.args, "trace", None)
+        fields.setdefault("executor", getattr(self.args, "executor", None))
         return RunOptions(printer=printer, progress=self.progress, run_id=self.run_id,
                           trace=Path(trace) if trace else None, tree_listener=self._tree_progress, **fields)
 

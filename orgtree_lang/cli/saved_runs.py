@@ -24,6 +24,9 @@ def register(commands) -> None:
         add_budget_options(parser, resumed=True)
         parser.add_argument("--json", action="store_true", help="print one JSON envelope")
         add_model_options(parser)
+        from orgtree_lang.cli.run import add_executor_option
+
+        add_executor_option(parser)
         return parser
 
     runs = verb("runs", handler=command_runs, help="list the saved runs of a workspace",

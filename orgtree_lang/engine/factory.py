@@ -32,6 +32,7 @@ class MachineFactory:
     recorder: Any = None  # orgtree.recorder.TreeRecorder
     progress: Callable[..., None] | None = None  # (state, span), about once a second
     clock: Callable[[], float] = time.monotonic
+    executor: Any = None  # vm.executor.Executor for slow skill calls; None runs them on the VM's thread
 
     def top(self, program) -> Machine:
         observers: list = [self.tracer, self._tree()]
@@ -43,7 +44,7 @@ class MachineFactory:
             observers.append(Checkpoints(self.effects))
         return Machine(program, Services(
             registry=self.registry, context=self.context, budget=self.budget, resolver=self.resolver,
-            printer=self.printer, clock=self.clock, effects=self.effects,
+            printer=self.printer, clock=self.clock, effects=self.effects, executor=self.executor,
             observers=tuple(o for o in observers if o is not None), children=self.child))
 
     def child(self, parent: Machine, block, program, resolver, budget: Budget, context: Any = None) -> Machine:
@@ -73,6 +74,9 @@ class RunParts:
     recorder: Any = None
 
     def close(self) -> None:
+        executor = self.machine.services.executor
+        if executor is not None:
+            executor.close()
         self.tracer.close()
         if self.recorder is not None:
             self.recorder.finish()
@@ -95,14 +99,16 @@ def build_run(program, root: Path, registry, options, run_id: str, *, effects=No
         from orgtree_lang.orgtree.recorder import recorder_for
 
         recorder = recorder_for(root, options.tree_listener)
+    from orgtree_lang.engine.executors import make_executor
+
     factory = MachineFactory(
         registry=registry, context=SkillContext(Workspace.for_run(root), run_id=run_id, models=options.models),
         budget=options.budget, resolver=options.decomposer, printer=options.printer, effects=effects,
-        tracer=tracer, recorder=recorder, progress=options.progress)
+        tracer=tracer, recorder=recorder, progress=options.progress, executor=make_executor(options.executor))
     return RunParts(factory.top(program), tracer, recorder)
 
 
 def plain_machine(program, registry=None, context=None, budget: Budget | None = None, **fields) -> Machine:
     """A top-level machine with no trace, org tree or journal (tests, promotion cases, benchmarks);
-    `fields` are further MachineFactory fields (resolver, printer, recorder, progress, clock)."""
+    `fields` are further MachineFactory fields (resolver, printer, recorder, progress, clock, executor)."""
     return MachineFactory(registry=registry, context=context, budget=budget or Budget(), **fields).top(program)

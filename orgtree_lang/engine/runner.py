@@ -34,6 +34,7 @@ class RunOptions:
     durability: str = "power"  # power: each step fsynced (SQLite synchronous=FULL); process: survives kill -9
     tree: bool = True  # record the org tree (pipeline, skill and ambiguous nodes) in the workspace's state.db
     tree_listener: Callable[..., None] | None = None  # (event, node) as pipeline and ambiguous nodes open and close
+    executor: str | None = None  # where slow skill calls run (`threads`, `threads:8`; engine/executors.py)
 
 
 def workspace_for(path: Path, explicit: Path | None) -> Path:

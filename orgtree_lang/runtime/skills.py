@@ -105,6 +105,9 @@ class Skill:
     origin: str
     takes_context: bool
     idempotent: bool = False  # safe to call again with the same arguments (pure implies it)
+    # Waits on the outside world (a model, the network, a sandbox, a timer): the VM runs it on its executor
+    # so that other tasks of the run go on meanwhile.
+    slow: bool = False
 
     @property
     def namespace(self) -> str:
@@ -301,17 +304,19 @@ def _jsonable(value: Any) -> bool:
     return isinstance(value, RecordValue)
 
 
-def skill(name: str | Callable | None = None, *, pure: bool = False, idempotent: bool = False) -> Any:
+def skill(name: str | Callable | None = None, *, pure: bool = False, idempotent: bool = False,
+          slow: bool = False) -> Any:
     """Mark a typed, documented function as a skill; the registry picks it up, nothing is registered here.
 
     Use as `@skill`, `@skill()` or `@skill("text.split", pure=True)`. The name defaults to
-    `<last part of the module>.<function name>`.
+    `<last part of the module>.<function name>`. `slow=True` says the skill waits on the outside world
+    (a model, the network, a sandbox, a timer): parallel branches overlap such calls.
     """
     if callable(name):
         return skill()(name)
 
     def mark(func: Callable) -> Callable:
-        built = make_skill(func, name=name, pure=pure, idempotent=idempotent, origin=func.__module__)
+        built = make_skill(func, name=name, pure=pure, idempotent=idempotent, slow=slow, origin=func.__module__)
         setattr(func, _MARK, built)
         return func
 
@@ -324,6 +329,7 @@ def make_skill(
     name: str | None = None,
     pure: bool = False,
     idempotent: bool = False,
+    slow: bool = False,
     origin: str = "local",
 ) -> Skill:
     """Build a Skill from a function's type hints and Google-style docstring; TypeError if either is missing."""
@@ -378,6 +384,7 @@ def make_skill(
         origin=origin,
         takes_context=takes_context,
         idempotent=idempotent or pure,
+        slow=slow,
     )
 
 
@@ -402,7 +409,7 @@ class SkillRegistry:
         elif isinstance(getattr(obj, _MARK, None), Skill):
             marked: Skill = getattr(obj, _MARK)
             built = replace(marked, origin=origin) if name is None else make_skill(
-                obj, name=name, pure=marked.pure, idempotent=marked.idempotent, origin=origin
+                obj, name=name, pure=marked.pure, idempotent=marked.idempotent, slow=marked.slow, origin=origin
             )
         else:
             built = make_skill(obj, name=name, origin=origin)

@@ -116,12 +116,12 @@ def call_skill(m, frame: Frame, stack: list, arg: int) -> None:
     effects = m.services.effects
     try:
         if skill.pure or effects is None:
-            result = skill.invoke(args, kwargs, m.context)
+            result = _invoke(m, skill, args, kwargs, m.context)
         else:
             step = EffectStep(m.next_effect_seq(), "skill", site.name, m.effect_node(frame.node),
                               frame.code.span_at(frame.pc - 1), args, kwargs, m.state.steps)
             result = effects.perform(
-                step, lambda key: skill.invoke(args, kwargs, _with_idempotency_key(m.context, key)))
+                step, lambda key: _invoke(m, skill, args, kwargs, _with_idempotency_key(m.context, key)))
     except SkillError as err:
         outcome, failure = "error", err.message
         raise PipeRuntimeError(err.message if err.message.startswith(site.name) else f"{site.name}: {err.message}",
@@ -139,6 +139,14 @@ def call_skill(m, frame: Frame, stack: list, arg: int) -> None:
     if m.budget.max_memory is not None:
         check_value(result, m.budget.max_memory, f"the result of {site.name}")
     stack.append(result)
+
+
+def _invoke(m, skill, args: list, kwargs: dict, context) -> Any:
+    """Call the skill: a slow one on the run's executor (if it has one), every other on this thread."""
+    executor = m.services.executor
+    if skill.slow and executor is not None:
+        return executor.submit(lambda: skill.invoke(args, kwargs, context)).result()
+    return skill.invoke(args, kwargs, context)
 
 
 def _with_idempotency_key(context, key: str):

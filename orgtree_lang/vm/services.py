@@ -1,4 +1,4 @@
-"""Everything a Machine uses besides its program, in one object: skills, budget, resolver, effects, observers."""
+"""Everything a Machine uses besides its program, in one object: skills, budget, resolver, effects, observers, executor."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from orgtree_lang.vm.observe import RunObserver
 if TYPE_CHECKING:
     from orgtree_lang.vm.blocks import BlockContext, BlockResolver
     from orgtree_lang.vm.effects import Effects
+    from orgtree_lang.vm.executor import Executor
     from orgtree_lang.vm.machine import Machine
     from orgtree_lang.vm.state import RunState
 
@@ -48,3 +49,4 @@ class Services:
     observers: tuple[RunObserver, ...] = ()
     children: ChildBuilder | None = None  # how the resolver's generated modules get their machines
     place: TreePlace | None = None  # set for a generated child; None for a top-level run
+    executor: Executor | None = None  # where slow skill calls run; None runs them on the VM's thread

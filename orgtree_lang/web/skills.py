@@ -8,7 +8,7 @@ from orgtree_lang.runtime.errors import SkillError
 from orgtree_lang.runtime.skills import SkillContext, skill
 
 
-@skill("http.fetch")
+@skill("http.fetch", slow=True)
 def fetch(ctx: SkillContext, url: str) -> dict[str, Any]:
     """Fetch a web page or file with GET, only from origins on the allowlist in orgtree.toml.
 
@@ -27,7 +27,7 @@ def fetch(ctx: SkillContext, url: str) -> dict[str, Any]:
     return fetch_url(url, HttpPolicy.from_config(ctx.config)).as_value()
 
 
-@skill("web.search")
+@skill("web.search", slow=True)
 def search(ctx: SkillContext, query: str, k: int = 5) -> list[dict[str, Any]]:
     """Search for pages about a query with the provider set by [web] search in orgtree.toml.
 
@@ -49,7 +49,7 @@ def search(ctx: SkillContext, query: str, k: int = 5) -> list[dict[str, Any]]:
     return [r.as_value() for r in provider_from_config(root, ctx.config).search(query, k)]
 
 
-@skill("web.extract", pure=True)
+@skill("web.extract", pure=True, slow=True)
 def extract(html: str) -> str:
     """The readable main text of an HTML page, without menus, scripts and boilerplate.
 

@@ -1,0 +1,41 @@
+"""The local executor: slow skill calls run on a pool of threads in the `pipe run` process."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Callable
+
+DEFAULT_WORKERS = 32  # slow calls mostly wait on the network or a timer, so many may wait at once
+
+
+class ThreadExecutor:
+    """Runs each submitted call on one of `workers` threads, started on first use."""
+
+    name = "threads"
+
+    def __init__(self, workers: int = DEFAULT_WORKERS) -> None:
+        if workers < 1:
+            raise ValueError(f"an executor needs at least 1 worker, got {workers}")
+        self.workers = workers
+        self._pool: ThreadPoolExecutor | None = None
+
+    @classmethod
+    def from_spec(cls, argument: str | None) -> ThreadExecutor:
+        """`threads` or `threads:N` (N worker threads)."""
+        if not argument:
+            return cls()
+        try:
+            workers = int(argument)
+        except ValueError:
+            raise ValueError(f"`threads:{argument}`: the number of workers must be an int, like threads:8") from None
+        return cls(workers)
+
+    def submit(self, call: Callable[[], Any]) -> Future:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="pipe-worker")
+        return self._pool.submit(call)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
