@@ -153,3 +153,72 @@ def test_examples_the_program_states_are_simulated_without_a_design_step(tmp_pat
     assert 'classify("CRASH") -> "bug"' in author.asked[0] and "First, the design" not in author.asked[0]
     assert len(author.asked) == 2 and len(reviewer.asked) == 1
     assert 'classify("CRASH") -> "bug"' in reviewer.asked[0]  # the spec the reviewer sees states it too
+
+
+# ---- leaf output review ----------------------------------------------------------------------------
+
+WRONG_OUTPUT = json.dumps({"concerns": [{"id": "o1", "severity": "blocking", "spec_basis": "bug if it mentions a crash",
+                                         "evidence": "the report mentions a crash but the label is question",
+                                         "suggested_fix": "label it bug"}], "summary": "wrong label"})
+GOOD_MODULE = FIXED.split("\nexample-2")[0]
+
+
+def review_run(tmp_path, verdict: str, report: str):
+    author = scripted(tmp_path, "author", [{"match": {"contains": "Write a module"}, "reply": CASE_SENSITIVE}],
+                      "author")
+    reviewer = scripted(tmp_path, "reviewer", [{"match": {"contains": "Output review of"}, "reply": verdict},
+                                               {"reply": NO_CONCERNS}], "reviewer")
+    program = compile_source(PARENT, "triage.pipe", REGISTRY).program
+    settings = dataclasses.replace(DecomposeSettings(), review_outputs=True)
+    decomposer = Decomposer(author=author, reviewer=reviewer, registry=REGISTRY, workspace=tmp_path,
+                            parent_file="triage.pipe", parent_source=PARENT, settings=settings)
+    machine = plain_machine(program, registry=REGISTRY, context=SkillContext(Workspace(tmp_path)), resolver=decomposer)
+    machine.start(None, {"report": report})
+    return machine, reviewer
+
+
+def test_an_output_reviewer_that_rejects_the_outputs_fails_the_block_with_its_concern(tmp_path):
+    from orgtree_lang.runtime.errors import PipeRuntimeError
+
+    machine, reviewer = review_run(tmp_path, WRONG_OUTPUT, "CRASH on exit")
+    try:
+        machine.run()
+    except PipeRuntimeError as err:
+        assert err.kind == "ambiguous" and err.catchable
+        assert "a reviewer rejected its outputs for these inputs: o1 (bug if it mentions a crash)" in err.message
+    else:
+        raise AssertionError("the block should have failed")
+    asked = reviewer.asked[-1]
+    assert "Output review of triage.pipe:classify:" in asked and '- label = "question"' in asked
+    assert '- report = "CRASH on exit"' in asked and "text.contains" not in asked  # outputs, not code
+    with ConcernLedger.for_workspace(tmp_path) as ledger:
+        [subject] = ledger.subjects("triage.pipe:classify:")[-1:]
+        assert subject.endswith(":outputs")
+        assert [row["concern_id"] for row in ledger.open_blocking(subject)] == ["o1"]
+
+
+def test_accepted_outputs_pass_through(tmp_path):
+    machine, reviewer = review_run(tmp_path, NO_CONCERNS, "It crashed")
+    assert machine.run().result == "bug"
+    assert sum("Output review of" in text for text in reviewer.asked) == 1
+
+
+def test_pipe_run_with_the_data_driven_settings_journals_every_model_step_and_replays(tmp_path):
+    (tmp_path / "triage.pipe").write_text(PARENT)
+    (tmp_path / "orgtree.toml").write_text("[decompose]\ndata_driven = true\nreview_outputs = true\n")
+    (tmp_path / "author.json").write_text(json.dumps(author_rules(CASE_SENSITIVE)))
+    (tmp_path / "reviewer.json").write_text(json.dumps([{"reply": NO_CONCERNS}]))
+    env = {"PIPE_NO_PLUGINS": "1"}
+    first = pipe("run", "triage.pipe", "-i", "report=CRASH", "--model", "scripted:author.json",
+                 "--review-model", "scripted:reviewer.json", cwd=tmp_path, env=env)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == "bug\n"
+    (run_id,) = [p.name for p in (tmp_path / ".orgtree" / "runs").iterdir()]
+    replay = pipe("replay", run_id, cwd=tmp_path, env=env)
+    assert replay.returncode == 0, replay.stderr
+    assert "0 outside call(s)" in replay.stderr and "identical" in replay.stderr
+    bad = pipe("run", "triage.pipe", "--model", "scripted:author.json", cwd=tmp_path, env=env)
+    assert bad.returncode == 2  # the input is missing: settings still parse
+    (tmp_path / "orgtree.toml").write_text("[decompose]\ndata_driven = 1\n")
+    wrong = pipe("run", "triage.pipe", "-i", "report=x", "--model", "scripted:author.json", cwd=tmp_path, env=env)
+    assert wrong.returncode == 2 and "data_driven" in wrong.stderr

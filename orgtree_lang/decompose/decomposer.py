@@ -11,6 +11,7 @@ from typing import Any
 
 from orgtree_lang.compile.code import AmbiguousSpec
 from orgtree_lang.decompose.dataflow import ExampleFlow
+from orgtree_lang.decompose.design import spec_with_contracts
 from orgtree_lang.decompose.extract import ExtractError, extract_module
 from orgtree_lang.decompose.limits import ChildLimits, output_size
 from orgtree_lang.decompose.prompt import CONTEXT_SHARE, PromptTooLarge, build_request, spec_text
@@ -49,6 +50,7 @@ class DecomposeSettings:
     child_max_memory: int = ChildLimits.memory
     data_driven: bool = False  # design (examples, expectations) and its review before the code (decompose/dataflow.py)
     simulation_rounds: int = 2  # failed simulations sent back to the author before the code review
+    review_outputs: bool = False  # a reviewer checks each block's outputs at run time (decompose/output_review.py)
 
     @property
     def limits(self) -> ChildLimits:
@@ -61,7 +63,8 @@ class DecomposeSettings:
         section = config_section("decompose", path, types={
             "max_repairs": int, "max_review_rounds": int, "max_depth": int, "context_share": (int, float),
             "similarity": (int, float), "child_max_steps": int, "child_max_seconds": (int, float),
-            "max_output_chars": int, "child_max_memory": int, "data_driven": bool, "simulation_rounds": int})
+            "max_output_chars": int, "child_max_memory": int, "data_driven": bool, "simulation_rounds": int,
+            "review_outputs": bool})
         if section.get("simulation_rounds", 0) < 0:
             raise ConfigError(f"{path}: [decompose] simulation_rounds must be 0 or more, got "
                               f"{section['simulation_rounds']!r}")
@@ -352,7 +355,16 @@ class Decomposer:
         if limits.output_chars is not None and output_size(outputs, limits.output_chars) > limits.output_chars:
             raise self._over_limits(spec, saved, limits.describe("output"), None)
         reshaper = model_reshaper(author, block.records, uuid.uuid4().hex) if author is not None else None
-        return fit_outputs(outputs, spec, block.records, reshaper)
+        outputs = fit_outputs(outputs, spec, block.records, reshaper)
+        if self.settings.review_outputs and self.reviewer is not None:
+            from orgtree_lang.decompose.output_review import outputs_subject, review_outputs
+
+            block.note("reviewing its outputs")
+            review_outputs(self._metered(block)[1], spec, block.inputs, outputs,
+                           spec_text=spec_with_contracts(f"The step `{spec.name}`:\n{spec.doc}", spec),
+                           workspace=self.workspace,
+                           subject=outputs_subject(self.parent_file, spec, spec_hash(spec)), node=block.node)
+        return outputs
 
     def _over_limits(self, spec: AmbiguousSpec, saved: SavedModule, limit: str, err: PipeRuntimeError | None):
         """The error for a child that went over a generated module's limit, after marking its module so that later
