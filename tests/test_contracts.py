@@ -16,7 +16,7 @@ pipeline main(word: str):
     ambiguous shout(word: str, times: int = 2) -> loud: str:
         """Repeat the word `times` times in upper case, joined by spaces."""
         examples:
-            shout("hi") -> "HI HI"
+            shout("hi", 2) -> "HI HI"
             shout("a", times=3) -> "A A A"
         expect len(loud) >= len(word) * times, "every repetition is there"
     print(loud)
@@ -36,7 +36,7 @@ def test_a_block_whose_outputs_meet_its_expectations_runs_on(tmp_path: Path):
     outcome = run_compiled(compiled.program, tmp_path, registry(), decomposer=resolver, inputs={"word": "hi"})
     assert outcome.error is None and outcome.output == ["HI HI"]
     spec = resolver.seen
-    assert [(e.inputs, e.outputs) for e in spec.examples] == [({"word": "hi"}, {"loud": "HI HI"}),
+    assert [(e.inputs, e.outputs) for e in spec.examples] == [({"word": "hi", "times": 2}, {"loud": "HI HI"}),
                                                               ({"word": "a", "times": 3}, {"loud": "A A A"})]
     assert spec.expects == (("len(loud) >= len(word) * times", "every repetition is there"),)
 

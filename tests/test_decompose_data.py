@@ -222,3 +222,25 @@ def test_pipe_run_with_the_data_driven_settings_journals_every_model_step_and_re
     (tmp_path / "orgtree.toml").write_text("[decompose]\ndata_driven = 1\n")
     wrong = pipe("run", "triage.pipe", "-i", "report=x", "--model", "scripted:author.json", cwd=tmp_path, env=env)
     assert wrong.returncode == 2 and "data_driven" in wrong.stderr
+
+
+def test_a_case_the_design_reviewer_proposes_is_added_and_simulated_as_the_reviewers(tmp_path):
+    missing = json.dumps({"concerns": [{"id": "d1", "severity": "blocking", "spec_basis": "else question",
+                                        "evidence": "no example of an empty report",
+                                        "suggested_fix": 'classify("") -> "question"'}], "summary": "a gap"})
+    revised = DESIGN.replace('    classify("How do I log in?") -> "question"\n',
+                             '    classify("How do I log in?") -> "question"\n    classify("") -> "question"\n')
+    rules = author_rules(FIXED.split("\nexample-2")[0])
+    rules.insert(0, {"match": {"contains": "concerns about the design"}, "reply": revised + "\nd1: resolved: added"})
+    author = scripted(tmp_path, "author", rules, "author")
+    reviewer = scripted(tmp_path, "reviewer", [{"match": {"contains": "The design of"}, "replies": [missing, NO_CONCERNS]},
+                                               {"reply": NO_CONCERNS}], "reviewer")
+    assert run(tmp_path, author, reviewer, "fine") == "question"
+    assert len(reviewer.asked) == 3 and len(author.asked) == 3  # two design reviews, one code review
+    assert 'classify("") -> "question"' in author.asked[2]  # the settled design the code is written against
+    (saved,) = ModuleStore(tmp_path).all()
+    assert saved.provenance["examples"] == "4 (0 from the program, 3 from the design, 1 from the reviewer)"
+    assert 'test "example 4 (reviewer)":\n    report = ""\n    label = main(report)' in saved.text
+    with ConcernLedger.for_workspace(tmp_path) as ledger:
+        [row] = ledger.history(saved.provenance["design-review-subject"])
+    assert (row["concern_id"], row["status"]) == ("d1", "resolved")

@@ -148,7 +148,8 @@ def _block_example(typer: ExprTyper, sink: DiagnosticSink, block: n.Ambiguous, e
         if not is_constant(value):
             sink.error("the values of an ambiguous block's example must be constants (literals, or lists and dicts "
                        "of them)", value.span, "write the value out; the decomposer reads it before any code runs")
-    params = [(i.name, inputs[i.name], i.default is None) for i in block.inputs]
+    # Every input is given, defaults included: the module's `main` takes them all as parameters.
+    params = [(i.name, inputs[i.name], True) for i in block.inputs]
     call = n.Call(example.span, n.Name(example.name_span, block.name), example.args, example.keywords)
     arg_types = [typer.expr(a) for a in example.args]
     kw_types = {k.name: typer.expr(k.value) for k in example.keywords}

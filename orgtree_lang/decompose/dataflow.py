@@ -100,9 +100,7 @@ class ExampleFlow:
             review_loop(self.design_subject, self.spec_text(spec_text(self.spec)), review_artifact(self.spec, first),
                         language=language_card(), author=author, reviewer=reviewer, revise=revise, ledger=ledger,
                         max_rounds=self.settings.max_review_rounds, author_conversation=conversation)
-        # Examples the author added while answering the reviewer are the reviewer's cases.
-        self.design = self.design.merged(first, "design").merged(latest[-1], "reviewer")
-        self.design.expects = [e for e in self.design.expects if e in latest[-1].expects or e in self.spec.expects]
+        self.design = Design.settled(self.spec, first, latest[-1])
         messages.append(Message("user", CODE_REQUEST.format(design=self.design.text(self.spec))))
 
     def _valid_design(self, messages: list, conversation: str, author, attempts, digest: str, phase: str,

@@ -64,17 +64,20 @@ class Design:
         lines += [f"expect {condition}, {pipe_literal(why)}" for condition, why in self.expects]
         return "\n".join(lines)
 
-    def merged(self, other: Design, source: str) -> Design:
-        """This design plus what `other` adds, the new examples marked as coming from `source`."""
-        merged = Design(list(self.examples), list(self.sources), list(self.expects))
-        known = {_key(e) for e in self.examples}
-        for example in other.examples:
+    @classmethod
+    def settled(cls, spec: AmbiguousSpec, first: Design, final: Design) -> Design:
+        """The program's examples and the design as the review left it; an example the author added while
+        answering the reviewer is the reviewer's. Examples the review removed or corrected are gone."""
+        settled = cls.of_spec(spec)
+        known = {_key(e) for e in settled.examples}
+        proposed = {_key(e) for e in first.examples}
+        for example in final.examples:
             if _key(example) not in known:
                 known.add(_key(example))
-                merged.examples.append(example)
-                merged.sources.append(source)
-        merged.expects += [e for e in other.expects if e not in merged.expects]
-        return merged
+                settled.examples.append(example)
+                settled.sources.append("design" if _key(example) in proposed else "reviewer")
+        settled.expects += [e for e in final.expects if e not in settled.expects]
+        return settled
 
 
 def _key(example: BlockExample) -> str:

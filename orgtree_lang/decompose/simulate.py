@@ -172,9 +172,17 @@ def simulate(text: str, file: str, spec: AmbiguousSpec, cases: list[Case], regis
     from orgtree_lang.vm.machine import Machine
     from orgtree_lang.vm.services import Services
 
+    from orgtree_lang.syntax.diagnostics import CompileError
+
     calls: list[str] = []
     sealed = simulation_registry(registry, calls)
-    program = compile_source(text, file, sealed).program
+    try:
+        program = compile_source(text, file, sealed).program
+    except CompileError as err:  # e.g. a pipeline of the module named like an input the tests assign
+        first = err.render().splitlines()[0]
+        return [CaseResult(number, case, "inconclusive", error=f"the examples do not compile with this module: "
+                                                                  f"{first}")
+                for number, case in enumerate(cases, 1)]
     module_lines = module_part(text).count("\n")
     results = []
     for number, case in enumerate(cases, 1):
