@@ -244,3 +244,45 @@ def test_a_case_the_design_reviewer_proposes_is_added_and_simulated_as_the_revie
     with ConcernLedger.for_workspace(tmp_path) as ledger:
         [row] = ledger.history(saved.provenance["design-review-subject"])
     assert (row["concern_id"], row["status"]) == ("d1", "resolved")
+
+
+# ---- the simulation's sealed skills ----------------------------------------------------------------
+
+def _spec(uses):
+    from orgtree_lang.compile.code import AmbiguousSpec
+    from orgtree_lang.syntax import types as t
+    from orgtree_lang.syntax.spans import Span
+
+    return AmbiguousSpec("save", "Save the note and say where.", (("note", t.STR),), (("where", t.STR),), uses,
+                         "main", Span("p.pipe", 1, 1, 1, 1))
+
+
+def test_writes_are_dry_runs_and_outside_calls_are_sealed_in_simulation(tmp_path):
+    from orgtree_lang.decompose.simulate import Case, simulate, with_tests
+
+    spec = _spec(("fs", "http"))
+    module = ('use fs, http\n\npipeline main(note: str) -> str:\n    fs.write("note.txt", note)\n'
+              '    if note == "fetch":\n        http.fetch("http://127.0.0.1:9/")\n    return "note.txt"\n')
+    cases = [Case({"note": "hi"}, {"where": "note.txt"}, "design"),
+             Case({"note": "fetch"}, {"where": "note.txt"}, "design"),
+             Case({"note": "x"}, {"where": "elsewhere"}, "reviewer")]
+    context = SkillContext(Workspace(tmp_path))
+    results = simulate(with_tests(module, spec, cases), "save.pipe", spec, cases, REGISTRY, context)
+    assert [r.outcome for r in results] == ["passed", "inconclusive", "failed"]
+    assert results[0].calls == ['fs.write(path="note.txt", text="hi")']
+    assert "http.fetch is sealed in simulation" in results[1].error
+    assert results[2].got == {"where": "note.txt"} and 'expected: where = "elsewhere"' in results[2].evidence(spec)
+    assert not (tmp_path / "note.txt").exists()  # nothing was written
+
+
+def test_a_module_that_fails_on_an_example_is_located_in_the_module(tmp_path):
+    from orgtree_lang.decompose.simulate import Case, simulate, with_tests
+
+    spec = _spec(())
+    module = 'pipeline main(note: str) -> str:\n    return note[10]\n'
+    cases = [Case({"note": "short"}, {"where": "x"}, "spec")]
+    [result] = simulate(with_tests(module, spec, cases), "save.pipe", spec, cases, REGISTRY,
+                        SkillContext(Workspace(tmp_path)))
+    assert result.outcome == "failed" and result.location == "save.pipe:2" and "out of range" in result.error
+    assert result.evidence(spec).endswith("got: (no value); error: index 10 is out of range for a str of length 5; "
+                                          "at save.pipe:2")
