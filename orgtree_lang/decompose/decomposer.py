@@ -13,6 +13,8 @@ from orgtree_lang.compile.code import AmbiguousSpec
 from orgtree_lang.decompose.dataflow import ExampleFlow
 from orgtree_lang.decompose.design import spec_with_contracts
 from orgtree_lang.decompose.extract import ExtractError, extract_module
+from orgtree_lang.decompose.goal import Goal, skill_docs
+from orgtree_lang.decompose.size import MAX_STATEMENTS, SMALL_PIPELINES, size_problems
 from orgtree_lang.decompose.limits import ChildLimits, output_size
 from orgtree_lang.decompose.prompt import CONTEXT_SHARE, PromptTooLarge, build_request, spec_text
 from orgtree_lang.decompose.research import INSTRUCTIONS as RESEARCH_INSTRUCTIONS
@@ -31,6 +33,7 @@ LANGUAGE_NOTES = language_card() + """
 ## Your task
 Write one module for the step in the request, short and idiomatic: helper pipelines and recursion,
 `for` loops, `is` tests. A step you cannot write yet may be an `ambiguous` block with a docstring.
+""" + SMALL_PIPELINES + """
 Answer with exactly one ```pipe block holding the whole module, and nothing else.
 """ + RESEARCH_INSTRUCTIONS
 
@@ -48,6 +51,7 @@ class DecomposeSettings:
     child_max_seconds: float = ChildLimits.seconds  # no limit (decompose/limits.py)
     max_output_chars: int = ChildLimits.output_chars
     child_max_memory: int = ChildLimits.memory
+    max_statements: int = MAX_STATEMENTS  # in one pipeline of a generated module; more is sent back to be split
     data_driven: bool = False  # design (examples, expectations) and its review before the code (decompose/dataflow.py)
     simulation_rounds: int = 2  # failed simulations sent back to the author before the code review
     review_outputs: bool = False  # a reviewer checks each block's outputs at run time (decompose/output_review.py)
@@ -63,12 +67,12 @@ class DecomposeSettings:
         section = config_section("decompose", path, types={
             "max_repairs": int, "max_review_rounds": int, "max_depth": int, "context_share": (int, float),
             "similarity": (int, float), "child_max_steps": int, "child_max_seconds": (int, float),
-            "max_output_chars": int, "child_max_memory": int, "data_driven": bool, "simulation_rounds": int,
-            "review_outputs": bool})
+            "max_output_chars": int, "child_max_memory": int, "max_statements": int, "data_driven": bool,
+            "simulation_rounds": int, "review_outputs": bool})
         if section.get("simulation_rounds", 0) < 0:
             raise ConfigError(f"{path}: [decompose] simulation_rounds must be 0 or more, got "
                               f"{section['simulation_rounds']!r}")
-        for key in ("child_max_steps", "child_max_seconds", "max_output_chars", "child_max_memory"):
+        for key in ("child_max_steps", "child_max_seconds", "max_output_chars", "child_max_memory", "max_statements"):
             if key in section and section[key] <= 0:
                 raise ConfigError(f"{path}: [decompose] {key} must be more than 0, got {section[key]!r} (a generated "
                                   "module's limits can be raised, not switched off)")
@@ -80,7 +84,10 @@ class Decomposer:
 
     def __init__(self, *, author, reviewer, registry, workspace: Path, parent_file: str, parent_source: str,
                  settings: DecomposeSettings | None = None, depth: int = 0, max_repairs: int | None = None,
-                 max_review_rounds: int | None = None, max_depth: int | None = None) -> None:
+                 max_review_rounds: int | None = None, max_depth: int | None = None, goal=None,
+                 parent_author: tuple[str, str] | None = None, human=None) -> None:
+        """`parent_author` is (module path, conversation) of the author that wrote the module this program is, for
+        a generated one; `human(question) -> answer` asks the human node. Both settle review disagreements."""
         settings = settings or DecomposeSettings()
         overrides = {k: v for k, v in (("max_repairs", max_repairs), ("max_review_rounds", max_review_rounds),
                                        ("max_depth", max_depth)) if v is not None}
@@ -96,6 +103,10 @@ class Decomposer:
         self.parent_file = parent_file
         self.parent_source = parent_source
         self.depth = depth
+        # What encloses this program's blocks: a child inherits the root program's description and path.
+        self.goal = goal if goal is not None else Goal.of_program(parent_file, parent_source)
+        self.parent_author = parent_author
+        self.human = human
         self.store = ModuleStore(self.workspace)
         self._programs: dict[str, tuple[SavedModule, Any]] = {}  # spec hash -> module and program, this run
 
@@ -204,6 +215,8 @@ class Decomposer:
         from orgtree_lang.decompose.attempts import AttemptLog
         from orgtree_lang.models.base import Message
         from orgtree_lang.models.tokens import context_window, count_tokens
+        from orgtree_lang.decompose.escalate import escalate
+        from orgtree_lang.review.errors import ReviewError
         from orgtree_lang.review.ledger import ConcernLedger
         from orgtree_lang.review.reviewer import review_loop
 
@@ -255,10 +268,26 @@ class Decomposer:
                 subject = f"{base}:{len(ledger.subjects(base + ':')) + 1}"
                 block.note(f"in review ({subject})")
                 flow.record(ledger, subject, conversation)
-                outcome = review_loop(subject, flow.spec_text(spec_text(spec)), flow.artifact(body),
-                                      language=language_card(),
-                                      author=author, reviewer=reviewer, revise=revise, ledger=ledger,
-                                      max_rounds=self.settings.max_review_rounds, author_conversation=conversation)
+                goal = self.goal.describe(spec, self.parent_file, self.parent_source)
+
+                def context(artifact: str) -> str:
+                    return "\n\n".join(part for part in (goal, skill_docs(artifact, self.registry)) if part)
+
+                def review(artifact: str, rounds: int):
+                    return review_loop(subject, flow.spec_text(spec_text(spec)), artifact, language=language_card(),
+                                       author=author, reviewer=reviewer, revise=revise, ledger=ledger,
+                                       max_rounds=rounds, author_conversation=conversation, context=context)
+
+                trail: list[str] = []
+                try:
+                    outcome = review(flow.artifact(body), self.settings.max_review_rounds)
+                except ReviewError as failed:
+                    judges = self._judges(author)
+                    if not failed.open_concerns or failed.outcome is None or not judges:
+                        raise
+                    outcome, trail = escalate(failed, judges, subject=subject, ledger=ledger,
+                                              spec_text=flow.spec_text(spec_text(spec)), goal=goal, revise=revise,
+                                              review_again=lambda artifact: review(artifact, 1), note=block.note)
         finally:
             attempts.close()
         provenance = {
@@ -271,10 +300,23 @@ class Decomposer:
             "review-rounds": str(outcome.rounds),
             "concerns": ", ".join(f"{k} {v}" for k, v in outcome.counts.items()),
             "prompt-tokens": f"{request.tokens} of {request.budget} allowed (+ {request.fixed_tokens} of language card)",
+            **({"escalated": "; ".join(trail)} if trail else {}),
             **flow.provenance(),
             "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         }
         return self.store.save(self.parent_file, spec.name, flow.saved(outcome.artifact), provenance, self.registry)
+
+    def _judges(self, author) -> list:
+        """Who settles a review disagreement, in order: the parent block's author (for a block of a generated
+        module), then the human node (when the run can ask one)."""
+        from orgtree_lang.decompose.escalate import human_judge, parent_author_judge
+
+        judges = []
+        if self.parent_author is not None:
+            judges.append(parent_author_judge(author, self.parent_author[1], self.parent_author[0]))
+        if self.human is not None:
+            judges.append(human_judge(self.human))
+        return judges
 
     def _valid_module(self, spec: AmbiguousSpec, digest: str, messages: list, conversation: str, author,
                       attempts, phase: str, answers: list[str] | None = None) -> str:
@@ -308,6 +350,8 @@ class Decomposer:
             else:
                 result = validate_module(body, spec, self.registry, f"{spec.name}.pipe")
                 problems = [] if result.ok else result.problems
+                if not problems:
+                    problems = size_problems(body, f"{spec.name}.pipe", self.settings.max_statements)
             attempts.record(spec.name, digest, attempt, phase, author.name, conversation, answer, problems)
             if not problems:
                 return body
@@ -327,7 +371,9 @@ class Decomposer:
         spec, path = block.spec, saved.path
         child_decomposer = Decomposer(
             author=self.author, reviewer=self.reviewer, registry=self.registry, workspace=self.workspace,
-            parent_file=str(path), parent_source=saved.text, settings=self.settings, depth=self.depth + 1)
+            parent_file=str(path), parent_source=saved.text, settings=self.settings, depth=self.depth + 1,
+            goal=self.goal.inside(self.parent_file, spec), human=self.human,
+            parent_author=(str(path), saved.provenance.get("author-conversation") or f"module:{path}"))
         limits = self.settings.limits
         try:
             # Every child runs within a generated module's limits, even when the parent has none, and its

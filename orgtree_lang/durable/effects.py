@@ -42,6 +42,16 @@ class EffectLog:
         self.key_suffix = key_suffix  # `:scratch<n>` once a run was started over: its steps are new ones
         self.recorded: dict[int, StepRecord] = journal.steps() if mode != "live" else {}
         self.last_seq = max(self.recorded, default=0)
+        # A retry matches steps by node and place within the node, not by number: the retried work may ask for
+        # more or fewer steps (a fixed module, a saved module reused where a model wrote one) and the numbers of
+        # everything after it move. It writes the run's steps afresh, in the transaction the retry holds.
+        self._places: dict[tuple[str, int], StepRecord] = {}
+        self._asked: dict[str, int] = {}
+        if mode == "retry":
+            for record in self.recorded.values():
+                self._places[(record.node, self._asked.get(record.node, 0))] = record
+                self._asked[record.node] = self._asked.get(record.node, 0) + 1
+            self._asked.clear()
         self.outside_calls = 0  # steps actually executed (zero for a replay)
         self.reused = 0
         self.clock = clock
@@ -63,22 +73,21 @@ class EffectLog:
         """The step's result: from the journal when it may be reused, else by `execute(idempotency_key)`."""
         self._current_seq = step.seq
         digest = input_hash(step.args, step.kwargs)
+        if self.mode == "retry":
+            return self._retry(step, digest, execute)
         record = self.recorded.get(step.seq)
         if record is not None and self.mode != "live":
             same = (record.kind, record.name, record.input_hash) == (step.kind, step.name, digest)
-            if self.mode == "retry":
-                reuse = same and record.node == step.node and not self._in_retried_node(step.node)
-            else:
-                if not same and step.kind == "model" and self.mode == "resume":
-                    # Only a block that crashed before its step was committed is run again, so every later
-                    # step is that block's unfinished work; its prompts may differ now (e.g. a new review).
-                    self._forget_from(step.seq)
-                    return self._execute(step, digest, execute)
-                if not same:
-                    raise self._divergence(step, record)
-                # A failed step that ended the run runs again on resume: its cause may have been fixed. So does a
-                # failed ambiguous block, whose own steps (model answers, the child's effects) come after it.
-                reuse = self.mode == "replay" or record.ok or (step.seq != self.last_seq and record.kind != "ambiguous")
+            if not same and step.kind == "model" and self.mode == "resume":
+                # Only a block that crashed before its step was committed is run again, so every later
+                # step is that block's unfinished work; its prompts may differ now (e.g. a new review).
+                self._forget_from(step.seq)
+                return self._execute(step, digest, execute)
+            if not same:
+                raise self._divergence(step, record)
+            # A failed step that ended the run runs again on resume: its cause may have been fixed. So does a
+            # failed ambiguous block, whose own steps (model answers, the child's effects) come after it.
+            reuse = self.mode == "replay" or record.ok or (step.seq != self.last_seq and record.kind != "ambiguous")
             if reuse:
                 self.reused += 1
                 return self._recorded_result(record)
@@ -89,12 +98,52 @@ class EffectLog:
                 hint="the run stopped before this point; `pipe resume` continues it")
         return self._execute(step, digest, execute)
 
+    def _retry(self, step: EffectStep, digest: str, execute: Callable[[str], Any]) -> Any:
+        place = self._asked.get(step.node, 0)
+        self._asked[step.node] = place + 1
+        record = self._places.get((step.node, place))
+        if record is not None and (record.kind, record.name) != (step.kind, step.name):
+            record = None
+        redo = self._in_retried_node(step.node) or (step.kind == "ambiguous" and self._retried_within(step.inner))
+        if record is not None and record.input_hash == digest and not redo:
+            self.reused += 1
+            self._copy(record, step.seq, step.node, step.statement)
+            if record.kind == "ambiguous" and record.ok:
+                self._copy_inner(record, step)
+            return self._recorded_result(record)
+        return self._execute(step, digest, execute, attempts=record.attempts + 1 if record is not None else None)
+
+    def _retried_within(self, block: str) -> bool:
+        """True if the retried node is block node `block` or inside it: the block is resolved again to reach it."""
+        return bool(block) and self.retry_node is not None and (self.retry_node == block or
+                                                                 self.retry_node.startswith(block + "/"))
+
+    def _copy(self, record: StepRecord, seq: int, node: str, statement: int | None) -> None:
+        self.journal.record(seq, node, record.file, record.line, record.kind, record.name, record.input_hash,
+                            record.source_hash, record.ok, record.result, record.error, statement,
+                            attempts=record.attempts, finished=record.finished)
+
+    def _copy_inner(self, record: StepRecord, step: EffectStep) -> None:
+        """The steps a reused block journaled inside it (model answers, its child's steps), which the VM skips
+        over: copied after the block's new number, under its new node if its place in the run moved."""
+        count = json.loads(record.result).get("effects:", 0) if record.result else 0
+        old_inner = f"{record.node}/{record.name}@{record.statement}" if record.statement is not None else step.inner
+        for offset in range(1, count + 1):
+            inner = self.recorded.get(record.seq + offset)
+            if inner is None:
+                continue
+            node = inner.node
+            if step.inner and (node == old_inner or node.startswith(old_inner + "/")):
+                node = step.inner + node[len(old_inner):]
+            self._copy(inner, step.seq + offset, node, inner.statement)
+
     def _forget_from(self, seq: int) -> None:
         self.recorded = {s: r for s, r in self.recorded.items() if s < seq}
         self.last_seq = seq - 1
         self.journal.forget_steps_from(seq)
 
-    def _execute(self, step: EffectStep, digest: str, execute: Callable[[str], Any]) -> Any:
+    def _execute(self, step: EffectStep, digest: str, execute: Callable[[str], Any],
+                 attempts: int | None = None) -> Any:
         self.outside_calls += 1
         # A repeat of the same step (after a crash, or a resume) keeps its key so the skill can make it harmless;
         # a retry asks for the step to happen again, so it gets a key of its own.
@@ -102,14 +151,15 @@ class EffectLog:
         try:
             value = execute(key)
         except Exception as exc:
-            self._record(step, digest, False, None, _error_record(exc))
+            self._record(step, digest, False, None, _error_record(exc), attempts)
             raise
-        self._record(step, digest, True, json.dumps(encode(value), ensure_ascii=False), None)
+        self._record(step, digest, True, json.dumps(encode(value), ensure_ascii=False), None, attempts)
         return value
 
-    def _record(self, step: EffectStep, digest: str, ok: bool, result: str | None, error: dict | None) -> None:
+    def _record(self, step: EffectStep, digest: str, ok: bool, result: str | None, error: dict | None,
+                attempts: int | None = None) -> None:
         self.journal.record(step.seq, step.node, step.span.file, step.span.line, step.kind, step.name, digest,
-                            self.source_hash, ok, result, error, step.statement)
+                            self.source_hash, ok, result, error, step.statement, attempts=attempts)
 
     def _in_retried_node(self, node: str) -> bool:
         return self.retry_node is not None and (node == self.retry_node or node.startswith(self.retry_node + "/"))

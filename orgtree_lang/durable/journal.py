@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -76,6 +77,7 @@ class StepRecord:
     error: dict[str, Any] | None
     attempts: int
     statement: int | None = None  # None in journals written before statements were recorded
+    finished: float | None = None
 
 
 def input_hash(args: list[Any], kwargs: dict[str, Any]) -> str:
@@ -95,6 +97,7 @@ class Journal:
         self._statement = _has_steps(connection) and _has_statement_column(connection)
         self._mark_path = path.parent / MARK_FILE
         self._mark = self.committed_mark()
+        self._held = False  # inside hold(): writes join one transaction and the mark waits for its commit
 
     def committed_mark(self) -> int:
         """The highest step number this journal ever committed, by the mark file (0 when there is none)."""
@@ -112,7 +115,10 @@ class Journal:
         return (have + 1, mark) if mark > have else None
 
     def _set_mark(self, seq: int) -> None:
-        # Written after the step commits and lowered before steps are deleted, so it is never below the truth.
+        # Written after the step commits and lowered before steps are deleted, so it is never above the truth
+        # (a mark above it reads as lost steps). Inside hold() it moves only when the transaction commits.
+        if self._held:
+            return
         fd = os.open(self._mark_path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
             os.pwrite(fd, seq.to_bytes(8, "little"), 0)
@@ -184,7 +190,7 @@ class Journal:
         return {key: json.loads(value) for key, value in self.db.execute("SELECT key, value FROM meta")}
 
     def update_meta(self, **values: Any) -> None:
-        with self.db:
+        with self._writing():
             self._set_meta(values)
 
     def _set_meta(self, values: dict[str, Any]) -> None:
@@ -195,7 +201,7 @@ class Journal:
         """Forget every step and checkpoint and update `meta`, in one transaction (`pipe resume --from-scratch`)."""
         if self._mark:
             self._set_mark(0)
-        with self.db:
+        with self._writing():
             self.db.execute("DELETE FROM steps")
             self.db.execute("DELETE FROM checkpoints")
             self._set_meta(meta)
@@ -205,25 +211,27 @@ class Journal:
 
     def record(self, seq: int, node: str, file: str, line: int, kind: str, name: str, digest: str,
                source_hash: str, ok: bool, result: str | None, error: dict[str, Any] | None,
-               statement: int | None = None) -> None:
-        """Commit one finished step; a repeat of an in-flight step (same seq) replaces it and counts an attempt."""
+               statement: int | None = None, attempts: int | None = None, finished: float | None = None) -> None:
+        """Commit one finished step; a repeat of an in-flight step (same seq) replaces it and counts an attempt
+        (unless `attempts` says how many there were: a step copied by a retry keeps its count and its time)."""
         if not self._statement:
             # A journal written before steps recorded their statement gets the column when it is written to
             # again; reading one (show, replay, fork) leaves it exactly as it was.
-            with self.db:
+            with self._writing():
                 self.db.execute("ALTER TABLE steps ADD COLUMN statement INTEGER")
             self._statement = True
-        with self.db:
-            attempts = 1
-            if seq <= self._high_seq:  # a repeat: count the attempt (a new step needs no lookup)
-                previous = self.db.execute("SELECT attempts FROM steps WHERE seq = ?", (seq,)).fetchone()
-                attempts = previous[0] + 1 if previous else 1
+        with self._writing():
+            if attempts is None:
+                attempts = 1
+                if seq <= self._high_seq:  # a repeat: count the attempt (a new step needs no lookup)
+                    previous = self.db.execute("SELECT attempts FROM steps WHERE seq = ?", (seq,)).fetchone()
+                    attempts = previous[0] + 1 if previous else 1
             self._high_seq = max(self._high_seq, seq)
             self.db.execute(
                 "INSERT OR REPLACE INTO steps (seq, node, file, line, kind, name, input_hash, source_hash, ok, result,"
                 " error, attempts, finished, statement) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (seq, node, file, line, kind, name, digest, source_hash, int(ok), result,
-                 json.dumps(error) if error is not None else None, attempts, time.time(), statement),
+                 json.dumps(error) if error is not None else None, attempts, finished or time.time(), statement),
             )
         if seq > self._mark:
             self._set_mark(seq)
@@ -232,23 +240,23 @@ class Journal:
         """Delete the steps numbered `seq` and above (work of a block that crashed and is being redone)."""
         if self._mark >= seq:
             self._set_mark(seq - 1)
-        with self.db:
+        with self._writing():
             self.db.execute("DELETE FROM steps WHERE seq >= ?", (seq,))
         self._high_seq = min(self._high_seq, seq - 1)
 
     def steps(self) -> dict[int, StepRecord]:
         statement = "statement" if self._statement else "NULL"
         rows = self.db.execute("SELECT seq, node, file, line, kind, name, input_hash, source_hash, ok, result, error,"
-                               f" attempts, {statement} FROM steps ORDER BY seq")
+                               f" attempts, {statement}, finished FROM steps ORDER BY seq")
         return {row[0]: StepRecord(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], bool(row[8]),
-                                   row[9], json.loads(row[10]) if row[10] else None, row[11], row[12])
+                                   row[9], json.loads(row[10]) if row[10] else None, row[11], row[12], row[13])
                 for row in rows}
 
     def truncate_steps(self, after_seq: int) -> None:
         """Forget steps after `after_seq` (they belong to a path the run no longer takes)."""
         if self._mark > after_seq:
             self._set_mark(after_seq)
-        with self.db:
+        with self._writing():
             self.db.execute("DELETE FROM steps WHERE seq > ?", (after_seq,))
 
     def copy_steps_to(self, other: Journal, up_to_seq: int) -> None:
@@ -261,10 +269,39 @@ class Journal:
         if rows and rows[-1][0] > other._mark:
             other._set_mark(rows[-1][0])
 
+    # ---- one transaction for a whole attempt ------------------------------------
+
+    def hold(self) -> None:
+        """Start one transaction that every write joins until `commit()` or `rollback()`: a process killed in
+        between leaves the journal exactly as it was before `hold()` (SQLite drops the uncommitted WAL frames)."""
+        self.db.execute("BEGIN IMMEDIATE")
+        self._held = True
+
+    def commit(self) -> None:
+        """Commit what was written since `hold()`, with the committed-step mark kept never above the steps."""
+        high = self.db.execute("SELECT max(seq) FROM steps").fetchone()[0] or 0
+        self._held = False
+        if high < self._mark:
+            self._set_mark(high)
+        self.db.commit()
+        if high > self._mark:
+            self._set_mark(high)
+        self._high_seq = high
+
+    def rollback(self) -> None:
+        """Forget what was written since `hold()`."""
+        self.db.rollback()
+        self._held = False
+        self._high_seq = self.db.execute("SELECT max(seq) FROM steps").fetchone()[0] or 0
+
+    def _writing(self):
+        """The transaction a write goes in: its own, or the one `hold()` keeps open."""
+        return contextlib.nullcontext() if self._held else self.db
+
     # ---- checkpoints --------------------------------------------------------
 
     def checkpoint(self, steps: int, effect_seq: int, state_json: str) -> None:
-        with self.db:
+        with self._writing():
             self.db.execute("INSERT INTO checkpoints (steps, effect_seq, state, created) VALUES (?, ?, ?, ?)",
                             (steps, effect_seq, state_json, time.time()))
             # Older checkpoints are kept only as far back as `pipe fork` is likely to want them.

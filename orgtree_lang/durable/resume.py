@@ -75,11 +75,13 @@ def resume(root: Path, ref: str, registry, options, *, build: RunBuilder, from_s
 
 
 def retry(root: Path, ref: str, registry, options, node: str, *, build: RunBuilder):
-    """Run one node (and what depends on it) again, reusing the journaled results of everything else."""
+    """Run one node (and what depends on it) again with the program and saved modules as they are now, reusing
+    the journaled results of everything else. The journal changes in one transaction, committed when the retry
+    finishes with its steps recorded: a retry that fails, stops or is killed midway leaves the run as it was."""
     opened = open_run(root, ref)
     try:
         meta = opened.meta
-        nodes = node_names(opened.journal, meta)
+        nodes = node_names(opened.journal, meta) | tree_node_names(root, meta["run_id"])
         if node not in nodes:
             from orgtree_lang.syntax.diagnostics import did_you_mean
 
@@ -90,23 +92,45 @@ def retry(root: Path, ref: str, registry, options, node: str, *, build: RunBuild
         digest = program_hash(source)
         sources = {**meta.get("sources", {}), digest: source}
         options = dataclasses.replace(options, budget=merged_budget(options, meta), run_id=meta["run_id"])
-        opened.journal.update_meta(sources=sources, source_hash=digest, budget=dataclasses.asdict(options.budget))
-        effects = EffectLog(opened.journal, meta["run_id"], "retry", source_hash=digest, sources=sources,
-                            retry_node=node, attempt=meta.get("attempts", 0) + 1,
-                            key_suffix=f":scratch{meta['scratch']}" if meta.get("scratch") else "")
-        options = with_decomposer(options, program, source, meta.get("file", str(path)))
-        parts = build(program, root, registry, options, meta["run_id"], effects=effects,
-                      trace=options.trace or opened.run_dir / TRACE_FILE)
-        machine = parts.machine
-        parts.tracer.emit("run.retry", None, None, node=node)
+        journal = opened.journal
+        journal.hold()
         try:
-            return attempt(parts, opened.journal, (meta["entry"], decode(meta["inputs"]), meta["run_id"],
-                                                   meta.get("fork_changes", [])))
-        finally:
-            if machine.state is not None:
-                opened.journal.truncate_steps(machine.state.effect_seq)
+            journal.update_meta(sources=sources, source_hash=digest, budget=dataclasses.asdict(options.budget))
+            effects = EffectLog(journal, meta["run_id"], "retry", source_hash=digest, sources=sources,
+                                retry_node=node, attempt=meta.get("attempts", 0) + 1,
+                                key_suffix=f":scratch{meta['scratch']}" if meta.get("scratch") else "")
+            # The steps are written afresh as the retry asks for them (reused ones copied), and the checkpoints
+            # of the earlier attempts, which count steps the old way, go.
+            journal.start_over()
+            options = with_decomposer(options, program, source, meta.get("file", str(path)))
+            parts = build(program, root, registry, options, meta["run_id"], effects=effects,
+                          trace=options.trace or opened.run_dir / TRACE_FILE)
+            parts.tracer.emit("run.retry", None, None, node=node)
+            machine = attempt(parts, journal, (meta["entry"], decode(meta["inputs"]), meta["run_id"],
+                                               meta.get("fork_changes", [])))
+        except BaseException:
+            # Only a retry that finishes replaces the run: one that fails, stops or is interrupted leaves it as it
+            # was, with the steps the old path took. Run again, it is the same attempt: what it already did
+            # outside runs again under the same idempotency keys.
+            journal.rollback()
+            raise
+        journal.commit()
+        return machine
     finally:
         opened.close()
+
+
+def tree_node_names(root: Path, run_id: str) -> set[str]:
+    """The pipeline and ambiguous nodes the org tree recorded for a run, as paths like the journal's."""
+    from orgtree_lang.orgtree.store import TreeStore
+    from orgtree_lang.runtime.state_db import state_db_path
+
+    path = state_db_path(root)
+    if not path.is_file():
+        return set()
+    with TreeStore(path) as store:
+        return {n.id[len(run_id) + 1:] for n in store.run_nodes(run_id)
+                if n.kind in ("pipeline", "ambiguous") and n.id.startswith(run_id + "/")}
 
 
 def node_names(journal: Journal, meta: dict[str, Any]) -> set[str]:

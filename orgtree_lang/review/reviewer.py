@@ -53,12 +53,16 @@ def _fresh_id() -> str:
 
 
 def reviewer_messages(subject: str, round_: int, spec_text: str, artifact: str, open_concerns: list[Concern],
-                      settled_ids: list[str], language: str = "") -> list[Message]:
-    """What the reviewer sees: the spec, the artifact, the still-open concerns, and the description of the
-    artifact's language when it is code (`language`). Never the author's conversation."""
+                      settled_ids: list[str], language: str = "", context: str = "") -> list[Message]:
+    """What the reviewer sees: the spec, the artifact, the still-open concerns, the description of the
+    artifact's language when it is code (`language`) and `context` (sections with their own headings: the goal
+    the artifact serves, the documentation of what it calls). Never the author's conversation."""
     still_open = (json.dumps([c.model_dump(exclude={"still_present"}) for c in open_concerns], indent=2)
                   if open_concerns else "none")
-    parts = [f"Review round {round_} of {subject}.", "", "## Spec", spec_text.strip(), "", "## Artifact",
+    parts = [f"Review round {round_} of {subject}.", "", "## Spec", spec_text.strip(), ""]
+    if context.strip():
+        parts += [context.strip(), ""]
+    parts += ["## Artifact",
              artifact.rstrip(), "", "## Concerns still open from earlier rounds", still_open]
     if settled_ids:
         parts += ["", "## Concern ids already settled",
@@ -108,7 +112,8 @@ def _parse_response(subject: str, concern_id: str, response: str) -> tuple[str, 
 
 def review_loop(subject: str, spec_text: str, artifact: str, *, author: Model, reviewer: Model, revise: Revise,
                 ledger: ConcernLedger, max_rounds: int = 3, author_conversation: str | None = None,
-                new_reviewer_conversation: Callable[[], str] = _fresh_id, language: str = "") -> ReviewOutcome:
+                new_reviewer_conversation: Callable[[], str] = _fresh_id, language: str = "",
+                context: Callable[[str], str] | None = None) -> ReviewOutcome:
     """Review `artifact` against `spec_text` until no blocking concern is open, or fail after `max_rounds`.
 
     Each round runs the reviewer in a fresh conversation (`new_reviewer_conversation()`, a uuid4 by default)
@@ -116,7 +121,8 @@ def review_loop(subject: str, spec_text: str, artifact: str, *, author: Model, r
     `subject`; those with an empty spec basis are recorded out of scope and never sent to `revise`. Open
     concerns the reviewer does not repeat are resolved. While blocking concerns are open and rounds remain,
     `revise(artifact, open_blocking)` returns the new artifact and {concern_id: "resolved: why" | "rejected: why"}.
-    `language`, when the artifact is code, describes its language to every reviewer (the language card).
+    `language`, when the artifact is code, describes its language to every reviewer (the language card);
+    `context(artifact)`, when given, adds sections about what the artifact serves and calls.
 
     Raises SelfReviewError when a reviewer conversation is the author's (or was already used), ReviewError
     on malformed reviewer output twice in a round or when blocking concerns are left after the last round
@@ -148,7 +154,8 @@ def review_loop(subject: str, spec_text: str, artifact: str, *, author: Model, r
 
         shown = [concern_from_row(row) for row in ledger.open_concerns(subject)]
         settled = [row["concern_id"] for row in ledger.history(subject) if row["status"] != "open"]
-        messages = reviewer_messages(subject, round_, spec_text, outcome.artifact, shown, settled, language)
+        messages = reviewer_messages(subject, round_, spec_text, outcome.artifact, shown, settled, language,
+                                     context(outcome.artifact) if context is not None else "")
         verdict = _ask_reviewer(reviewer, messages, conversation, subject, round_)
         ledger.record_round(subject, round_, author_conversation, conversation, reviewer_model=outcome.reviewer_model,
                             concerns=len(verdict.concerns), summary=verdict.summary)

@@ -177,7 +177,8 @@ def _outputs(m, spec: AmbiguousSpec, inputs: dict[str, Any], values: list, frame
     if effects is None:
         return decompose()["outputs:"]
     seq = m.next_effect_seq()
-    step = EffectStep(seq, "ambiguous", spec.name, m.effect_node(frame.node), spec.span, values, {}, m.state.steps)
+    step = EffectStep(seq, "ambiguous", spec.name, m.effect_node(frame.node), spec.span, values, {}, m.state.steps,
+                      inner=node_id[len(root.run_id) + 1:])
     result = effects.perform(step, decompose)
     if "outputs:" not in result:
         return result

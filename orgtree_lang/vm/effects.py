@@ -20,6 +20,7 @@ class EffectStep:
     args: list[Any]
     kwargs: dict[str, Any]
     statement: int = 0  # statements the run had started when it asked: `pipe fork --at` counts the same way
+    inner: str = ""  # an ambiguous block's own node, under which its model answers and its child's steps go
 
 
 class Effects(Protocol):
