@@ -20,7 +20,7 @@ def test_name(decl: c.TestDecl) -> str:
     return f'test "{decl.name}"'
 
 
-def example_name(pipeline: str, example: c.Example) -> str:
+def example_name(example: c.Example) -> str:
     return f"example {example.name}, line {example.span.line}"
 
 
@@ -104,9 +104,8 @@ def example_tests(checked: CheckedModule) -> list[tuple[str, n.Pipeline]]:
                 continue
             call = n.Call(example.span, n.Name(example.name_span, example.name), example.args, example.keywords)
             run = c.ExampleRun(example.span, call, example.result, example)
-            tests.append((example_name(decl.name, example),
-                          n.Pipeline(example.span, example_name(decl.name, example), (), None, None, (run,),
-                                     example.name_span)))
+            tests.append((example_name(example),
+                          n.Pipeline(example.span, example_name(example), (), None, None, (run,), example.name_span)))
     return tests
 
 

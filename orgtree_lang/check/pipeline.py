@@ -288,7 +288,8 @@ class PipelineChecker:
                     'put a """description""" on the first line of the block: the decomposer solves the block from it',
                 )
             for extra in stmt.body:
-                self.sink.error("an ambiguous block holds only its docstring and `use` lines", extra.span,
+                self.sink.error("an ambiguous block holds only its docstring and `use` lines, then `examples:` and "
+                                "`expect` lines", extra.span,
                                 "the decomposer writes the steps; move code before or after the block")
             self._narrowing(stmt)
         seen: set[str] = set()

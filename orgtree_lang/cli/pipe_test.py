@@ -25,6 +25,15 @@ def register(commands) -> None:
     test.add_argument("-v", "--verbose", action="store_true", help="also show what passing tests printed")
 
 
+def _workspace_of(path: Path) -> Path:
+    """The workspace a file belongs to: a saved module's is the folder holding `.orgtree/`, others' their own."""
+    resolved = path.resolve()
+    parts = resolved.parts
+    if ".orgtree" in parts[:-1]:
+        return Path(*parts[:len(parts) - 1 - parts[::-1].index(".orgtree")])
+    return resolved.parent
+
+
 def command_test(args) -> int:
     from orgtree_lang.compile.api import compile_file
     from orgtree_lang.engine.program_tests import run_tests
@@ -36,7 +45,7 @@ def command_test(args) -> int:
         path = Path(name)
         if not path.is_file():
             raise UsageError(f"no such file: {path}")
-        root = path.resolve().parent
+        root = _workspace_of(path)
         registry = workspace_registry(root)
         try:
             compiled = compile_file(path, registry)
