@@ -22,6 +22,20 @@ def test_the_card_has_an_example_for_each_part_it_promises() -> None:
     assert len(EXAMPLES) >= 7
 
 
+def test_the_card_lists_every_word_that_cannot_be_a_name() -> None:
+    # Both real authors' only invalid first answer used `record` as a variable: the card names the keywords.
+    import re
+
+    from orgtree_lang.syntax.parse_errors import RESERVED
+    from orgtree_lang.syntax.parser import KEYWORDS
+
+    [line] = [line for line in language_card().splitlines() if line.startswith("Never names (keywords):")]
+    listed = set(re.findall(r"`([a-z_]+)`", line.split(";")[0]))
+    words = set(KEYWORDS) | set(RESERVED)  # not SOFT_KEYWORDS: `label` and `goto` may be names
+    assert not words - listed, f"add {sorted(words - listed)} to the card's `Never names (keywords):` line"
+    assert listed <= words, f"{sorted(listed - words)} can be names: take them off that line of grammar/card.md"
+
+
 @pytest.mark.parametrize("example", EXAMPLES, ids=[f"line{e.line}" for e in EXAMPLES])
 def test_every_card_example_runs_and_prints_what_it_says(example, tmp_path: Path) -> None:
     assert example.output, "an example shows what it prints with `# -> X` comments"

@@ -9,8 +9,8 @@ with) and `solution.pipe` (an idiomatic module written by hand). A module writte
     python benchmarks/language_tasks/measure.py --generated DIR     # DIR/<task>.pipe: modules a model wrote
     python benchmarks/language_tasks/measure.py --module TASK FILE  # one saved module
 
-No model is called here: collect the modules first (e.g. from the decomposer's store after `pipe run TASK.pipe
---model ...` on each task) and point --generated at them.
+No model is called here: collect the modules first (`collect.py OUT --model ...` runs every task's block
+through `pipe run` and copies the saved modules to OUT/gen) and point --generated at them.
 """
 
 from __future__ import annotations
