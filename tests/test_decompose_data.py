@@ -98,6 +98,8 @@ def test_the_design_examples_catch_a_wrong_module_before_review(tmp_path):
     code_review = reviewer.asked[1]
     assert "text.lower(report)" in code_review and 'test "example 2 (design)"' in code_review
     assert "simulated 3 example(s) with side effects sealed: 3 passed, 0 failed" in code_review
+    assert '# example 1 (design): PASSED: input: report = "It crashed on start"; expected: label = "bug"; got: as ' \
+           'expected' in code_review
     # The failure went back to the author as a concern with its evidence.
     sent = author.asked[2]
     assert 'example-2: input: report = "CRASH when saving"; expected: label = "bug"; got: label = "question"' in sent
@@ -241,6 +243,8 @@ def test_a_case_the_design_reviewer_proposes_is_added_and_simulated_as_the_revie
     (saved,) = ModuleStore(tmp_path).all()
     assert saved.provenance["examples"] == "4 (0 from the program, 3 from the design, 1 from the reviewer)"
     assert 'test "example 4 (reviewer)":\n    report = ""\n    label = main(report)' in saved.text
+    # Every test checks the design's expectation too.
+    assert saved.text.count('expect label == "bug" or label == "question", "one of the two labels"') == 4
     with ConcernLedger.for_workspace(tmp_path) as ledger:
         [row] = ledger.history(saved.provenance["design-review-subject"])
     assert (row["concern_id"], row["status"]) == ("d1", "resolved")

@@ -51,6 +51,13 @@ class ExampleFlow:
         return [Case(dict(e.inputs), dict(e.outputs), source)
                 for e, source in zip(self.design.examples, self.design.sources)]
 
+    @property
+    def checked_spec(self) -> AmbiguousSpec:
+        """The block's spec with every expectation the tests check: the program's and the design's."""
+        import dataclasses
+
+        return dataclasses.replace(self.spec, expects=tuple(self.design.expects))
+
     def spec_text(self, text: str) -> str:
         return spec_with_contracts(text, self.spec)
 
@@ -136,8 +143,9 @@ class ExampleFlow:
         for round_ in range(self.settings.simulation_rounds + 1):
             note(f"simulating {len(self.cases)} example(s)")
             self.simulations += 1
-            self.results = simulate(with_tests(body, self.spec, self.cases), f"{self.spec.name}.pipe", self.spec,
-                                    self.cases, self.registry, self.context)
+            spec = self.checked_spec
+            self.results = simulate(with_tests(body, spec, self.cases), f"{spec.name}.pipe", spec, self.cases,
+                                    self.registry, self.context)
             failed = [r for r in self.results if r.outcome == "failed"]
             self.caught += len(failed)
             concerns = [self._concern(r) for r in failed]
@@ -179,13 +187,13 @@ class ExampleFlow:
         """What the code reviewer reads: the module, its examples as tests, and what running them gave."""
         if not self.cases:
             return body
-        return with_tests(body, self.spec, self.cases) + "\n" + evidence_text(self.spec, self.results)
+        return with_tests(body, self.checked_spec, self.cases) + "\n" + evidence_text(self.spec, self.results)
 
     def saved(self, artifact: str) -> str:
         """The module as saved: with its tests, without the evidence."""
         if not self.cases:
             return artifact
-        return with_tests(module_part(without_evidence(artifact)), self.spec, self.cases)
+        return with_tests(module_part(without_evidence(artifact)), self.checked_spec, self.cases)
 
     def provenance(self) -> dict[str, str]:
         if not self.cases:

@@ -61,6 +61,8 @@ class CaseResult:
         inputs = ", ".join(f"{k} = {_short(v)}" for k, v in self.case.inputs.items()) or "(none)"
         expected = ", ".join(f"{k} = {_short(v)}" for k, v in self.case.outputs.items())
         got = ", ".join(f"{k} = {_short(v)}" for k, v in self.got.items()) or "(no value)"
+        if self.outcome == "passed":
+            got = "as expected"
         text = f"input: {inputs}; expected: {expected}; got: {got}"
         if self.error:
             text += f"; error: {self.error}"
@@ -97,7 +99,8 @@ def test_name(number: int, case: Case) -> str:
 
 
 def tests_text(spec: AmbiguousSpec, cases: list[Case]) -> str:
-    """The `test` blocks for `cases`: call `main`, compare each output, check every expectation of the spec."""
+    """The `test` blocks for `cases`: call `main`, compare each output, check every expectation of `spec` (give it
+    the design's expectations too)."""
     inputs = [name for name, _ in spec.inputs]
     outputs = [name for name, _ in spec.outputs]
     taken = set(inputs) | set(outputs)
