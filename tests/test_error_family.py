@@ -16,7 +16,9 @@ from orgtree_lang.syntax.diagnostics import CompileError, Diagnostic
 from orgtree_lang.syntax.spans import Span
 
 # Exceptions that never reach a user: a compiler invariant (an AssertionError on purpose) and private control flow.
-NOT_FOR_USERS = {"orgtree_lang.compile.stack.StackError", "orgtree_lang.decompose.coerce._NoCoercion"}
+# (WaitingForHuman: the top-level machine turns it into the run's status `waiting`.)
+NOT_FOR_USERS = {"orgtree_lang.compile.stack.StackError", "orgtree_lang.decompose.coerce._NoCoercion",
+                 "orgtree_lang.vm.people.WaitingForHuman"}
 PACKAGE = Path(orgtree_lang.__file__).parent
 
 

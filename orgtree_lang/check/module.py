@@ -14,7 +14,7 @@ from orgtree_lang.syntax.diagnostics import CompileError, Diagnostic, Diagnostic
 class CallTarget:
     """What a call expression resolves to."""
 
-    kind: str  # "builtin" | "skill" | "pipeline" | "record"
+    kind: str  # "builtin" | "skill" | "pipeline" | "record" | "human" (ask/approve: vm.people)
     name: str
 
 

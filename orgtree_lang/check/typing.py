@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from orgtree_lang.check.module import CallTarget, CheckedModule, resolve_type
 from orgtree_lang.runtime.builtins import BUILTINS, ERROR_RECORD
+from orgtree_lang.runtime.people import HUMAN, HUMAN_CALLS
 from orgtree_lang.syntax import nodes as n
 from orgtree_lang.syntax import types as t
 from orgtree_lang.syntax.diagnostics import DiagnosticSink, did_you_mean
@@ -221,6 +222,8 @@ class ExprTyper:
             name = func.id
             if name in BUILTINS:
                 return self._builtin_call(e, name, arg_types, kw_types)
+            if name in HUMAN_CALLS and name not in self.checked.pipelines:
+                return self._human_call(e, name, arg_types)
             if name in self.checked.pipelines:
                 self.checked.calls[e] = CallTarget("pipeline", name)
                 info = self.checked.pipelines[name]
@@ -268,6 +271,26 @@ class ExprTyper:
                 self.error(f"`{name}` has no keyword argument `{k.name}`", k.span,
                            did_you_mean(k.name, builtin.keywords) or f"signature: {builtin.signature}")
         return builtin.returns(arg_types)
+
+    def _human_call(self, e: n.Call, name: str, arg_types) -> t.PipeType:
+        """`ask("human", question)` or `approve(question)`: a question to the human node (docs/org.md)."""
+        call = HUMAN_CALLS[name]
+        self.checked.calls[e] = CallTarget("human", name)
+        for k in e.keywords:
+            self.error(f"`{name}` takes no keyword arguments, got `{k.name}`", k.span, f"signature: {call.signature}")
+        if len(arg_types) != len(call.params):
+            count = len(call.params)
+            self.error(f"`{name}` takes {count} positional argument{'s' if count > 1 else ''}, got {len(arg_types)}",
+                       e.span, f"signature: {call.signature}")
+            return call.returns
+        for (param, expected), actual, arg in zip(call.params, arg_types, e.args):
+            if not t.is_assignable(actual, expected):
+                self.error(f"argument `{param}` of `{name}` expects {expected}, got {actual}", arg.span,
+                           f"signature: {call.signature}")
+        if name == "ask" and not (isinstance(e.args[0], n.Const) and e.args[0].value == HUMAN):
+            self.error(f'`ask` can only ask "{HUMAN}" so far: its first argument must be the string "{HUMAN}"',
+                       e.args[0].span, "to ask another node, `send` it a message and `receive` its reply")
+        return call.returns
 
     def _record_call(self, e: n.Call, name: str, arg_types, kw_types) -> t.PipeType:
         if name == ERROR_RECORD:

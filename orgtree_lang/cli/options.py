@@ -7,9 +7,9 @@ import textwrap
 from pathlib import Path
 from typing import Callable
 
-from orgtree_lang.syntax.errors import EXIT_COMPILE, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE
+from orgtree_lang.syntax.errors import EXIT_COMPILE, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, EXIT_WAITING
 
-__all__ = ["EXIT_OK", "EXIT_USAGE", "EXIT_COMPILE", "EXIT_RUNTIME", "add_verb", "add_sub_verbs", "add_workspace_option",
+__all__ = ["EXIT_OK", "EXIT_USAGE", "EXIT_COMPILE", "EXIT_RUNTIME", "EXIT_WAITING", "add_verb", "add_sub_verbs", "add_workspace_option",
            "add_budget_options", "budget_from_args", "add_model_options", "add_reviewer_options", "positive",
            "registry_near"]
 

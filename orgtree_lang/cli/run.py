@@ -194,6 +194,10 @@ class RunSession:
         finally:
             self._clear()
         state = machine.state
+        if state.status == "waiting":
+            from orgtree_lang.cli.people import report_waiting
+
+            return report_waiting(state, workspace, args.json, self.printed, self.run_id)
         try:
             if args.json:
                 print(json.dumps(_envelope(self.run_id, "ok", state.result, self.printed, state, None,

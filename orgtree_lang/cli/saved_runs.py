@@ -20,15 +20,6 @@ def register(commands) -> None:
         add_workspace_option(parser, help=_WORKSPACE_HELP)
         return parser
 
-    def with_attempt_options(parser):
-        add_budget_options(parser, resumed=True)
-        parser.add_argument("--json", action="store_true", help="print one JSON envelope")
-        add_model_options(parser)
-        from orgtree_lang.cli.run import add_executor_option
-
-        add_executor_option(parser)
-        return parser
-
     runs = verb("runs", handler=command_runs, help="list the saved runs of a workspace",
                 description="List runs: id, program, status, start, duration, steps.",
                 examples=["pipe runs", "pipe runs --workspace examples --json"])
@@ -41,7 +32,7 @@ def register(commands) -> None:
     show.add_argument("--steps", action="store_true",
                       help="list the journaled steps with the statement each ran in (`pipe fork --at` counts these)")
 
-    resume = with_attempt_options(verb(
+    resume = add_attempt_options(verb(
         "resume", handler=command_resume, help="continue a crashed, stopped or failed run",
         description="Continue RUN from its last checkpoint without redoing journaled steps. If the program "
                     "changed, the finished part is re-run against the journal: it must ask for the same steps.",
@@ -58,7 +49,7 @@ def register(commands) -> None:
     replay.add_argument("run", metavar="RUN")
     replay.add_argument("--quiet", action="store_true", help="do not print the replayed output")
 
-    retry = with_attempt_options(verb(
+    retry = add_attempt_options(verb(
         "retry", handler=command_retry, help="run one node of a run again, reusing everything else",
         description="Run node NODE of RUN (and what depends on its result) again; every other journaled step "
                     "is reused. `pipe show RUN` lists the nodes.",
@@ -66,7 +57,7 @@ def register(commands) -> None:
     retry.add_argument("run", metavar="RUN")
     retry.add_argument("--node", required=True, metavar="NODE", help="e.g. main/fetch#2")
 
-    fork = with_attempt_options(verb(
+    fork = add_attempt_options(verb(
         "fork", handler=command_fork, help="start a new run from a step of an old one",
         description="Start a new run from step STEP of RUN (its journaled effects are reused up to there), "
                     "with some inputs (at step 0) or variables changed.",
@@ -75,6 +66,17 @@ def register(commands) -> None:
     fork.add_argument("--at", type=int, required=True, metavar="STEP", help="the step to start from (0: the start)")
     fork.add_argument("-i", "--set", dest="changes", action="append", default=[], metavar="NAME=VALUE",
                       help="an input (at step 0) or a variable of the pipeline running at STEP")
+
+
+def add_attempt_options(parser):
+    """The options of a command that runs a saved run again: budgets, --json and the models."""
+    add_budget_options(parser, resumed=True)
+    parser.add_argument("--json", action="store_true", help="print one JSON envelope")
+    add_model_options(parser)
+    from orgtree_lang.cli.run import add_executor_option
+
+    add_executor_option(parser)
+    return parser
 
 
 def command_runs(args) -> int:
@@ -137,7 +139,8 @@ def command_show(args) -> int:
                           "inputs": inputs, "defaults": defaults, "result": to_plain(decode(meta.get("result"))),
                           "printed": meta.get("output", []), "error": meta.get("error"), "nodes": nodes,
                           "steps": meta.get("steps", 0), "journaled_steps": len(steps),
-                          "attempts": meta.get("attempts", 0), "parent_run": meta.get("parent_run")}, indent=1))
+                          "attempts": meta.get("attempts", 0), "parent_run": meta.get("parent_run"),
+                          "waiting": meta.get("waiting", []) if status == "waiting" else []}, indent=1))
         return EXIT_OK
     print(f"run {meta['run_id']}: {status}, {meta.get('steps', 0)} steps, {len(steps)} journaled, "
           f"{meta.get('attempts', 0)} attempt(s)")
@@ -156,6 +159,10 @@ def command_show(args) -> int:
     if meta.get("error"):
         error = meta["error"]
         print(f"error: {error.get('message')} (at {error.get('at')}, node {error.get('node')})")
+    if status == "waiting":
+        from orgtree_lang.cli.people import waiting_lines
+
+        print("\n".join(waiting_lines(Path(args.workspace), meta)))
     print("nodes:")
     failed_node = (meta.get("error") or {}).get("node")
     for node in nodes:

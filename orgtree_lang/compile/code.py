@@ -19,7 +19,7 @@ FORMAT_VERSION = 1
 class CallSite:
     """One call in the source: who is called, how many positional arguments, which keywords."""
 
-    kind: str  # builtin | skill | pipeline | record
+    kind: str  # builtin | skill | pipeline | record | human
     name: str
     nargs: int
     kwnames: tuple[str, ...] = ()

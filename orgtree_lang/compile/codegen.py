@@ -457,7 +457,7 @@ class _PipelineCompiler(ContractEmitter):
         site = CallSite(target.kind, target.name, len(e.args), tuple(k.name for k in e.keywords))
         self.code.calls.append(site)
         opcode = {"builtin": CODE["CALL_BUILTIN"], "skill": CODE["CALL_SKILL"], "pipeline": CODE["CALL_PIPELINE"],
-                  "record": CODE["MAKE_RECORD"]}[target.kind]
+                  "record": CODE["MAKE_RECORD"], "human": CODE["ASK_HUMAN"]}[target.kind]
         self._emit(opcode, len(self.code.calls) - 1, e.span)
 
     def _Index(self, e: n.Index) -> None:

@@ -108,6 +108,10 @@ _TABLE = [
      "Pop a bool; if it is false, raise the error of check `arg` (an assumption, expectation or example that "
      "does not hold), naming the condition, its reason and the values of the locals it reads."),
     ("RETURN", "none", "value --", _fixed(-1), None, "Return the top of the stack to the calling frame."),
+    # ---- people are nodes (docs/org.md) ----
+    ("ASK_HUMAN", "call", "args... -- answer", _call_effect, None,
+     "Put the question of call site `arg` (`ask(\"human\", q)` or `approve(q)`) to the human node: push its "
+     "journaled answer, or stop the run, left at this instruction, to wait for one."),
 ]
 
 OPCODES: list[Opcode] = [

@@ -14,6 +14,7 @@ from orgtree_lang.decompose.dataflow import ExampleFlow
 from orgtree_lang.decompose.design import spec_with_contracts
 from orgtree_lang.decompose.extract import ExtractError, extract_module
 from orgtree_lang.decompose.goal import Goal, skill_docs
+from orgtree_lang.decompose.inputs import MEMORY_THRESHOLD, described_inputs, remember_inputs
 from orgtree_lang.decompose.size import MAX_STATEMENTS, SMALL_PIPELINES, size_problems
 from orgtree_lang.decompose.limits import ChildLimits, output_size
 from orgtree_lang.decompose.prompt import CONTEXT_SHARE, PromptTooLarge, build_request, spec_text
@@ -52,6 +53,7 @@ class DecomposeSettings:
     max_output_chars: int = ChildLimits.output_chars
     child_max_memory: int = ChildLimits.memory
     max_statements: int = MAX_STATEMENTS  # in one pipeline of a generated module; more is sent back to be split
+    memory_threshold: int = MEMORY_THRESHOLD  # characters: a bigger input goes to the workspace memory
     data_driven: bool = False  # design (examples, expectations) and its review before the code (decompose/dataflow.py)
     simulation_rounds: int = 2  # failed simulations sent back to the author before the code review
     review_outputs: bool = False  # a reviewer checks each block's outputs at run time (decompose/output_review.py)
@@ -67,12 +69,13 @@ class DecomposeSettings:
         section = config_section("decompose", path, types={
             "max_repairs": int, "max_review_rounds": int, "max_depth": int, "context_share": (int, float),
             "similarity": (int, float), "child_max_steps": int, "child_max_seconds": (int, float),
-            "max_output_chars": int, "child_max_memory": int, "max_statements": int, "data_driven": bool,
-            "simulation_rounds": int, "review_outputs": bool})
+            "max_output_chars": int, "child_max_memory": int, "max_statements": int,
+            "memory_threshold": int, "data_driven": bool, "simulation_rounds": int, "review_outputs": bool})
         if section.get("simulation_rounds", 0) < 0:
             raise ConfigError(f"{path}: [decompose] simulation_rounds must be 0 or more, got "
                               f"{section['simulation_rounds']!r}")
-        for key in ("child_max_steps", "child_max_seconds", "max_output_chars", "child_max_memory", "max_statements"):
+        for key in ("child_max_steps", "child_max_seconds", "max_output_chars", "child_max_memory", "max_statements",
+                    "memory_threshold"):
             if key in section and section[key] <= 0:
                 raise ConfigError(f"{path}: [decompose] {key} must be more than 0, got {section[key]!r} (a generated "
                                   "module's limits can be raised, not switched off)")
@@ -215,7 +218,7 @@ class Decomposer:
         from orgtree_lang.decompose.attempts import AttemptLog
         from orgtree_lang.models.base import Message
         from orgtree_lang.models.tokens import context_window, count_tokens
-        from orgtree_lang.decompose.escalate import escalate
+        from orgtree_lang.decompose.escalate import escalate, judges_for
         from orgtree_lang.review.errors import ReviewError
         from orgtree_lang.review.ledger import ConcernLedger
         from orgtree_lang.review.reviewer import review_loop
@@ -223,11 +226,13 @@ class Decomposer:
         related = [(m.provenance.get("block", m.path.stem), m.body) for m in similar]
         window = context_window(author.name)
         budget = int(window * self.settings.context_share)
+        described = described_inputs(spec, inputs, self.workspace, self.settings.memory_threshold, author.name,
+                                     window, budget)
         try:
             request = build_request(spec, inputs, self.registry, self.parent_file, self.parent_source, related,
                                     count=lambda text: count_tokens(text, author.name), budget=budget,
                                     fixed=LANGUAGE_NOTES, share=self.settings.context_share,
-                                    window=window)
+                                    window=window, described=described)
         except PromptTooLarge as err:
             raise PipeRuntimeError(str(err), kind="ambiguous", catchable=False,
                                    hint="shorten the block's docstring, or use a model with a larger context "
@@ -282,7 +287,7 @@ class Decomposer:
                 try:
                     outcome = review(flow.artifact(body), self.settings.max_review_rounds)
                 except ReviewError as failed:
-                    judges = self._judges(author)
+                    judges = judges_for(author, self.parent_author, self.human)
                     if not failed.open_concerns or failed.outcome is None or not judges:
                         raise
                     outcome, trail = escalate(failed, judges, subject=subject, ledger=ledger,
@@ -305,18 +310,6 @@ class Decomposer:
             "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         }
         return self.store.save(self.parent_file, spec.name, flow.saved(outcome.artifact), provenance, self.registry)
-
-    def _judges(self, author) -> list:
-        """Who settles a review disagreement, in order: the parent block's author (for a block of a generated
-        module), then the human node (when the run can ask one)."""
-        from orgtree_lang.decompose.escalate import human_judge, parent_author_judge
-
-        judges = []
-        if self.parent_author is not None:
-            judges.append(parent_author_judge(author, self.parent_author[1], self.parent_author[0]))
-        if self.human is not None:
-            judges.append(human_judge(self.human))
-        return judges
 
     def _valid_module(self, spec: AmbiguousSpec, digest: str, messages: list, conversation: str, author,
                       attempts, phase: str, answers: list[str] | None = None) -> str:
@@ -369,6 +362,10 @@ class Decomposer:
         from orgtree_lang.vm.blocks import ChildOverLimit
 
         spec, path = block.spec, saved.path
+        if any(use == "ctx" or use.startswith("ctx.") for use in program.uses):
+            # The module reads its inputs from the workspace memory: this run's values, under their tags, whatever
+            # their size (a module written for a big input may be reused for a small one).
+            remember_inputs(spec, block.inputs, self.workspace, 0)
         child_decomposer = Decomposer(
             author=self.author, reviewer=self.reviewer, registry=self.registry, workspace=self.workspace,
             parent_file=str(path), parent_source=saved.text, settings=self.settings, depth=self.depth + 1,

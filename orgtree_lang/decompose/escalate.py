@@ -87,6 +87,18 @@ def human_judge(ask: Callable[[str], str]) -> Judge:
     return Judge("the human node", rule)
 
 
+def judges_for(author, parent_author: tuple[str, str] | None, human: Callable[[str], str] | None) -> list[Judge]:
+    """Who settles a review disagreement, in order: the parent block's author (for a block of a generated module:
+    `parent_author` is that module's path and authoring conversation), then the human node (when the run can ask
+    one)."""
+    judges = []
+    if parent_author is not None:
+        judges.append(parent_author_judge(author, parent_author[1], parent_author[0]))
+    if human is not None:
+        judges.append(human_judge(human))
+    return judges
+
+
 def escalate(failed, judges: list[Judge], *, subject: str, ledger, spec_text: str, goal: str, revise,
              review_again, note: Callable[[str], None] = lambda _: None):
     """The review outcome after taking the disagreement of `failed` (a ReviewError with open concerns) to each

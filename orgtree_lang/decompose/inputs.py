@@ -3,6 +3,7 @@ within its budget, and the generated module finds the rest with `ctx.search` / `
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from orgtree_lang.decompose.limits import output_size
 from orgtree_lang.runtime.values import RecordValue, display, display_short
 
 MEMORY_THRESHOLD = 16_000  # characters: a larger input goes to the workspace memory (`[decompose] memory_threshold`)
+VIEW_SHARE = 0.4  # of the request's budget, for the views of the inputs that went to the workspace memory
 MEMORY_READS = ("ctx.search", "ctx.expand", "ctx.fit")  # what every generated module may use, to read big inputs
 _ITEMS = 3  # items shown in a structural summary
 _ITEM_CHARS = 160
@@ -81,7 +83,7 @@ def structure(value: Any) -> str:
         kind = f"record {value.record_name}" if isinstance(value, RecordValue) else "dict"
         text = f"{kind} of {len(entries):,} entries; keys: {_fields([entries], limit=30)}"
         shown = "\n".join(f"  {display_short(key, 60)}: {display_short(item, _ITEM_CHARS)}"
-                          for key, item in list(entries.items())[:_ITEMS])
+                          for key, item in itertools.islice(entries.items(), _ITEMS))
         return f"{text}\nfirst entries:\n{shown}" if shown else text
     return f"{type_of_value(value)}: {display_short(value, _ITEM_CHARS)}"
 
@@ -92,7 +94,7 @@ def _fields(mappings: list[dict], limit: int = 20) -> str:
 
     seen: dict[str, tuple[int, set[str]]] = {}
     for mapping in mappings:
-        for key, item in list(mapping.items())[:200]:
+        for key, item in itertools.islice(mapping.items(), 200):
             count, types = seen.get(str(key), (0, set()))
             seen[str(key)] = (count + 1, types | {str(type_of_value(item))})
     ranked = sorted(seen.items(), key=lambda kv: -kv[1][0])
@@ -106,7 +108,8 @@ def remember_inputs(spec: AmbiguousSpec, inputs: dict[str, Any], workspace: Path
     an earlier run put there for the same input (so the tag finds this run's value only)."""
     from orgtree_lang.memory.memory import Memory
 
-    big = {name: value for name, value in inputs.items() if is_big(value, threshold)}
+    big = {name: value for name, value in inputs.items()
+           if isinstance(value, (str, list, dict, RecordValue)) and is_big(value, threshold)}
     if not big:
         return {}
     own = memory is None
@@ -122,6 +125,8 @@ def remember_inputs(spec: AmbiguousSpec, inputs: dict[str, Any], workspace: Path
             for doc in stale:
                 if doc is not current:
                     memory.delete(doc)
+            if current is None and not text.strip():
+                continue  # nothing to remember: the tag finds nothing, as the value holds nothing
             if current is None:
                 current = memory.add(text, name=f"input `{name}` of block `{spec.name}`", tags=("input", tag))
             remembered[name] = RememberedInput(name, current.id, tag, structure(value))
@@ -152,6 +157,16 @@ def input_views(remembered: dict[str, RememberedInput], workspace: Path, model: 
             views[name] = text + (f"\n  A view of it (summaries labelled [#ID ...] open with ctx.expand):\n"
                                   f"{_indent(view)}" if view else "")
     return views
+
+
+def described_inputs(spec: AmbiguousSpec, inputs: dict[str, Any], workspace: Path, threshold: int, model: str,
+                     window: int, budget: int) -> dict[str, tuple[str, str]]:
+    """The inputs too big to show, added to the workspace memory, as (with a view, without) for the request.
+
+    Their views share VIEW_SHARE of the request's `budget`, so the request fits whatever the inputs' size."""
+    remembered = remember_inputs(spec, inputs, workspace, threshold)
+    views = input_views(remembered, workspace, model, window, int(budget * VIEW_SHARE))
+    return {name: (views[name], f"{item.structure}\n  {item.how_to_read()}") for name, item in remembered.items()}
 
 
 def _indent(text: str) -> str:

@@ -71,10 +71,13 @@ def allowed_skills(spec: AmbiguousSpec, registry) -> list:
 
 def build_request(spec: AmbiguousSpec, inputs: dict[str, Any], registry, parent_file: str, parent_source: str,
                   related: list[tuple[str, str]], *, count, budget: int, fixed: str = "",
-                  share: float = CONTEXT_SHARE, window: int | None = None) -> Request:
+                  share: float = CONTEXT_SHARE, window: int | None = None,
+                  described: dict[str, tuple[str, str]] | None = None) -> Request:
     """The longest form of the request that fits in `budget` tokens, sent with `fixed` (the system prompt).
 
     `related` is (label, module source) pairs of saved modules for similar blocks; `count(text)` counts tokens.
+    `described` gives inputs that went to the workspace memory as (full, short) descriptions to show instead of
+    their values (decompose/inputs.py): the full one (with a view) in the longer forms, the short one after.
     The budget limits the request alone; with `window`, the system prompt and the budget must fit in it together.
     Raises PromptTooLarge when even the shortest form does not fit, or the system prompt leaves no room."""
     skills = allowed_skills(spec, registry)
@@ -84,7 +87,7 @@ def build_request(spec: AmbiguousSpec, inputs: dict[str, Any], registry, parent_
                              f"tokens) do not fit in the model's {window:,}-token context window")
     smallest = None
     for index, level in enumerate(_LEVELS):
-        text = _render(spec, inputs, skills, parent_file, parent_source, related, level)
+        text = _render(spec, inputs, skills, parent_file, parent_source, related, level, described or {})
         tokens = count(text)
         smallest = tokens
         if tokens <= budget:
@@ -95,9 +98,13 @@ def build_request(spec: AmbiguousSpec, inputs: dict[str, Any], registry, parent_
 
 
 def _render(spec: AmbiguousSpec, inputs: dict[str, Any], skills: list, parent_file: str, parent_source: str,
-            related: list[tuple[str, str]], level: dict[str, int]) -> str:
-    values = "\n".join(f"- {name} ({ptype}): {_summary(inputs.get(name), level['summary'])}"
-                       for name, ptype in spec.inputs)
+            related: list[tuple[str, str]], level: dict[str, int], described: dict[str, tuple[str, str]]) -> str:
+    def value(name: str) -> str:
+        if name in described:
+            return described[name][0 if level["summary"] >= _LEVELS[2]["summary"] else 1]
+        return _summary(inputs.get(name), level["summary"])
+
+    values = "\n".join(f"- {name} ({ptype}): {value(name)}" for name, ptype in spec.inputs)
     full = [skill_entry(skill) for skill in skills[: level["full_skills"]]]
     rest = [skill.name for skill in skills[level["full_skills"]:]]
     if rest:

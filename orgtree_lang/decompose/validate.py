@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from orgtree_lang.check.capabilities import capability_allowed
 from orgtree_lang.compile.code import AmbiguousSpec, Program
+from orgtree_lang.decompose.inputs import MEMORY_READS
 from orgtree_lang.decompose.spec import OUTPUTS_RECORD, required_signature
 
 
@@ -32,7 +33,7 @@ def validate_module(source: str, spec: AmbiguousSpec, registry, file: str) -> Va
     problems: list[str] = []
     allowed = ", ".join(f"`{u}`" for u in spec.uses) or "no skills"
     for use in program.uses:
-        if not capability_allowed(use, spec.uses):
+        if not capability_allowed(use, (*spec.uses, *MEMORY_READS)):
             problems.append(f"`use {use}` is not allowed: this block may use only {allowed}")
     problems.extend(_signature_problems(program, spec))
     for code in program.pipelines.values():

@@ -82,6 +82,14 @@ def attempt(parts, journal: Journal, start: tuple | None) -> Any:
         raise
     finally:
         parts.close()
+    state = machine.state
+    if state.status == "waiting":
+        from orgtree_lang.durable.people import post_questions
+
+        _finish(journal, machine, "waiting", None)
+        # The workspace the run folder is in now (<root>/.orgtree/runs/<id>/journal.db), wherever it started.
+        post_questions(journal.path.parents[3], state.run_id, state.waiting)
+        return machine
     _finish(journal, machine, "done", None)
     return machine
 
@@ -99,7 +107,7 @@ def _finish(journal: Journal, machine, status: str, err: PipeRuntimeError | None
         json.dumps(result)
     except (RecursionError, ValueError):
         result = None  # nested too deeply to store; the run's output and status are still recorded
-    journal.update_meta(status=status, result=result, output=state.output, error=error,
+    journal.update_meta(status=status, result=result, output=state.output, error=error, waiting=state.waiting,
                         steps=state.steps, skill_calls=state.skill_calls, effect_seq=state.effect_seq,
                         elapsed=state.elapsed, finished=time.time())
 

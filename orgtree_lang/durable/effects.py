@@ -98,6 +98,30 @@ class EffectLog:
                 hint="the run stopped before this point; `pipe resume` continues it")
         return self._execute(step, digest, execute)
 
+    def answer(self, step: EffectStep) -> tuple[bool, Any]:
+        """A person's journaled reply for `step` ((True, value)), or (False, None) while there is none.
+
+        The reply is a journaled input like any step result (written by `pipe reply`), so a resume or a replay
+        takes it from the journal; a step that has none is never executed here: the run waits for it. A retry
+        keeps the answers to the questions it asks again (same node, place and text): they are inputs."""
+        self._current_seq = step.seq
+        digest = input_hash(step.args, step.kwargs)
+        if self.mode == "retry":
+            place = self._asked.get(step.node, 0)
+            self._asked[step.node] = place + 1
+            record = self._places.get((step.node, place))
+            if record is None or (record.kind, record.name, record.input_hash) != (step.kind, step.name, digest):
+                return False, None
+            self._copy(record, step.seq, step.node, step.statement)
+        else:
+            record = self.recorded.get(step.seq)
+            if record is None:
+                return False, None
+            if (record.kind, record.name, record.input_hash) != (step.kind, step.name, digest):
+                raise self._divergence(step, record)
+        self.reused += 1
+        return True, self._recorded_result(record)
+
     def _retry(self, step: EffectStep, digest: str, execute: Callable[[str], Any]) -> Any:
         place = self._asked.get(step.node, 0)
         self._asked[step.node] = place + 1

@@ -8,10 +8,10 @@ from orgtree_lang.runtime.errors import SkillError
 from orgtree_lang.runtime.skills import SkillContext, skill
 
 
-def _open(ctx: SkillContext):
+def _open(ctx: SkillContext, vectors: bool = True):
     from orgtree_lang.memory.memory import Memory
 
-    return Memory(ctx.workspace.root)
+    return Memory(ctx.workspace.root, vectors=vectors)
 
 
 def _node_record(memory, node) -> dict[str, Any]:
@@ -107,7 +107,8 @@ def search(ctx: SkillContext, query: str, k: int = 5, level: int | None = None, 
     """
     if mode not in ("hybrid", "keyword", "vector"):
         raise SkillError(f"ctx.search: mode must be hybrid, keyword or vector, got {mode!r}")
-    with _open(ctx) as memory:
+    # A keyword search opens no vector index: opening one embeds whatever was added keyword-only (big inputs).
+    with _open(ctx, vectors=mode != "keyword") as memory:
         hits = memory.search(query, k, documents=[document] if document is not None else None,
                              levels=[level] if level is not None else None, tags=[tag] if tag else None, mode=mode)
         return [{**_node_record(memory, h.node), "score": h.score, "text": h.text} for h in hits]

@@ -315,6 +315,23 @@ MIGRATIONS: tuple[Migration, ...] = (
     value TEXT NOT NULL,          -- the value encoded as JSON (runtime.values.encode)
     PRIMARY KEY (namespace, key)
 """),)),
+    # People are nodes (docs/org.md): the questions runs (and runtime code) put to the human node, and the answers.
+    Migration(3, "the human node's inbox: open questions across runs, and their answers", tables=(
+        Table("human_questions", "orgtree_lang.orgtree.inbox", """
+    id INTEGER PRIMARY KEY AUTOINCREMENT,  -- shown and answered as h<id>
+    key TEXT NOT NULL UNIQUE,              -- <run id>:<journal step> for a run's question, else the asker's own key
+    run_id TEXT,                           -- the run that waits for the answer (NULL: asked outside any run)
+    seq INTEGER,                           -- the journal step of that run that takes the answer
+    node TEXT NOT NULL DEFAULT '',         -- the node that asks (main/deploy#1), or what is asked about
+    kind TEXT NOT NULL CHECK(kind IN ('ask', 'approve')),
+    question TEXT NOT NULL,
+    file TEXT NOT NULL DEFAULT '',
+    line INTEGER NOT NULL DEFAULT 0,
+    status TEXT NOT NULL CHECK(status IN ('open', 'answered')),
+    answer TEXT,                           -- the answer encoded as JSON (a str for ask, a bool for approve)
+    asked REAL NOT NULL,
+    answered REAL
+""", indexes=(Index("human_questions_open", "human_questions (status, asked)"),)),)),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version

@@ -6,6 +6,7 @@ EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_COMPILE = 65
 EXIT_RUNTIME = 70
+EXIT_WAITING = 75  # EX_TEMPFAIL: nothing failed; the run waits for a person (`pipe reply`, then `pipe resume`)
 
 
 class PipeError(Exception):

@@ -12,6 +12,7 @@ from orgtree_lang.runtime.records import RecordTypes
 from orgtree_lang.runtime.values import conforms
 from orgtree_lang.vm.budget import Budget, BudgetExceeded, NodeSpend
 from orgtree_lang.vm.effects import EffectStep, Effects
+from orgtree_lang.vm.people import HumanQuestion, answer_or_wait
 from orgtree_lang.vm.state import Frame
 
 RELOAD = -1  # returned by an instruction handler: leave the inner loop and reload the frame and budget stops
@@ -57,6 +58,29 @@ class BlockContext:
         node = machine.effect_node(self.node[len(machine.state.run_id) + 1:])
         return EffectStep(machine.next_effect_seq(), kind, name, node, self.spec.span, args, kwargs,
                           machine.state.steps)
+
+    def ask_human(self, question: str) -> str:
+        """Escalate to a person (docs/org.md, "People are nodes"): their answer to `question`, from the journal.
+
+        Until a person answers (`pipe reply`), this does not return: the run stops as `waiting` (exit 75) and its
+        question waits in `pipe inbox`; `pipe resume` runs the block again from the run's last checkpoint, taking
+        every step already journaled (model answers included) from the journal, and this call then returns the
+        answer. So call it the same way each time the block runs. Needs a journaled run (a PipeRuntimeError
+        otherwise)."""
+        return self._ask_person("ask", question)
+
+    def approve(self, question: str) -> bool:
+        """Like `ask_human`, for a yes/no decision: True or False as the person answered (yes/no/true/false)."""
+        return self._ask_person("approve", question)
+
+    def _ask_person(self, kind: str, text: str) -> Any:
+        machine = self._machine
+        step = self.effect_step("human", f"human.{kind}", [text], {})
+        question = HumanQuestion(step.seq, kind, text, step.node, self.spec.span.file, self.spec.span.line,
+                                 step.statement)
+        answer = answer_or_wait(self.effects, question, self.spec.span)
+        machine.observer.human_answered(machine.state, question, answer)
+        return answer
 
     def run_child(self, program, resolver: BlockResolver | None, context: Any = None,
                   limits: Budget | None = None) -> Any:

@@ -13,7 +13,7 @@ class EffectStep:
     """A step with an outside effect, as the VM asks for it."""
 
     seq: int
-    kind: str  # skill | ambiguous | model
+    kind: str  # skill | ambiguous | model | human
     name: str
     node: str
     span: Span
@@ -36,6 +36,11 @@ class Effects(Protocol):
     def catching_up(self) -> bool: ...
 
     def perform(self, step: EffectStep, execute: Callable[[str], Any]) -> Any: ...
+
+    def answer(self, step: EffectStep) -> tuple[bool, Any]:
+        """An input from outside the program (a person's reply) for `step`: (True, value) when the journal has
+        it, (False, None) when it has not come yet. Nothing is executed: the answer is written by `pipe reply`."""
+        ...
 
     def checkpoint_due(self, steps: int, effect_seq: int) -> bool: ...
 

@@ -13,6 +13,7 @@ from orgtree_lang.vm.blocks import resolve_block
 from orgtree_lang.vm.calls import call_args, call_skill
 from orgtree_lang.vm.checks import op_check
 from orgtree_lang.vm.memory import check_value
+from orgtree_lang.vm.people import ask_human
 
 # Each handler takes (machine, frame, stack, arg) and returns a new pc to jump to, RELOAD, or None.
 
@@ -234,4 +235,5 @@ HANDLERS: dict[str, Callable] = {
     "GET_ITER": _op_get_iter, "CALL_SKILL": call_skill, "MAKE_RECORD": _op_make_record,
     "AMBIGUOUS": resolve_block, "SETUP_TRY": _op_setup_try, "POP_TRY": _op_pop_try, "FAIL": _op_fail,
     "CHECK": op_check,
+    "ASK_HUMAN": ask_human,
 }

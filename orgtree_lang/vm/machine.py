@@ -19,6 +19,7 @@ from orgtree_lang.vm.errors import handle_error, translate
 from orgtree_lang.vm.instructions import BINARY_FUNCS, COMPARE_FUNCS, HANDLERS, UNARY_FUNCS
 from orgtree_lang.vm.memory import guarded_operators
 from orgtree_lang.vm.observe import observe
+from orgtree_lang.vm.people import WaitingForHuman
 from orgtree_lang.vm.services import Services, TreePlace
 from orgtree_lang.vm.state import Frame, RunState
 from orgtree_lang.vm.trace import summarize
@@ -123,6 +124,7 @@ class Machine:
         self._started = self.services.clock()
         fresh = state.steps == 0 and state.status == "ready"
         state.status = "running"
+        state.waiting = []
         self.observer.run_started(state, fresh, self.program.entry(state.entry).span)
         try:
             self._loop()
@@ -132,9 +134,27 @@ class Machine:
             self._stretch_done()
             self.observer.run_stopped(state, err)
             raise
+        except WaitingForHuman as wait:
+            if self.place is not None:
+                raise  # a generated child: the whole run tree waits, and its top-level machine says so
+            self._wait(wait)
+            return state
         self._stretch_done()
         self.observer.run_stopped(state, None)
         return state
+
+    def _wait(self, wait: WaitingForHuman) -> None:
+        """Stop for a person's answer. Left exactly at the asking instruction, the state is saved there; a
+        question asked deeper (a generated child, the decomposer) is asked again from the last checkpoint."""
+        state = self.state
+        state.status = "waiting"
+        state.waiting = [wait.question.to_json()]
+        self.observer.human_waiting(state, wait.question)
+        if wait.exact:
+            self._suspend()
+        else:
+            self._stretch_done()
+        self.observer.run_stopped(state, None)
 
     def print_line(self, line: str) -> None:
         """Print for the program (the `print` built-in)."""

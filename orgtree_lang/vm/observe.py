@@ -73,6 +73,13 @@ class RunObserver:
     def released(self) -> None:
         """The machine will not run again: let go of what it holds (a generated child's trace file)."""
 
+    # ---- the human node -----------------------------------------------------------------------
+    def human_waiting(self, state: RunState, question) -> None:
+        """The run stops to wait for a person's answer to `question` (a vm.people.HumanQuestion)."""
+
+    def human_answered(self, state: RunState, question, answer: Any) -> None:
+        """`question` got `answer` (from the journal: a reply recorded by `pipe reply`)."""
+
 
 NO_OBSERVER = RunObserver()
 
@@ -147,6 +154,14 @@ class FanOut(RunObserver):
     def released(self):
         for observer in self.observers:
             observer.released()
+
+    def human_waiting(self, state, question):
+        for observer in self.observers:
+            observer.human_waiting(state, question)
+
+    def human_answered(self, state, question, answer):
+        for observer in self.observers:
+            observer.human_answered(state, question, answer)
 
 
 def observe(observers) -> RunObserver:

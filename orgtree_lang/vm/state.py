@@ -58,16 +58,18 @@ class RunState:
     skill_calls: int = 0
     effect_seq: int = 0  # side-effecting steps asked for so far (each is a journal row in a durable run)
     elapsed: float = 0.0  # wall seconds spent running before the current stretch
-    status: str = "ready"  # ready | paused | done | failed
+    status: str = "ready"  # ready | paused | waiting | done | failed
     output: list[str] = field(default_factory=list)
     result: Any = None
     error: dict[str, Any] | None = None
     # What the run tree spent beyond this run's own counters: model tokens and cost, and the steps and skill
     # calls of its finished generated children (see vm.budget.TreeMeter).
     usage: dict[str, Any] = field(default_factory=dict)
+    # While the run waits for people: the questions it asked (vm.people.HumanQuestion.to_json()), else empty.
+    waiting: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "format": STATE_FORMAT,
             "run_id": self.run_id,
             "program_hash": self.program_hash,
@@ -83,6 +85,9 @@ class RunState:
             "error": self.error,
             "usage": dict(self.usage),
         }
+        if self.waiting:
+            data["waiting"] = [dict(question) for question in self.waiting]
+        return data
 
     def dumps(self) -> str:
         # No sort_keys: the order of a dict's keys is part of its value (print and `for` show it).
@@ -106,6 +111,7 @@ class RunState:
             result=decode(data["result"]),
             error=data["error"],
             usage=dict(data.get("usage", {})),
+            waiting=list(data.get("waiting", [])),
         )
 
     @classmethod

@@ -102,5 +102,13 @@ class Tracer(RunObserver):
         self.emit("ambiguous", spec.span, frame.pipeline, block=spec.name,
                   inputs={k: summarize(v, 80) for k, v in inputs.items()})
 
+    def human_waiting(self, state, question) -> None:
+        self.emit("human.ask", None, None, asker=question.node, kind=question.kind, step=question.seq,
+                  question=question.text[:SUMMARY_CHARS], at=f"{question.file}:{question.line}")
+
+    def human_answered(self, state, question, answer) -> None:
+        self.emit("human.answer", None, None, asker=question.node, kind=question.kind, step=question.seq,
+                  answer=summarize(answer))
+
     def released(self) -> None:
         self.close()

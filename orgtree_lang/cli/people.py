@@ -1,0 +1,148 @@
+"""`pipe inbox | reply`: the questions runs put to people, and their answers; how a waiting run is reported."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from orgtree_lang.cli.options import EXIT_OK, EXIT_WAITING, add_verb, add_workspace_option
+
+_WORKSPACE_HELP = "the workspace whose runs asked (default: this folder)"
+
+
+def register(commands) -> None:
+    inbox = add_verb(commands, "inbox", handler=command_inbox, help="list the questions that wait for a person",
+                     description="List the open questions of the workspace: the runs waiting for a person (status "
+                                 "`waiting`, exit 75), and questions runtime code asked outside a run. Answer one "
+                                 "with `pipe reply`.",
+                     examples=["pipe inbox", "pipe inbox --json"])
+    add_workspace_option(inbox, help=_WORKSPACE_HELP)
+    inbox.add_argument("--json", action="store_true", help="print JSON")
+
+    reply = add_verb(
+        commands, "reply", handler=command_reply, help="answer a question a run asked, and optionally resume it",
+        usage="pipe reply [-h] [--resume] RUN [MESSAGE_ID] TEXT",
+        description="Record TEXT as the answer to the question RUN waits for (MESSAGE_ID, e.g. h3, picks one when "
+                    "it waits for several; `pipe inbox` lists them). The answer becomes a journaled input: `pipe "
+                    "resume RUN` continues the run with it, and every replay reads it from the journal. approve(...) "
+                    "takes only yes, no, true or false. A question asked outside a run is answered by its id alone.",
+        examples=["pipe reply 3f2a yes", "pipe reply 3f2a h4 \"ship it on Monday\" --resume", "pipe reply h7 no"])
+    reply.add_argument("words", nargs="+", metavar="RUN [MESSAGE_ID] TEXT",
+                       help="the run (or a question id alone), the question when it asks several, the answer")
+    reply.add_argument("--resume", action="store_true", help="continue the run with the answer right away")
+    add_workspace_option(reply, help=_WORKSPACE_HELP)
+    from orgtree_lang.cli.saved_runs import add_attempt_options
+
+    add_attempt_options(reply)
+
+
+def command_inbox(args) -> int:
+    from orgtree_lang.orgtree.inbox import Inbox
+    from orgtree_lang.runtime.state_db import state_db_path
+
+    path = state_db_path(Path(args.workspace))
+    questions = []
+    if path.is_file():
+        with Inbox(path) as inbox:
+            questions = inbox.open_questions()
+    if args.json:
+        print(json.dumps([q.to_json() for q in questions], indent=1))
+        return EXIT_OK
+    if not questions:
+        print(f"no open questions in {Path(args.workspace).resolve()}", file=sys.stderr)
+        return EXIT_OK
+    now = time.time()
+    print(f"{'ID':<5} {'RUN':<13} {'KIND':<8} {'AGE':>6}  {'ASKED AT':<24} QUESTION")
+    for q in questions:
+        where = f"{Path(q.file).name}:{q.line} {q.node}" if q.file else q.node
+        print(f"{q.ref:<5} {q.run_id or '-':<13} {q.kind:<8} {_age(now - q.asked):>6}  {where:<24} {q.question}")
+    return EXIT_OK
+
+
+def command_reply(args) -> int:
+    from orgtree_lang.durable.people import reply
+    from orgtree_lang.runtime.errors import UsageError
+
+    words = args.words
+    if len(words) > 3:
+        raise UsageError(f"expected RUN [MESSAGE_ID] TEXT, got {len(words)} words",
+                         hint='quote an answer of several words: pipe reply RUN "ship it on Monday"')
+    if len(words) == 1:
+        raise UsageError("expected RUN [MESSAGE_ID] TEXT: the answer is missing",
+                         hint="pipe reply RUN TEXT (`pipe inbox` lists the questions)")
+    ref, message, text = (words[0], None, words[1]) if len(words) == 2 else words
+    done = reply(Path(args.workspace), ref, message, text)
+    shown = json.dumps(done.value) if not isinstance(done.value, str) else repr(done.value)
+    if done.run_id is None:
+        print(f"answered {done.question.ref} with {shown}; the code that asked gets it when it runs again",
+              file=sys.stderr)
+        return EXIT_OK
+    print(f"answered {done.question.ref} of run {done.run_id} with {shown}", file=sys.stderr)
+    if not args.resume:
+        print(f"continue the run with: pipe resume {done.run_id}{_workspace_flag(args.workspace)}", file=sys.stderr)
+        return EXIT_OK
+    from orgtree_lang.cli.saved_runs import command_resume
+
+    args.run, args.from_scratch, args.program = done.run_id, False, None
+    return command_resume(args)
+
+
+def report_waiting(state, workspace: Path | None, as_json: bool, printed: list[str], run_id: str) -> int:
+    """Say that the run waits for a person, which questions and how to answer them; exit 75."""
+    from orgtree_lang.orgtree.inbox import Inbox, run_key
+    from orgtree_lang.runtime.people import APPROVAL_WORDS
+
+    workspace = Path(workspace or ".")
+    with Inbox.for_workspace(workspace) as inbox:
+        questions = [inbox.get(run_key(run_id, q["seq"])) for q in state.waiting]
+    questions = [q for q in questions if q is not None]
+    if as_json:
+        print(json.dumps({"status": "waiting", "run_id": run_id, "printed": printed,
+                          "waiting": [q.to_json() for q in questions]}))
+    where = _workspace_flag(workspace)
+    lines = [f"run {run_id} is waiting for a person ({len(questions)} question{'s' if len(questions) != 1 else ''}):"]
+    for q in questions:
+        lines.append(f"  {q.ref}  {q.kind} at {q.file}:{q.line} ({q.node}): {q.question}")
+    if len(questions) == 1:
+        answer = "yes|no" if questions[0].kind == "approve" else "TEXT"
+        lines.append(f"answer:   pipe reply {run_id} {answer}{where}"
+                     + (f"   ({APPROVAL_WORDS})" if questions[0].kind == "approve" else ""))
+    else:
+        lines.append(f"answer:   pipe reply {run_id} MESSAGE_ID TEXT{where}")
+    lines.append(f"continue: pipe resume {run_id}{where}   (or both at once: pipe reply --resume {run_id} ...)")
+    print("\n".join(lines), file=sys.stderr)
+    return EXIT_WAITING
+
+
+def waiting_lines(workspace: Path, meta: dict) -> list[str]:
+    """`pipe show`'s lines for a waiting run: each question, whether it is answered, and what to do next."""
+    from orgtree_lang.orgtree.inbox import Inbox, run_key
+
+    run_id = meta["run_id"]
+    lines = ["waiting for a person:"]
+    with Inbox.for_workspace(workspace) as inbox:
+        for data in meta.get("waiting", []):
+            posted = inbox.get(run_key(run_id, data["seq"]))
+            ref = posted.ref if posted is not None else "?"
+            state = f"answered {json.dumps(posted.answer)}" if posted is not None and posted.status == "answered" \
+                else "open"
+            lines.append(f"  {ref}  {data['kind']} at {data['file']}:{data['line']} ({data['node']}): {data['text']}"
+                         f"  [{state}]")
+    where = _workspace_flag(workspace)
+    lines.append(f"answer with `pipe reply {run_id} TEXT{where}`, continue with `pipe resume {run_id}{where}`")
+    return lines
+
+
+def _workspace_flag(workspace) -> str:
+    if workspace is None or Path(workspace).resolve() == Path.cwd().resolve():
+        return ""
+    return f" --workspace {workspace}"
+
+
+def _age(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit}"
+    return f"{int(seconds)}s"
