@@ -45,6 +45,9 @@ class Benchmark:
 BENCHMARKS = (
     Benchmark("cli_startup.py", ("--repeat", "3"), (
         Figure("pipe --help", r"cli\.main --help\s+([\d.]+) s", "<=", 0.3, "s"),)),
+    Benchmark("lsp_latency.py", ("--edits", "20"), (
+        Figure("LSP diagnostics after an edit, 500 lines (median)", r"over \d+ edits: median ([\d.]+) ms", "<=", 150.0,
+               "ms"),)),
     Benchmark("compile_speed.py", ("--repeat", "2"), (
         Figure("compile 2,000 lines", r"best of \d+: ([\d.]+) s", "<=", 0.5, "s"),)),
     Benchmark("vm_throughput.py", ("--scale", "0.1", "--repeat", "1"), (

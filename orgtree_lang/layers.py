@@ -43,6 +43,7 @@ LAYERS: tuple[Layer, ...] = (
           "ambiguous-block resolution (gets a narrow block context from the vm, never the Machine)"),
     Layer("pool", ("pool",), "call history, bug reports, promotion, learned skills"),
     Layer("engine", ("engine",), "the run factory: assembles registries, services and machines"),
+    Layer("lsp", ("lsp",), "the language server: the real parser, checker and formatter answering an editor"),
     Layer("cli", ("cli",), "the `pipe` command"),
 )
 

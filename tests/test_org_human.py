@@ -183,3 +183,14 @@ def test_a_retry_keeps_the_answers_people_gave(tmp_path: Path) -> None:
     assert retried.returncode == 0, retried.stderr  # not 75: nobody is asked again
     assert retried.stdout.endswith("2.1.0 shipped, signed off by Ada\n")
     assert json.loads(pipe("inbox", "--json", cwd=tmp_path).stdout) == []
+
+
+def test_starting_over_forgets_the_answers_and_asks_again(tmp_path: Path) -> None:
+    start_example(tmp_path)
+    run = only_run(tmp_path)
+    pipe("reply", run, "yes", cwd=tmp_path)
+    again = pipe("resume", run, "--from-scratch", cwd=tmp_path)
+    assert again.returncode == 75, again.stderr
+    assert "approve at" in again.stderr  # the first question again, not the second
+    inbox = json.loads(pipe("inbox", "--json", cwd=tmp_path).stdout)
+    assert [(q["run"], q["kind"], q["status"]) for q in inbox] == [(run, "approve", "open")]

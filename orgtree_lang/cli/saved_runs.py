@@ -126,10 +126,14 @@ def command_show(args) -> int:
     try:
         meta = view_meta(run_dir, journal)
         steps = journal.steps()
-        nodes = sorted(node_names(journal, meta))
+        nodes = node_names(journal, meta)
     finally:
         journal.close()
     status = effective_status(run_dir, meta)
+    # The org tree adds the nodes that journaled nothing, and says which ones a dead process left unfinished.
+    recorded = run_tree(Path(args.workspace), meta["run_id"])
+    nodes = sorted(nodes | {path for path in recorded if not path.endswith("#more")})
+    interrupted = sorted(path for path, node in recorded.items() if node.status == "interrupted")
     inputs = to_plain(decode(meta.get("inputs", {})))
     defaults = to_plain(decode(meta.get("defaults", {})))
     if args.steps:
@@ -140,6 +144,7 @@ def command_show(args) -> int:
                           "printed": meta.get("output", []), "error": meta.get("error"), "nodes": nodes,
                           "steps": meta.get("steps", 0), "journaled_steps": len(steps),
                           "attempts": meta.get("attempts", 0), "parent_run": meta.get("parent_run"),
+                          "interrupted": interrupted,
                           "waiting": meta.get("waiting", []) if status == "waiting" else []}, indent=1))
         return EXIT_OK
     print(f"run {meta['run_id']}: {status}, {meta.get('steps', 0)} steps, {len(steps)} journaled, "
@@ -168,11 +173,26 @@ def command_show(args) -> int:
     for node in nodes:
         own = [r for r in steps.values() if r.node == node]
         errors = sum(not r.ok for r in own)
-        mark = "  <- failed here" if node == failed_node else ""
+        mark = "  <- failed here" if node == failed_node else ("  (interrupted)" if node in interrupted else "")
         depth = node.count("/")
         print(f"  {'  ' * depth}{node.rsplit('/', 1)[-1]}  [{len(own)} step(s){f', {errors} error(s)' if errors else ''}]"
               f"  {node}{mark}")
     return EXIT_OK
+
+
+def run_tree(root: Path, run_id: str) -> dict:
+    """The pipeline and ambiguous nodes of a run's org tree, reconciled with its journal, by journal path."""
+    from orgtree_lang.durable.reconcile import reconciled_tree
+    from orgtree_lang.orgtree.store import TreeStore
+    from orgtree_lang.runtime.state_db import state_db_path
+
+    path = state_db_path(root)
+    if not path.is_file():
+        return {}
+    with TreeStore(path) as store:
+        nodes = reconciled_tree(root, run_id, store.run_nodes(run_id))
+    return {node.id[len(run_id) + 1:]: node for node in nodes
+            if node.kind in ("pipeline", "ambiguous") and node.id.startswith(run_id + "/")}
 
 
 def _attempt(args, action, source_for_errors) -> int:

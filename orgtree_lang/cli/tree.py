@@ -25,27 +25,36 @@ def register(commands) -> None:
 
 
 def command_tree(args) -> int:
+    from orgtree_lang.durable.reconcile import reconciled_tree
+    from orgtree_lang.durable.runs import list_runs
     from orgtree_lang.orgtree.render import render_tree, status_counts
     from orgtree_lang.orgtree.store import TreeStore
     from orgtree_lang.runtime.state_db import state_db_path
 
-    path = state_db_path(Path(args.workspace))
+    root = Path(args.workspace)
+    path = state_db_path(root)
     if not path.is_file():
-        raise UsageError(f"no runs recorded in {Path(args.workspace).resolve()} (no {path})")
+        raise UsageError(f"no runs recorded in {root.resolve()} (no {path})")
     with TreeStore(path) as store:
         runs = store.run_ids()
-        if not runs:
+        # A run killed before its first nodes were written has none yet; its journal still names it.
+        journaled = [s for s in reversed(list_runs(root)) if s.meta and s.run_id not in runs]
+        if not runs and not journaled:
             raise UsageError(f"no runs recorded in {path}")
         if args.run is None:
-            run_id = runs[0]
+            newest = journaled[0] if journaled else None
+            recorded = store.run_nodes(runs[0])[:1] if runs else []
+            run_id = newest.run_id if newest and (not recorded or newest.started > recorded[0].started_at) \
+                else runs[0]
         else:
-            matches = [r for r in runs if r.startswith(args.run)]
+            known = runs + [s.run_id for s in journaled]
+            matches = [r for r in known if r.startswith(args.run)]
             if len(matches) != 1:
                 what = "no run" if not matches else f"{len(matches)} runs"
-                shown = ", ".join((matches or runs)[:8])
+                shown = ", ".join((matches or known)[:8])
                 raise UsageError(f"{what} matching `{args.run}`; {'they are' if matches else 'recent runs'}: {shown}")
             run_id = matches[0]
-        nodes = store.run_nodes(run_id)
+        nodes = reconciled_tree(root, run_id, store.run_nodes(run_id))
     if args.json:
         print(json.dumps([n.to_dict() for n in nodes], indent=2))
         return EXIT_OK

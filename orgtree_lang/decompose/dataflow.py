@@ -73,14 +73,16 @@ class ExampleFlow:
             parts.append(DESIGN_REQUEST)
         return "\n\n".join(parts)
 
-    def design_step(self, messages: list, conversation: str, author, reviewer, attempts, digest: str, note) -> None:
+    def design_step(self, messages: list, conversation: str, author, reviewer, attempts, digest: str, block) -> None:
         """Have the author state the design, have it reviewed against the spec, and ask for the code."""
+        from orgtree_lang.decompose.journaled import review_subject
         from orgtree_lang.models.base import Message
         from orgtree_lang.review.ledger import ConcernLedger
         from orgtree_lang.review.reviewer import review_loop
         from orgtree_lang.decompose.prompt import spec_text
         from orgtree_lang.syntax.card import language_card
 
+        note = block.note
         note("designing examples and expectations")
         first = self._valid_design(messages, conversation, author, attempts, digest, "design")
         latest = [first]
@@ -102,7 +104,8 @@ class ExampleFlow:
             from pathlib import Path
 
             base = f"{Path(self.parent_file).name}:{self.spec.name}:{digest}:design"
-            self.design_subject = f"{base}:{len(ledger.subjects(base + ':')) + 1}"
+            # Numbered like the code review's subject, and journaled: a resumed run reviews under the same one.
+            self.design_subject = review_subject(block, ledger, base)
             note(f"design in review ({self.design_subject})")
             review_loop(self.design_subject, self.spec_text(spec_text(self.spec)), review_artifact(self.spec, first),
                         language=language_card(), author=author, reviewer=reviewer, revise=revise, ledger=ledger,

@@ -17,6 +17,7 @@ from orgtree_lang.decompose.goal import Goal, skill_docs
 from orgtree_lang.decompose.inputs import MEMORY_THRESHOLD, described_inputs, remember_inputs
 from orgtree_lang.decompose.size import MAX_STATEMENTS, SMALL_PIPELINES, size_problems
 from orgtree_lang.decompose.limits import ChildLimits, output_size
+from orgtree_lang.decompose.protocol import reserved, seated
 from orgtree_lang.decompose.prompt import CONTEXT_SHARE, PromptTooLarge, build_request, spec_text
 from orgtree_lang.decompose.research import INSTRUCTIONS as RESEARCH_INSTRUCTIONS
 from orgtree_lang.decompose.research import needs_research, record_need
@@ -54,6 +55,8 @@ class DecomposeSettings:
     child_max_memory: int = ChildLimits.memory
     max_statements: int = MAX_STATEMENTS  # in one pipeline of a generated module; more is sent back to be split
     memory_threshold: int = MEMORY_THRESHOLD  # characters: a bigger input goes to the workspace memory
+    protocol: bool = True  # author and reviewer take turns on the scratchpad and read it and the insights
+    ask_human: bool = True  # a review disagreement the parent's author does not settle goes to a person
     data_driven: bool = False  # design (examples, expectations) and its review before the code (decompose/dataflow.py)
     simulation_rounds: int = 2  # failed simulations sent back to the author before the code review
     review_outputs: bool = False  # a reviewer checks each block's outputs at run time (decompose/output_review.py)
@@ -70,7 +73,8 @@ class DecomposeSettings:
             "max_repairs": int, "max_review_rounds": int, "max_depth": int, "context_share": (int, float),
             "similarity": (int, float), "child_max_steps": int, "child_max_seconds": (int, float),
             "max_output_chars": int, "child_max_memory": int, "max_statements": int,
-            "memory_threshold": int, "data_driven": bool, "simulation_rounds": int, "review_outputs": bool})
+            "memory_threshold": int, "protocol": bool, "ask_human": bool, "data_driven": bool,
+            "simulation_rounds": int, "review_outputs": bool})
         if section.get("simulation_rounds", 0) < 0:
             raise ConfigError(f"{path}: [decompose] simulation_rounds must be 0 or more, got "
                               f"{section['simulation_rounds']!r}")
@@ -219,6 +223,7 @@ class Decomposer:
         from orgtree_lang.models.base import Message
         from orgtree_lang.models.tokens import context_window, count_tokens
         from orgtree_lang.decompose.escalate import escalate, judges_for
+        from orgtree_lang.decompose.journaled import review_subject
         from orgtree_lang.review.errors import ReviewError
         from orgtree_lang.review.ledger import ConcernLedger
         from orgtree_lang.review.reviewer import review_loop
@@ -226,6 +231,9 @@ class Decomposer:
         related = [(m.provenance.get("block", m.path.stem), m.body) for m in similar]
         window = context_window(author.name)
         budget = int(window * self.settings.context_share)
+        if self.settings.protocol:
+            author, reviewer = seated(author, reviewer, spec, block, self.workspace, budget)
+            budget -= reserved(budget)  # the pad and the insights seed the prompt within the same budget
         described = described_inputs(spec, inputs, self.workspace, self.settings.memory_threshold, author.name,
                                      window, budget)
         try:
@@ -251,7 +259,7 @@ class Decomposer:
 
         try:
             if flow.designs:
-                flow.design_step(messages, conversation, author, reviewer, attempts, digest, block.note)
+                flow.design_step(messages, conversation, author, reviewer, attempts, digest, block)
             body = flow.checked(self._valid_module(spec, digest, messages, conversation, author, attempts, "write"),
                                 ask, block.note)
 
@@ -270,7 +278,7 @@ class Decomposer:
                 # Each writing of a module is reviewed afresh: concerns settled for an earlier module are not
                 # inherited. The subject is numbered, not random, so prompts (and cassettes) repeat exactly.
                 base = f"{Path(self.parent_file).name}:{spec.name}:{digest}"
-                subject = f"{base}:{len(ledger.subjects(base + ':')) + 1}"
+                subject = review_subject(block, ledger, base)
                 block.note(f"in review ({subject})")
                 flow.record(ledger, subject, conversation)
                 goal = self.goal.describe(spec, self.parent_file, self.parent_source)
@@ -287,7 +295,7 @@ class Decomposer:
                 try:
                     outcome = review(flow.artifact(body), self.settings.max_review_rounds)
                 except ReviewError as failed:
-                    judges = judges_for(author, self.parent_author, self.human)
+                    judges = judges_for(author, self.parent_author, self._human(block))
                     if not failed.open_concerns or failed.outcome is None or not judges:
                         raise
                     outcome, trail = escalate(failed, judges, subject=subject, ledger=ledger,
@@ -310,6 +318,12 @@ class Decomposer:
             "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         }
         return self.store.save(self.parent_file, spec.name, flow.saved(outcome.artifact), provenance, self.registry)
+
+    def _human(self, block):
+        """How to ask the human node for `block`: the given seam, else the run's inbox (a durable run only)."""
+        if self.human is not None or not self.settings.ask_human:
+            return self.human
+        return block.ask_human if block.effects is not None else None
 
     def _valid_module(self, spec: AmbiguousSpec, digest: str, messages: list, conversation: str, author,
                       attempts, phase: str, answers: list[str] | None = None) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 from orgtree_lang.vm.effects import Effects
 from orgtree_lang.vm.observe import RunObserver
 
@@ -11,20 +13,29 @@ CHECK_EVERY = 256
 
 class Checkpoints(RunObserver):
     """Saves the state when a run begins, when it pauses or stops on a budget, and when the effects log says
-    one is due. Only the top-level machine of a tree has it: a generated child's state lives in its parent's."""
+    one is due. Only the top-level machine of a tree has it: a generated child's state lives in its parent's.
+
+    `before` runs right before each checkpoint is saved: the org tree recorder's flush, so that the nodes on disk
+    are never behind the checkpoint a resume starts from (a node that ended before it is not run again)."""
 
     step_interval = CHECK_EVERY
 
-    def __init__(self, effects: Effects) -> None:
+    def __init__(self, effects: Effects, before: Callable[[], None] | None = None) -> None:
         self.effects = effects
+        self.before = before
 
     def run_started(self, state, fresh, span) -> None:
         if state.steps == 0:
-            self.effects.checkpoint(state)
+            self._save(state)
 
     def suspending(self, state) -> None:
-        self.effects.checkpoint(state)
+        self._save(state)
 
     def at_statement(self, state, frame) -> None:
         if self.effects.checkpoint_due(state.steps, state.effect_seq):
-            self.effects.checkpoint(state)
+            self._save(state)
+
+    def _save(self, state) -> None:
+        if self.before is not None and not self.effects.catching_up and self.effects.mode != "replay":
+            self.before()
+        self.effects.checkpoint(state)

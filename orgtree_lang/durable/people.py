@@ -26,6 +26,12 @@ def post_questions(root: Path | str, run_id: str, questions: list[dict[str, Any]
         return posted
 
 
+def forget_questions(root: Path | str, run_id: str) -> None:
+    """A run starts over: the inbox forgets its questions and answers, as its journal forgot them."""
+    with Inbox.for_workspace(root) as inbox:
+        inbox.forget_run(run_id)
+
+
 @dataclass(frozen=True)
 class Reply:
     """What `pipe reply` recorded: the run (None for a question asked outside a run), the question, the value."""

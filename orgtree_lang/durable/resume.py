@@ -10,6 +10,7 @@ from orgtree_lang.durable.attempt import (TRACE_FILE, RunBuilder, attempt, curre
                                           open_run, program_hash, with_decomposer)
 from orgtree_lang.durable.effects import EffectLog, NonDeterminismError
 from orgtree_lang.durable.journal import Journal, JournalError
+from orgtree_lang.durable.reconcile import repair_before_resume
 from orgtree_lang.runtime.values import decode
 from orgtree_lang.vm.state import RunState
 
@@ -37,12 +38,18 @@ def resume(root: Path, ref: str, registry, options, *, build: RunBuilder, from_s
             # new steps keys of their own: under the old keys, fs.append would refuse or skip them.
             scratch += 1
             opened.journal.start_over(scratch=scratch)
+            from orgtree_lang.durable.people import forget_questions
+
+            forget_questions(root, meta["run_id"])
             mode = "live"
         else:
             mode = "resume"
             checkpoint = opened.journal.latest_checkpoint()
             if checkpoint is not None and digest == meta.get("source_hash"):
                 state = RunState.loads(checkpoint[2])  # same code: continue from the last checkpoint
+        if options.tree:
+            # What the dead process left in the org tree is put right before this attempt adds to it.
+            repair_before_resume(root, meta["run_id"], opened.journal, state.effect_seq if state else 0)
         effects = EffectLog(opened.journal, meta["run_id"], mode, source_hash=digest, sources=sources,
                             key_suffix=f":scratch{scratch}" if scratch else "")
         trace_path = options.trace or opened.run_dir / TRACE_FILE
@@ -130,7 +137,7 @@ def tree_node_names(root: Path, run_id: str) -> set[str]:
         return set()
     with TreeStore(path) as store:
         return {n.id[len(run_id) + 1:] for n in store.run_nodes(run_id)
-                if n.kind in ("pipeline", "ambiguous") and n.id.startswith(run_id + "/")}
+                if n.kind in ("pipeline", "ambiguous") and n.id.startswith(run_id + "/") and not n.id.endswith("#more")}
 
 
 def node_names(journal: Journal, meta: dict[str, Any]) -> set[str]:

@@ -41,7 +41,7 @@ class MachineFactory:
         if self.effects is not None:
             from orgtree_lang.durable.checkpoints import Checkpoints
 
-            observers.append(Checkpoints(self.effects))
+            observers.append(Checkpoints(self.effects, self.recorder.flush if self.recorder is not None else None))
         return Machine(program, Services(
             registry=self.registry, context=self.context, budget=self.budget, resolver=self.resolver,
             printer=self.printer, clock=self.clock, effects=self.effects, executor=self.executor,

@@ -148,9 +148,10 @@ class Inbox:
                             (json.dumps(value), time.time(), key))
 
     def forget_run(self, run_id: str) -> None:
-        """Drop a run's open questions (it started over: they will be asked again if it gets there)."""
+        """Drop a run's questions and answers: it starts over (`pipe resume --from-scratch`), its journal forgot
+        the answers, and it asks again when it gets there."""
         with Transaction(self.db):
-            self.db.execute("DELETE FROM human_questions WHERE run_id = ? AND status = 'open'", (run_id,))
+            self.db.execute("DELETE FROM human_questions WHERE run_id = ?", (run_id,))
 
 
 def run_key(run_id: str, seq: int) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from operator import attrgetter
 from pathlib import Path
 from typing import Any
@@ -10,7 +10,10 @@ from typing import Any
 from orgtree_lang.runtime.state_db import Transaction, open_state_db, state_db_path
 
 KINDS = ("pipeline", "skill", "ambiguous")
-STATUSES = ("running", "ok", "error")
+STATUSES = ("running", "ok", "error", "interrupted")  # interrupted: the process running it died first
+# state.db's tree_nodes CHECK allows running, ok and error (migration 1, which cannot change): an interrupted node
+# is stored as an error whose text starts with this mark, and read back as interrupted.
+_INTERRUPTED_MARK = "[interrupted] "
 
 
 @dataclass(slots=True)
@@ -51,6 +54,18 @@ _INSERT = (f"INSERT OR REPLACE INTO tree_nodes ({', '.join(_COLUMNS)}) "
            f"VALUES ({', '.join('?' for _ in _COLUMNS)})")
 
 
+def _stored(node: TreeNode) -> TreeNode:
+    if node.status != "interrupted":
+        return node
+    return replace(node, status="error", error=_INTERRUPTED_MARK + (node.error or ""))
+
+
+def _read(node: TreeNode) -> TreeNode:
+    if node.status == "error" and node.error is not None and node.error.startswith(_INTERRUPTED_MARK):
+        node.status, node.error = "interrupted", node.error[len(_INTERRUPTED_MARK):] or None
+    return node
+
+
 class TreeStore:
     """Reads and writes the `tree_nodes` table of one state.db."""
 
@@ -76,13 +91,13 @@ class TreeStore:
         if not nodes:
             return
         with Transaction(self.db) as db:
-            db.executemany(_INSERT, map(_ROW, nodes))
+            db.executemany(_INSERT, (_ROW(_stored(node)) for node in nodes))
 
     def _select(self, where: str, args: tuple[Any, ...], order: str, limit: int | None = None) -> list[TreeNode]:
         sql = f"SELECT {', '.join(_COLUMNS)} FROM tree_nodes WHERE {where} ORDER BY {order}"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        return [TreeNode(**dict(row)) for row in self.db.execute(sql, args)]
+        return [_read(TreeNode(**dict(row))) for row in self.db.execute(sql, args)]
 
     def calls(self, name: str | None = None, run_id: str | None = None, limit: int | None = 100) -> list[TreeNode]:
         """Calls of skill or pipeline `name` (any, if None), newest first; only run `run_id`'s if given."""

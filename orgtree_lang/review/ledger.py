@@ -138,6 +138,13 @@ class ConcernLedger:
         """Every review round of `subject`, in order, with its author and reviewer conversation ids."""
         return self._rows("SELECT * FROM review_rounds WHERE subject = ? ORDER BY round", (subject,))
 
+    def forget(self, subject: str) -> None:
+        """Remove every round, concern and event of `subject`: for a review that is replayed from a journal, which
+        records them again as they were."""
+        with self._write() as db:
+            for table in ("concern_events", "concerns", "review_rounds"):
+                db.execute(f"DELETE FROM {table} WHERE subject = ?", (subject,))
+
     # -- reading ------------------------------------------------------------------------------------------
 
     def _rows(self, sql: str, args: tuple[Any, ...]) -> list[dict[str, Any]]:

@@ -20,6 +20,11 @@ def format_source(source: str, file: str = "<string>") -> str:
     return _Printer(source).module(module)
 
 
+def expression_text(e: n.Expr) -> str:
+    """One expression in canonical form (a default value shown in a signature, for instance)."""
+    return _Printer("").expr(e)
+
+
 def level(e: n.Expr) -> int:
     if isinstance(e, n.BoolOp):
         return _OR if e.op == "or" else _AND

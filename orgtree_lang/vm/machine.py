@@ -124,7 +124,6 @@ class Machine:
         self._started = self.services.clock()
         fresh = state.steps == 0 and state.status == "ready"
         state.status = "running"
-        state.waiting = []
         self.observer.run_started(state, fresh, self.program.entry(state.entry).span)
         try:
             self._loop()
@@ -148,7 +147,8 @@ class Machine:
         question asked deeper (a generated child, the decomposer) is asked again from the last checkpoint."""
         state = self.state
         state.status = "waiting"
-        state.waiting = [wait.question.to_json()]
+        if not wait.exact:
+            state.waiting = [wait.question.to_json()]
         self.observer.human_waiting(state, wait.question)
         if wait.exact:
             self._suspend()

@@ -82,24 +82,30 @@ def ask_human(m, frame, stack: list, arg: int) -> None:
     """ASK_HUMAN: push the journaled answer to the question on the stack, or leave the run waiting at this instruction."""
     site = frame.code.calls[arg]
     count = site.nargs
-    args = stack[len(stack) - count:]
-    text = args[-1]
+    text = stack[-1]
     if not isinstance(text, str):
         raise PipeRuntimeError(f"the question of {site.name}(...) must be a str, got {t.type_of_value(text)}",
                                kind="type", hint="build it with an f-string: f\"Deploy {version}?\"")
     span = frame.code.span_at(frame.pc - 1)
-    root = m.place.root_state if m.place is not None else m.state
-    # The step number is taken only once the answer is there: a run that waits is saved as if it had not yet
-    # reached this instruction, so resuming it asks for the same step.
-    question = HumanQuestion(root.effect_seq + 1, site.name, text, m.effect_node(frame.node), span.file,
-                             span.line, m.state.steps)
+    state = m.state
+    node = m.effect_node(frame.node)
+    # A question the saved state already waits on keeps its step number: the run was saved at this very
+    # instruction, which now runs again. Otherwise the question takes the run tree's next step number now.
+    pending = next((q for q in state.waiting if q["node"] == node and q["line"] == span.line and q["text"] == text),
+                   None)
+    if pending is not None:
+        question = HumanQuestion.from_json(pending)
+    else:
+        question = HumanQuestion(m.next_effect_seq(), site.name, text, node, span.file, span.line, state.steps)
     exact = m.place is None
     if exact:
-        frame.pc -= 1
+        frame.pc -= 1  # left at the asking instruction, with the question on the stack
+        if pending is None:
+            state.waiting.append(question.to_json())
     answer = answer_or_wait(m.services.effects, question, span, exact)
     if exact:
         frame.pc += 1
-    root.effect_seq = question.seq
+        state.waiting = [q for q in state.waiting if q["seq"] != question.seq]
     del stack[len(stack) - count:]
-    m.observer.human_answered(m.state, question, answer)
+    m.observer.human_answered(state, question, answer)
     stack.append(answer)

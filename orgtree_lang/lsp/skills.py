@@ -1,0 +1,46 @@
+"""The skills each workspace's documents see, built once and built again only when the workspace's skill pool
+(state.db: usage notes and removals; .orgtree/skills: promoted modules) changes on disk."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class WorkspaceSkills:
+    """The stdlib and plugins are registered once per server; each workspace's pool is applied on top of them."""
+
+    def __init__(self) -> None:
+        self._base = None
+        self._by_root: dict[Path, tuple[tuple, object]] = {}
+
+    def registry(self, root: Path):
+        from orgtree_lang.engine.registries import default_registry, workspace_registry
+
+        if self._base is None:
+            self._base = default_registry()
+        stamp = _pool_stamp(root)
+        known = self._by_root.get(root)
+        if known is None or known[0] != stamp:
+            known = (stamp, workspace_registry(root, base=self._base))
+            self._by_root[root] = known
+        return known[1]
+
+
+def _pool_stamp(root: Path) -> tuple:
+    """Changes whenever a file the workspace registry reads changes (a few stat calls, cheap on every keystroke)."""
+    from orgtree_lang.pool.learned import skills_dir
+    from orgtree_lang.runtime.state_db import state_db_path
+
+    db = state_db_path(root)
+    files = [db, db.with_name(db.name + "-wal")]  # in WAL mode a committed change may touch only the -wal file
+    learned = skills_dir(root)
+    if learned.is_dir():
+        files += sorted(learned.glob("*.pipe"))
+    stamp = []
+    for path in files:
+        try:
+            info = path.stat()
+            stamp.append((str(path), info.st_mtime_ns, info.st_size))
+        except OSError:
+            stamp.append((str(path), None, None))
+    return tuple(stamp)
