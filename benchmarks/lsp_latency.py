@@ -42,11 +42,11 @@ STEP = '''pipeline step_{i}(board: list[Task], limit: int = 3) -> int:
 
 
 def program(lines: int) -> str:
-    """A module of about `lines` lines: a record and as many pipelines as fit."""
+    """A module of at least `lines` lines: a record and pipelines of 15 lines each."""
     text = 'use lists, text\n\nrecord Task:\n    """One piece of work."""\n    title: str\n    points: int\n' \
            '    done: bool = false\n\n'
     i = 0
-    while text.count("\n") + STEP.count("\n") <= lines:
+    while text.count("\n") < lines:
         text += STEP.format(i=i)
         i += 1
     return text

@@ -72,6 +72,9 @@ BENCHMARKS = (
         Figure("scratchpad / plain SQLite", r"RATIO scratchpad time / baseline time: ([\d.]+)", None, None, "x"),)),
     Benchmark("decompose.py", (), (
         Figure("prompt tokens, 10 MB / 1 KB input", r"ratio 10 MB / 1 KB: ([\d.]+)", None, None, "x"),)),
+    Benchmark("parallel.py", ("--counts", "1", "8", "--scale", "0.2", "--repeat", "2"), (
+        Figure("parallel llm.ask, wall N=8 / N=1", r"wall\(N=8\) / wall\(N=1\): ([\d.]+)", "<=", 1.25, "x"),
+        Figure("loop as a parallel branch / plain", r"scheduler turns on: ([\d.]+)x", "<=", 1.1, "x"))),
     Benchmark("language_tasks/measure.py", (), (
         Figure("task solutions, lines / idiomatic", r"mean ratio ([\d.]+)", None, None, "x"),)),
 )

@@ -10,7 +10,7 @@ from orgtree_lang.runtime.errors import SkillError
 from orgtree_lang.runtime.skills import SkillContext, skill
 
 
-@skill("time.now")
+@skill("time.now", unobserved=True)
 def now(ctx: SkillContext) -> str:
     """The current time in UTC as ISO-8601 text, e.g. `2024-05-01T12:30:00Z`.
 

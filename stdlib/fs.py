@@ -73,7 +73,7 @@ def _source_refused(skill_name: str, ctx: SkillContext, path: str) -> SkillError
              "`[fs] writable_sources = true` in orgtree.toml (generated modules never may)")
 
 
-@skill("fs.read", idempotent=True)
+@skill("fs.read", idempotent=True, unobserved=True)
 def read(ctx: SkillContext, path: str) -> str:
     """The text of a file in the workspace (UTF-8).
 
@@ -151,7 +151,7 @@ def append(ctx: SkillContext, path: str, text: str) -> int:
         ) from None
 
 
-@skill("fs.list", idempotent=True)
+@skill("fs.list", idempotent=True, unobserved=True)
 def list_folder(ctx: SkillContext, path: str = ".") -> list[str]:
     """The entries of a folder in the workspace, sorted; folders end with `/`.
 
@@ -171,7 +171,7 @@ def list_folder(ctx: SkillContext, path: str = ".") -> list[str]:
     return sorted(entry.name + ("/" if entry.is_dir() else "") for entry in real.iterdir())
 
 
-@skill("fs.exists", idempotent=True)
+@skill("fs.exists", idempotent=True, unobserved=True)
 def exists(ctx: SkillContext, path: str) -> bool:
     """Whether a file or folder exists in the workspace.
 

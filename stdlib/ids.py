@@ -7,7 +7,7 @@ import uuid
 from orgtree_lang.runtime.skills import skill
 
 
-@skill("ids.new")
+@skill("ids.new", unobserved=True)
 def new() -> str:
     """A new unique id: a random UUID (version 4) as 32 lowercase hex digits, e.g. `9f1c...e07a`.
 

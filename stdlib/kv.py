@@ -26,7 +26,7 @@ def _check_namespace(skill_name: str, namespace: str) -> None:
         raise SkillError(f"{skill_name}: the namespace is empty", hint='the default namespace is "default"')
 
 
-@skill("kv.get")
+@skill("kv.get", unobserved=True)
 def get(ctx: SkillContext, key: str, default: Any = None, namespace: str = "default") -> Any:
     """The value stored under `key`, or `default` if there is none.
 
@@ -91,7 +91,7 @@ def delete(ctx: SkillContext, key: str, namespace: str = "default") -> bool:
     return removed > 0
 
 
-@skill("kv.keys")
+@skill("kv.keys", unobserved=True)
 def keys(ctx: SkillContext, namespace: str = "default", prefix: str = "") -> list[str]:
     """The keys set in a namespace, sorted, optionally only those starting with `prefix`.
 

@@ -14,7 +14,7 @@ from orgtree_lang.runtime.errors import SkillError
 from orgtree_lang.runtime.skills import skill
 
 
-@skill("random.number")
+@skill("random.number", unobserved=True)
 def number() -> float:
     """A random float from 0 (included) up to 1 (excluded), the same on resume and replay of a run.
 
@@ -26,7 +26,7 @@ def number() -> float:
     return random.SystemRandom().random()
 
 
-@skill("random.int")
+@skill("random.int", unobserved=True)
 def integer(low: int, high: int) -> int:
     """A random integer between two bounds, both included, the same on resume and replay of a run.
 
@@ -47,7 +47,7 @@ def integer(low: int, high: int) -> int:
     return random.SystemRandom().randint(low, high)
 
 
-@skill("random.choice")
+@skill("random.choice", unobserved=True)
 def choice(items: list[Any]) -> Any:
     """One item of a list picked at random, the same on resume and replay of a run.
 
@@ -64,7 +64,7 @@ def choice(items: list[Any]) -> Any:
     return random.SystemRandom().choice(items)
 
 
-@skill("random.shuffle")
+@skill("random.shuffle", unobserved=True)
 def shuffle(items: list[Any]) -> list[Any]:
     """A new list with the same items in a random order, the same on resume and replay of a run.
 

@@ -7,7 +7,8 @@ executes (as opposed to its result coming from the journal) it first appends one
 `<skill name> <idempotency key>` to that file with a plain O_APPEND write. The write has no key and no ledger,
 so it counts executions, repeats included; a SIGKILL cannot lose it (it is in the kernel once write returns).
 With PIPE_TEST_KILL_AFTER=SKILL:N as well, the process SIGKILLs itself right after the N-th execution of SKILL:
-a crash with that step in flight, at a chosen place.
+a crash with that step in flight, at a chosen place. With PIPE_TEST_SYNC_COPY set, every time a journal fsyncs its
+write-ahead log the log is copied to `journal.db-wal.synced` beside it: what a power loss would leave of it.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 HERE = Path(__file__).resolve()
 EXEC_LOG_ENV = "PIPE_TEST_EXEC_LOG"
 KILL_AFTER_ENV = "PIPE_TEST_KILL_AFTER"  # "SKILL:N", see counting_registry (needs PIPE_TEST_EXEC_LOG)
+SYNC_COPY_ENV = "PIPE_TEST_SYNC_COPY"  # "1": keep a copy of each journal's WAL as of its last fsync
 TIMEOUT = 60  # seconds for any one CLI call
 
 
@@ -69,11 +71,15 @@ def exec_log(path: Path) -> list[tuple[str, str]]:
     return [tuple(line.split(" ", 1)) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
-def cli_env(exec_log_path: Path | None = None, kill_after: str | None = None) -> dict[str, str]:
+def cli_env(exec_log_path: Path | None = None, kill_after: str | None = None,
+            sync_copy: bool = False) -> dict[str, str]:
     env = dict(os.environ)
     env["PIPE_NO_PLUGINS"] = "1"
     env.pop(EXEC_LOG_ENV, None)
     env.pop(KILL_AFTER_ENV, None)
+    env.pop(SYNC_COPY_ENV, None)
+    if sync_copy:
+        env[SYNC_COPY_ENV] = "1"
     if exec_log_path is not None:
         env[EXEC_LOG_ENV] = str(exec_log_path)
     if kill_after is not None:
@@ -87,11 +93,11 @@ def cli_command(*args: str) -> list[str]:
 
 
 def pipe(*args: str, cwd: Path | None = None, exec_log_path: Path | None = None, kill_after: str | None = None,
-         timeout: float = TIMEOUT):
+         timeout: float = TIMEOUT, sync_copy: bool = False):
     """Run `pipe ARGS` to completion: in this process, or in a subprocess (bounded by `timeout`) when `kill_after`
     asks it to die on the way. Either way the result has returncode, stdout and stderr."""
     if kill_after is not None:
-        return subprocess.run(cli_command(*args), cwd=cwd, env=cli_env(exec_log_path, kill_after),
+        return subprocess.run(cli_command(*args), cwd=cwd, env=cli_env(exec_log_path, kill_after, sync_copy),
                               capture_output=True, text=True, timeout=timeout)
     from cli_testing import pipe as pipe_here
     from orgtree_lang.engine import registries
@@ -164,7 +170,29 @@ def integrity(path: Path) -> str:
         db.close()
 
 
+def copy_at_each_sync() -> None:
+    """Journals keep a copy of their WAL as it was at their last fsync (journal.db-wal.synced), for a test to put
+    in place of the WAL after a kill: the journal as a power loss would leave it."""
+    import shutil
+
+    from orgtree_lang.durable.journal import Journal
+
+    original = Journal.sync
+
+    def sync(self) -> None:
+        original(self)
+        wal = Path(f"{self.path}-wal")
+        if wal.is_file():
+            draft = wal.with_name(wal.name + ".synced-draft")
+            shutil.copyfile(wal, draft)
+            os.replace(draft, wal.with_name(wal.name + ".synced"))
+
+    Journal.sync = sync
+
+
 def main() -> int:
+    if os.environ.get(SYNC_COPY_ENV):
+        copy_at_each_sync()
     log = os.environ.get(EXEC_LOG_ENV)
     if log:
         from orgtree_lang.engine import registries

@@ -138,3 +138,26 @@ def test_a_module_may_not_write_to_the_memory(tmp_path):
     writer = FINDER.replace("use ctx.search", "use ctx.search, ctx.add")
     with pytest.raises(PipeRuntimeError, match="`use ctx.add` is not allowed"):
         run(tmp_path, "short", answer=writer, max_repairs=0)
+
+
+def test_a_big_list_goes_to_memory_one_item_a_line_and_its_view_fits(tmp_path):
+    from orgtree_lang.compile.api import compile_source as compile_
+    from orgtree_lang.decompose.inputs import described_inputs
+
+    source = '''pipeline main(rows: list[dict[str, any]]) -> int:
+    ambiguous count_late(rows: list[dict[str, any]]) -> late: int:
+        """How many rows have a delay over 60."""
+    return late
+'''
+    spec = compile_(source, "rows.pipe", REGISTRY).program.pipelines["main"].ambiguous[0]
+    rows = [{"id": i, "delay": i % 90, "carrier": f"c{i % 7}"} for i in range(20_000)]
+    described = described_inputs(spec, {"rows": rows}, tmp_path, 16_000, "gpt-4o", 128_000, 8_000)
+    full, short = described["rows"]
+    assert full.startswith("list of 20,000 items; item types: dict[str, any] (20,000)")
+    assert "delay (int)" in short and 'tag="input:count_late.rows"' in short and "A view of it" not in short
+    view = full[full.index("A view of it"):]
+    assert count_tokens(view) <= 0.4 * 8_000
+    with Memory(tmp_path, vectors=False) as memory:
+        (doc,) = memory.documents()
+        lines = memory.text(doc).splitlines()
+    assert len(lines) == 20_000 and lines[7] == '{"id": 7, "delay": 7, "carrier": "c0"}'

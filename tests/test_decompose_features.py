@@ -120,12 +120,13 @@ def test_an_unrelated_module_is_not_offered_for_reuse(tmp_path):
 
 
 def test_a_needs_research_answer_is_recorded_and_fails_clearly_with_nothing_saved(tmp_path):
+    # With research switched off (max_research = 0) the need fails the block at once.
     answer = '```json\n{"needs_research": {"reasons": ["the ticket API is unknown"], ' \
              '"questions": ["Which endpoint lists tickets?"]}}\n```'
     author = scripted(tmp_path, "a", [{"reply": answer}], "author")
     reviewer = scripted(tmp_path, "r", [{"reply": NO_CONCERNS}], "reviewer")
     with pytest.raises(PipeRuntimeError) as err:
-        run(tmp_path, FIRST, author, reviewer, "crash")
+        run(tmp_path, FIRST, author, reviewer, "crash", max_research=0)
     assert "needs research" in err.value.message and "the ticket API is unknown" in err.value.message
     assert "Which endpoint lists tickets?" in err.value.hint and not err.value.catchable
     (need,) = recorded_needs(tmp_path)

@@ -112,3 +112,30 @@ def test_the_plan_names_the_step_from_the_request():
         "repair the module: line 3: unknown name `x`"
     assert plan_of("Review round 2 of a.pipe:b:123:1.\n\n## Spec") == "review round 2 of a.pipe:b:123:1"
     assert plan_of("Label this please") == "answer: Label this please"
+
+
+def test_the_agents_of_a_nested_block_take_their_turns_too(tmp_path):
+    outer = '''```pipe
+use text
+
+pipeline main(report: str) -> str:
+    ambiguous decide(report: str) -> label: str:
+        """bug if the report mentions a crash in any case, else question."""
+    return label
+```'''
+    author = Recording(tmp_path / "a.json", [{"match": {"contains": "step `classify`"}, "reply": outer},
+                                            {"reply": GOOD}], "author")
+    reviewer = Recording(tmp_path / "r.json", [{"reply": NO_CONCERNS}], "reviewer")
+    program = compile_source(PARENT, "triage.pipe", REGISTRY).program
+    decomposer = Decomposer(author=author, reviewer=reviewer, registry=REGISTRY, workspace=tmp_path,
+                            parent_file="triage.pipe", parent_source=PARENT)
+    machine = plain_machine(program, registry=REGISTRY, context=SkillContext(Workspace(tmp_path)),
+                            resolver=decomposer)
+    machine.start(None, {"report": "a Crash"})
+    assert machine.run().result == "bug"
+    with Scratchpad.for_workspace(tmp_path) as pad:
+        agents = [n.agent for n in pad.notes()]
+    assert agents == ["author of classify", "reviewer of classify", "author of decide", "reviewer of decide"]
+    # The nested block's author reads what the outer block's agents planned.
+    (system, _), = [r for r in author.requests if "step `decide`" in r[-1].content]
+    assert "[#1 author of classify] plan: write a module for block `classify`" in system.content

@@ -107,7 +107,8 @@ The parser is done and the checker reports every error at once.
 - [ ] add golden tests for goto.
 """
 
-TESTED_ELSEWHERE = {"workspace_files.pipe", "ambiguous_triage.pipe", "org_approval.pipe"}  # org_approval: test_org_human.py
+TESTED_ELSEWHERE = {"workspace_files.pipe", "ambiguous_triage.pipe", "org_approval.pipe",  # org_approval: test_org_human.py
+                    "org_research.pipe"}  # test_parallel.py
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

@@ -117,6 +117,29 @@ def test_ranges_count_utf16_units_for_text_outside_the_basic_plane(client, tmp_p
     assert diagnostic["range"] == _range(1, 17, 21)
 
 
+def test_a_skill_promoted_in_the_workspace_is_known_after_a_save(client, tmp_path):
+    from orgtree_lang.engine.registries import default_registry
+    from orgtree_lang.pool.learned import LearnedStore
+
+    path = tmp_path / "uses_learned.pipe"
+    source = "use learned\n\npipeline main() -> str:\n    return learned.shout(\"hi\")\n"
+    path.write_text(source, encoding="utf-8")
+    before = client.open(path)["diagnostics"]
+    assert before and "learned" in before[0]["message"]
+    body = 'use text\n\npipeline main(words: str) -> str:\n    """Say it loudly."""\n    return text.upper(words)\n'
+    learned = LearnedStore(tmp_path).save("shout", body, "Say it loudly.", {}, default_registry(plugins=False))
+    # The person opens the promoted module and saves it: the other open documents are checked again.
+    client.open(learned.path)
+    client.notify("textDocument/didSave", {"textDocument": {"uri": learned.path.resolve().as_uri()}})
+    after = client.wait_for("textDocument/publishDiagnostics", lambda p: p["uri"] == path.resolve().as_uri(),
+                            timeout=20)
+    assert after["diagnostics"] == []
+    text = _hover(client, path, "learned.shout", 9)
+    assert text.startswith("```pipe\nlearned.shout(words: str) -> str\n```") and "Say it loudly." in text
+    assert _at(client, "textDocument/definition", path, "learned.shout", 9)["uri"] == \
+        (tmp_path / ".orgtree" / "skills" / "shout.pipe").resolve().as_uri()
+
+
 def test_closing_a_file_clears_its_diagnostics(client, program):
     client.open(program)
     client.notify("textDocument/didClose", {"textDocument": {"uri": program.resolve().as_uri()}})
@@ -239,6 +262,20 @@ def test_signature_help_inside_a_skill_call_marks_the_parameter_being_written(cl
     assert help["signatures"][0]["label"] == "describe(task: Task) -> str" and help["activeParameter"] == 0
     line, character = position_of(PROGRAM, "n = 0")
     assert client.at("textDocument/signatureHelp", program, line, character) is None  # not inside a call
+
+
+def test_signature_help_follows_keyword_arguments(client, tmp_path):
+    path = tmp_path / "keywords.pipe"
+    source = 'use text\n\npipeline main() -> int:\n    parts = text.split(text.strip(" a ", chars=" "), maxsplit=1, \n'
+    client.open(path, source)
+    line = 3
+    after_keyword = client.at("textDocument/signatureHelp", path, line, len(source.splitlines()[line]))
+    assert after_keyword["signatures"][0]["label"].startswith("text.split(")
+    assert after_keyword.get("activeParameter") is None  # after `maxsplit=1,` the next one is not known
+    at_keyword = client.at("textDocument/signatureHelp", path, line, source.splitlines()[line].index("maxsplit=") + 9)
+    assert at_keyword["activeParameter"] == 2  # writing `maxsplit=`
+    inner = client.at("textDocument/signatureHelp", path, line, source.splitlines()[line].index('" a "'))
+    assert inner["signatures"][0]["label"].startswith("text.strip(") and inner["activeParameter"] == 0
 
 
 def test_formatting_returns_what_pipe_fmt_prints(client, tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from orgtree_lang.runtime.builtins import BUILTINS, ERROR_FIELDS, ERROR_RECORD
+from orgtree_lang.runtime.builtins import BUILTINS, ERROR_FIELDS, ERROR_RECORD, HANDLE_FIELDS, HANDLE_RECORD
 from orgtree_lang.syntax import nodes as n
 from orgtree_lang.syntax import types as t
 from orgtree_lang.syntax.diagnostics import CompileError, Diagnostic, DiagnosticSink, did_you_mean
@@ -112,7 +112,7 @@ def _resolve(expr: n.TypeExpr, records, sink: DiagnosticSink) -> t.PipeType:
         if args:
             sink.error(f"`{name}` takes no type arguments", expr.span)
         result = t.primitive(name)
-    elif name in records or name == ERROR_RECORD:
+    elif name in records or name in (ERROR_RECORD, HANDLE_RECORD):
         result = t.record(name)
     else:
         candidates = list(t.PRIMITIVES) + ["list", "dict"] + list(records)
@@ -124,6 +124,7 @@ def _resolve(expr: n.TypeExpr, records, sink: DiagnosticSink) -> t.PipeType:
 def _declare_records(module: n.Module, checked: CheckedModule, sink: DiagnosticSink) -> None:
     names = {r.name for r in module.records}
     checked.records[ERROR_RECORD] = RecordInfo(ERROR_RECORD, dict(ERROR_FIELDS), {}, "A caught runtime error.")
+    checked.records[HANDLE_RECORD] = RecordInfo(HANDLE_RECORD, dict(HANDLE_FIELDS), {}, "A spawned node (`spawn`).")
     for decl in module.records:
         if decl.name in checked.records:
             sink.error(f"record `{decl.name}` is declared twice", decl.span)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 
+from orgtree_lang.check.branches import check_parallel, check_parallel_for
 from orgtree_lang.check.capabilities import capability_allowed
 from orgtree_lang.check.contracts import CONTRACT_STATEMENTS, check_block_contracts, contract_statement
 from orgtree_lang.check.module import CallTarget, CheckedModule, PipelineInfo, resolve_type
@@ -31,6 +32,8 @@ class PipelineChecker:
         self.labels: dict[str, tuple[int, n.Label]] = {}
         self.block_parent: dict[int, int | None] = {}
         self._next_block = 0
+        self.branch_blocks: set[int] = set()  # the blocks that are branches of a parallel block
+        self.branch_depth = 0  # how many parallel blocks the statement being checked is a branch of
 
     # -- entry point
 
@@ -59,7 +62,7 @@ class PipelineChecker:
                 elif isinstance(node, n.AugAssign):
                     names = [node.target]
                 elif isinstance(node, n.For):
-                    names = list(node.targets)
+                    names = list(node.targets) + ([node.collect] if node.collect is not None else [])
                 elif isinstance(node, n.Try) and node.name is not None:
                     names = [node.name]
                 elif isinstance(node, n.Ambiguous):
@@ -95,7 +98,9 @@ class PipelineChecker:
                 else:
                     self.labels[stmt.name] = (block, stmt)
             for sub in _sub_blocks(stmt):
-                self._collect_labels(sub, block)
+                inner = self._collect_labels(sub, block)
+                if isinstance(stmt, n.Parallel) or (isinstance(stmt, n.For) and stmt.parallel):
+                    self.branch_blocks.add(inner)
         return block
 
     # -- statements
@@ -159,12 +164,23 @@ class PipelineChecker:
                 inner = element.arg if element.kind == "list" else t.ANY
                 for target in stmt.targets:
                     self._bind(target.id, inner)
-            next_block = self._block(stmt.body, next_block, loops + 1)
+            if stmt.parallel:
+                next_block = check_parallel_for(self, stmt, next_block)
+            else:
+                next_block = self._block(stmt.body, next_block, loops + 1)
         elif isinstance(stmt, (n.Break, n.Continue)):
             if loops == 0 and self.report:
                 word = "break" if isinstance(stmt, n.Break) else "continue"
-                self.sink.error(f"`{word}` outside a loop", stmt.span,
-                                "use `return` to leave the pipeline, or `goto` a label")
+                if self.branch_depth:
+                    self.sink.error(f"`{word}` cannot leave a branch of a parallel block", stmt.span,
+                                    "a branch ends where its statement ends; use `if` to skip the rest of it")
+                else:
+                    self.sink.error(f"`{word}` outside a loop", stmt.span,
+                                    "use `return` to leave the pipeline, or `goto` a label")
+        elif isinstance(stmt, n.Parallel):
+            next_block = check_parallel(self, stmt, next_block)
+        elif isinstance(stmt, n.Cancel):
+            typer.handle(stmt.value, "cancel")
         elif isinstance(stmt, n.Goto):
             self._goto(stmt, block)
         elif isinstance(stmt, n.Try):
@@ -240,12 +256,20 @@ class PipelineChecker:
         while ancestor is not None:
             if ancestor == target_block:
                 return
+            if ancestor in self.branch_blocks:
+                self.sink.error(f"`goto {stmt.name}` cannot leave a branch of a parallel block", stmt.span,
+                                f"`label {stmt.name}` (line {label.span.line}) is outside this branch; a branch "
+                                "ends where its statement ends")
+                return
             ancestor = self.block_parent[ancestor]
         self.sink.error(f"`goto {stmt.name}` jumps into a nested block", stmt.span,
                         f"`label {stmt.name}` (line {label.span.line}) is inside a block this goto is not in; "
                         "goto may only jump within its block or out to an enclosing one")
 
     def _return(self, stmt: n.Return) -> None:
+        if self.branch_depth and self.report:
+            self.sink.error("`return` cannot be inside a branch of a parallel block", stmt.span,
+                            "assign the value to a variable in the branch, and return it after the block")
         declared = self.info.returns
         if stmt.value is None:
             if declared.kind not in ("none", "optional", "any") and self.report:
@@ -377,6 +401,8 @@ def _sub_blocks(stmt: n.Stmt) -> list[tuple[n.Stmt, ...]]:
         return [stmt.body]
     if isinstance(stmt, n.Try):
         return [stmt.body, stmt.handler]
+    if isinstance(stmt, n.Parallel):
+        return [(branch,) for branch in stmt.branches]
     return []
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from orgtree_lang.check.module import CallTarget, CheckedModule, resolve_type
-from orgtree_lang.runtime.builtins import BUILTINS, ERROR_RECORD
+from orgtree_lang.runtime.builtins import BUILTINS, ERROR_RECORD, HANDLE_RECORD
 from orgtree_lang.runtime.people import HUMAN, HUMAN_CALLS
 from orgtree_lang.syntax import nodes as n
 from orgtree_lang.syntax import types as t
@@ -246,6 +246,28 @@ class ExprTyper:
                    "only built-ins, skills, pipelines and records can be called")
         return t.ANY
 
+    def _Spawn(self, e: n.Spawn) -> t.PipeType:
+        func = e.call.func
+        if isinstance(func, n.Name) and func.id in self.checked.pipelines and func.id not in self.scope.assigned:
+            self._Call(e.call)
+        else:
+            for arg in (*e.call.args, *(k.value for k in e.call.keywords)):
+                self.expr(arg)
+            self.error("`spawn` needs a call of one of this module's pipelines", e.call.span,
+                       "skills and built-ins run where they are called; put the work in a pipeline and spawn that")
+        return t.record(HANDLE_RECORD)
+
+    def _Await(self, e: n.Await) -> t.PipeType:
+        self.handle(e.value, "await")
+        return t.ANY
+
+    def handle(self, e: n.Expr, word: str) -> None:
+        """Check that `e` (the operand of `await` or `cancel`) is a Handle."""
+        value = self.expr(e)
+        if not t.is_assignable(value, t.record(HANDLE_RECORD)):
+            self.error(f"`{word}` needs a Handle (what `spawn` gives), got {value}", e.span,
+                       "write `h = spawn some_pipeline(args)`, then `" + word + " h`")
+
     def _check_duplicate_keywords(self, e: n.Call) -> None:
         seen = set()
         for k in e.keywords:
@@ -293,6 +315,9 @@ class ExprTyper:
         return call.returns
 
     def _record_call(self, e: n.Call, name: str, arg_types, kw_types) -> t.PipeType:
+        if name == HANDLE_RECORD:
+            self.error(f"`{name}` records are made by `spawn`", e.span, "write `h = spawn some_pipeline(args)`")
+            return t.record(name)
         if name == ERROR_RECORD:
             # Error records come only from caught errors; the program carries no record type to build one.
             self.error(f"`{name}` records are made by the runtime when an error is caught", e.span,

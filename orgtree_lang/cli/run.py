@@ -32,9 +32,11 @@ def register(commands) -> None:
     run.add_argument("--json", action="store_true", help="print one JSON envelope: output, run id, status, usage")
     add_model_options(run)
     run.add_argument("--durability", choices=("power", "process"), default="power",
-                     help="power (default): every journaled step is on disk before the run moves on; process: "
-                          "it survives kill -9 and crashes of the process, is much faster, and may lose the last "
-                          "steps on a power loss (they then run again, with the same idempotency keys)")
+                     help="power (default): every step the outside world sees, and what it was given, is on disk "
+                          "before it runs and before the run moves on, as is every printed line; unobserved steps "
+                          "(clock reads, draws, reads) are fsynced in groups; process: never fsynced, survives "
+                          "kill -9 and crashes of the process, and may lose the last steps of any kind on a power "
+                          "loss (they then run again, with the same idempotency keys)")
     run.add_argument("--no-tree", action="store_true",
                      help="do not record the org tree (each call costs about 15-20 µs more with it; see "
                           "benchmarks/orgtree_overhead.py); `pipe tree` and call history then miss this run")
@@ -157,8 +159,12 @@ class RunSession:
                           trace=Path(trace) if trace else None, tree_listener=self._tree_progress, **fields)
 
     def _tree_progress(self, event: str, node) -> None:
-        """Live progress of the org tree on stderr: one line as each ambiguous block opens, moves on, and ends."""
+        """Live progress of the org tree on stderr: one line as each ambiguous block opens, moves on, and ends;
+        on a terminal, one as each parallel branch starts and ends."""
         if node.kind != "ambiguous":
+            branch = node.id.rsplit("/", 1)[-1].startswith("parallel#")
+            if self.progress is not None and branch and event in ("open", "close"):
+                self._branch_progress(event, node)
             return
         self._clear()
         indent = "  " * (node.id.count("@") - 1)
@@ -208,6 +214,17 @@ class RunSession:
             raise PipeRuntimeError(f"the result cannot be printed as JSON: {type(exc).__name__}: {exc}",
                                    hint="return a flatter value, or a str") from None
         return EXIT_OK
+
+    def _branch_progress(self, event: str, node) -> None:
+        self._clear()
+        where = node.id.split("/", 1)[-1]
+        if event == "open":
+            text = f"  ⇉ {where}: {node.name} started"
+        else:
+            outcome = "✓" if node.status == "ok" else "✗"
+            text = f"  {outcome} {where}: {node.name} {node.status if node.status == 'ok' else node.error} in " \
+                   f"{(node.duration_ms or 0) / 1000:.2f} s"
+        print(text, file=sys.stderr, flush=True)
 
     def _clear(self) -> None:
         if self.progress:

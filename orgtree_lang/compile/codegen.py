@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from orgtree_lang.check.branches import branch_outputs
 from orgtree_lang.check.module import CheckedModule, PipelineInfo
 from orgtree_lang.check.pipeline import falls_through
 from orgtree_lang.compile.code import AmbiguousSpec, CallSite, CodeObject, Param, Program, RecordSpec
@@ -20,7 +21,7 @@ def generate(checked: CheckedModule, source_hash: str) -> Program:
         name: RecordSpec(name, tuple(info.fields.items()),
                          {k: constant_value(v) for k, v in info.defaults.items()}, info.doc or "")
         for name, info in checked.records.items()
-        if name != "Error"
+        if name not in ("Error", "Handle")  # made by the runtime, never built by a program
     }
     pipelines = {name: _PipelineCompiler(checked, info).compile() for name, info in checked.pipelines.items()}
     tests = {name: _PipelineCompiler(checked, info).compile() for name, info in checked.tests.items()}
@@ -53,6 +54,8 @@ def _last_line_span(body: tuple[n.Stmt, ...]) -> Span:
         return _last_line_span(stmt.body)
     if isinstance(stmt, n.Try):
         return _last_line_span(stmt.handler)
+    if isinstance(stmt, n.Parallel):
+        return _last_line_span(stmt.branches)
     if isinstance(stmt, n.Ambiguous):
         return stmt.outputs[-1].span  # the end of its header; the grammar requires at least one output
     return stmt.span
@@ -104,6 +107,8 @@ class _PipelineCompiler(ContractEmitter):
         self.label_targets: dict[str, _Label] = {}
         self.label_depth: dict[str, int] = {}
         self.fixups: list[tuple[int, _Label]] = []
+        # PARALLEL instructions: their branches' labels, and the slots each branch copies back when it ends.
+        self.branch_fixups: list[tuple[int, list[_Label], list[list[int]]]] = []
         self.label_pcs: set[int] = set()
         self.last_span: Span | None = None
         self.renames: dict[str, str] = {}  # names an ambiguous block's `expect` reads from hidden locals
@@ -125,6 +130,8 @@ class _PipelineCompiler(ContractEmitter):
                 self.code.args[pc][1] = label.pc
             else:
                 self.code.args[pc] = label.pc
+        for pc, labels, outputs in self.branch_fixups:
+            self.code.args[pc] = [[label.pc, slots] for label, slots in zip(labels, outputs)]
         self.code.max_stack = compute_max_stack(self.code)
         return self.code
 
@@ -203,6 +210,12 @@ class _PipelineCompiler(ContractEmitter):
             elif isinstance(stmt, n.Try):
                 self._collect_labels(stmt.body, depth + 1)
                 self._collect_labels(stmt.handler, depth)
+            elif isinstance(stmt, n.Parallel):
+                # A branch runs in a frame of its own: it starts inside no block (see _Parallel).
+                for branch in stmt.branches:
+                    self._collect_labels((branch,), 0)
+            elif isinstance(stmt, n.For) and stmt.parallel:
+                self._collect_labels(stmt.body, 0)
 
     def _unwind(self, blocks: list[_Block], span: Span) -> None:
         """Emit the cleanup for leaving `blocks` (innermost last) by a jump."""
@@ -301,6 +314,9 @@ class _PipelineCompiler(ContractEmitter):
         self._place(end)
 
     def _For(self, s: n.For) -> None:
+        if s.parallel:
+            self._parallel_for(s)
+            return
         self._expr(s.iterable)
         self._emit(CODE["GET_ITER"], None, s.iterable.span)
         top, end, after = _Label(), _Label(), _Label()
@@ -335,6 +351,66 @@ class _PipelineCompiler(ContractEmitter):
             self._emit(CODE["POP"], None, s.except_span)
         self._body(s.handler)
         self._place(end)
+
+    def _Parallel(self, s: n.Parallel) -> None:
+        # limit; PARALLEL [[branch start, slots it copies back], ...]; JUMP end; then per branch: its
+        # statement, END_BRANCH. A branch runs on a copy of the frame's locals (vm/scheduler.py).
+        if s.limit is not None:
+            self._expr(s.limit)
+        else:
+            self._emit(CODE["LOAD_CONST"], self._const(None), s.span)
+        labels = [_Label() for _ in s.branches]
+        outputs = [[self._slot(name) for name in names] for names in branch_outputs(s)]
+        self.branch_fixups.append((self._emit(CODE["PARALLEL"], None, s.span), labels, outputs))
+        end = _Label()
+        self._jump(CODE["JUMP"], end, s.span)
+        # Gotos, breaks and continues never leave a branch (the checker), so its statement sees no block.
+        enclosing, self.blocks = self.blocks, []
+        for label, branch in zip(labels, s.branches):
+            self._place(label)
+            self._stmt(branch)
+            self._emit(CODE["END_BRANCH"], 0, branch.span)
+        self.blocks = enclosing
+        self._place(end)
+
+    def _parallel_for(self, s: n.For) -> None:
+        # items; limit; PARALLEL_FOR body -> results; STORE_LOCAL collect (or POP); JUMP end; then the body,
+        # which starts with its item on the stack and ends with END_BRANCH (holding the value to collect).
+        self._expr(s.iterable)
+        self._emit(CODE["GET_ITER"], None, s.iterable.span)
+        self._emit(CODE["POP"], None, s.iterable.span)  # the loop position: iterations need only the items
+        if s.limit is not None:
+            self._expr(s.limit)
+        else:
+            self._emit(CODE["LOAD_CONST"], self._const(None), s.span)
+        body, end = _Label(), _Label()
+        self._jump(CODE["PARALLEL_FOR"], body, s.span)
+        if s.collect is not None:
+            self._emit(CODE["STORE_LOCAL"], self._slot(s.collect.id), s.collect.span)
+        else:
+            self._emit(CODE["POP"], None, s.span)
+        self._jump(CODE["JUMP"], end, s.span)
+        enclosing, self.blocks = self.blocks, []
+        self._place(body)
+        if len(s.targets) == 1:
+            self._emit(CODE["STORE_LOCAL"], self._slot(s.targets[0].id), s.targets[0].span)
+        else:
+            self._emit(CODE["UNPACK"], len(s.targets), s.span)
+            for target in s.targets:
+                self._emit(CODE["STORE_LOCAL"], self._slot(target.id), target.span)
+        statements = s.body[:-1] if s.collect is not None else s.body
+        self._body(statements)
+        if s.collect is not None:
+            last = s.body[-1]
+            self._emit(CODE["STMT"], None, last.span)
+            self._expr(last.expr)
+        self._emit(CODE["END_BRANCH"], 1 if s.collect is not None else 0, s.span)
+        self.blocks = enclosing
+        self._place(end)
+
+    def _Cancel(self, s: n.Cancel) -> None:
+        self._expr(s.value)
+        self._emit(CODE["CANCEL"], None, s.span)
 
     def _Fail(self, s: n.Fail) -> None:
         self._expr(s.value)
@@ -459,6 +535,19 @@ class _PipelineCompiler(ContractEmitter):
         opcode = {"builtin": CODE["CALL_BUILTIN"], "skill": CODE["CALL_SKILL"], "pipeline": CODE["CALL_PIPELINE"],
                   "record": CODE["MAKE_RECORD"], "human": CODE["ASK_HUMAN"]}[target.kind]
         self._emit(opcode, len(self.code.calls) - 1, e.span)
+
+    def _Spawn(self, e: n.Spawn) -> None:
+        call = e.call
+        for arg in call.args:
+            self._expr(arg)
+        for kw in call.keywords:
+            self._expr(kw.value)
+        self.code.calls.append(CallSite("pipeline", call.func.id, len(call.args), tuple(k.name for k in call.keywords)))
+        self._emit(CODE["SPAWN"], len(self.code.calls) - 1, e.span)
+
+    def _Await(self, e: n.Await) -> None:
+        self._expr(e.value)
+        self._emit(CODE["AWAIT"], None, e.span)
 
     def _Index(self, e: n.Index) -> None:
         self._expr(e.value)

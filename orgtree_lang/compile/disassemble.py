@@ -25,6 +25,8 @@ def disassemble_code(code: CodeObject) -> str:
     targets = {OPCODES[op].jump_target(arg) for op, arg in zip(code.ops, code.args)
                if OPCODES[op].jump_effect is not None and OPCODES[op].name != "SETUP_TRY"}
     targets |= {arg for op, arg in zip(code.ops, code.args) if OPCODES[op].name == "SETUP_TRY"}
+    targets |= {start for op, arg in zip(code.ops, code.args) if OPCODES[op].operand == "branches" for start, _ in arg}
+    targets |= {arg for op, arg in zip(code.ops, code.args) if OPCODES[op].operand == "branch"}
     last_line = None
     for pc, (op, arg) in enumerate(zip(code.ops, code.args)):
         opcode = OPCODES[op]
@@ -32,7 +34,8 @@ def disassemble_code(code: CodeObject) -> str:
         line_text = f"{line:>5}" if line != last_line else "     "
         last_line = line
         marker = ">>" if pc in targets else "  "
-        arg_text = "" if arg is None else " ".join(str(a) for a in arg) if isinstance(arg, list) else str(arg)
+        arg_text = "" if arg is None or opcode.operand == "branches" else \
+            " ".join(str(a) for a in arg) if isinstance(arg, list) else str(arg)
         lines.append(f"{line_text} {marker} {pc:>4} {opcode.name:<22}{arg_text:<6}{_explain(code, opcode, arg)}".rstrip())
     return "\n".join(lines)
 
@@ -57,6 +60,11 @@ def _explain(code: CodeObject, opcode, arg) -> str:
         site = code.calls[arg]
         kw = f", keywords {', '.join(site.kwnames)}" if site.kwnames else ""
         return f"({site.kind} {site.name}, {site.nargs} positional{kw})"
+    if kind == "branch":
+        return f"(body at {arg})"
+    if kind == "branches":
+        return "(" + "; ".join(f"branch at {start}" + (f" -> {', '.join(code.varnames[i] for i in slots)}" if slots
+                                                      else "") for start, slots in arg) + ")"
     if kind == "ambiguous":
         spec = code.ambiguous[arg]
         return f"({spec.name}: {', '.join(n for n, _ in spec.inputs)} -> {', '.join(n for n, _ in spec.outputs)})"

@@ -14,7 +14,7 @@ class Opcode:
     code: int
     name: str
     operand: str  # what the argument means: none, const, local, locals, jump, count, binop, binop_const,
-    # compare, compare_jump, local_jump, unary, call, attr, ambiguous, check
+    # compare, compare_jump, local_jump, unary, call, attr, ambiguous, check, branch, branches
 
     def jump_target(self, arg) -> int:
         """Where a jumping instruction goes (fused instructions keep the target second)."""
@@ -112,6 +112,26 @@ _TABLE = [
     ("ASK_HUMAN", "call", "args... -- answer", _call_effect, None,
      "Put the question of call site `arg` (`ask(\"human\", q)` or `approve(q)`) to the human node: push its "
      "journaled answer, or stop the run, left at this instruction, to wait for one."),
+    # ---- structured concurrency (issue #9; vm/scheduler.py) ----
+    ("PARALLEL", "branches", "limit --", _fixed(-1), None,
+     "Start a task for each branch of a parallel block (`arg`: per branch, its first instruction and the "
+     "locals it copies back), at most `limit` at once (none: all), each in a frame with a copy of this "
+     "frame's locals; this task waits until every branch has ended, then goes on, or raises the block's "
+     "error when a branch failed."),
+    ("END_BRANCH", "count", "values... --", lambda arg, code: -arg, None,
+     "End the branch (or parallel-loop iteration) this task runs: a block's branch copies the locals it "
+     "assigned back to the block's frame; an iteration of `ys = for ... parallel:` hands over its value "
+     "(`arg` 1: the top of the stack)."),
+    ("PARALLEL_FOR", "branch", "items limit -- results", _fixed(-1), None,
+     "Start a task per item (at most `limit` at once), each running the loop body at instruction `arg` with "
+     "its item on the stack and a copy of this frame's locals; wait for them all; push the list of their "
+     "values in item order (nones when the loop collects nothing)."),
+    ("SPAWN", "call", "args... kwargs... -- handle", _call_effect, None,
+     "Start the pipeline of call site `arg` as a task of its own (a spawned node); push its Handle."),
+    ("AWAIT", "none", "handle -- result", _fixed(0), None,
+     "Wait for the spawned task of the handle to end; its result, or its error raised here."),
+    ("CANCEL", "none", "handle --", _fixed(-1), None,
+     "Ask the spawned task of the handle to stop: it sees a `cancelled` error at its next statement boundary."),
 ]
 
 OPCODES: list[Opcode] = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 from orgtree_lang.compile.code import CodeObject
 from orgtree_lang.compile.opcodes import OPCODES
 
-_ENDS_FLOW = {"RETURN", "FAIL", "JUMP"}
+_ENDS_FLOW = {"RETURN", "FAIL", "JUMP", "END_BRANCH"}
 
 
 class StackError(AssertionError):
@@ -31,6 +31,11 @@ def stack_depths(code: CodeObject) -> dict[int, int]:
                 if target_depth < 0:
                     raise StackError(f"{code.name}: pc {pc} {opcode.name} jumps with a negative stack depth")
                 work.append((opcode.jump_target(arg), target_depth))
+            if opcode.operand == "branches":
+                # Each branch of a parallel block runs in a frame of its own, from an empty stack.
+                work.extend((start, 0) for start, _ in arg)
+            elif opcode.operand == "branch":
+                work.append((arg, 1))  # a parallel loop's body starts with its item on the stack
             if opcode.name in _ENDS_FLOW:
                 break
             depth += opcode.effect(arg, code)

@@ -57,6 +57,8 @@ class DecomposeSettings:
     memory_threshold: int = MEMORY_THRESHOLD  # characters: a bigger input goes to the workspace memory
     protocol: bool = True  # author and reviewer take turns on the scratchpad and read it and the insights
     ask_human: bool = True  # a review disagreement the parent's author does not settle goes to a person
+    max_research: int = 1  # research children per writing, for "needs research" answers (0: fail at once)
+    research_module: str = ""  # the research child's source; "" is the stdlib's research.pipe
     data_driven: bool = False  # design (examples, expectations) and its review before the code (decompose/dataflow.py)
     simulation_rounds: int = 2  # failed simulations sent back to the author before the code review
     review_outputs: bool = False  # a reviewer checks each block's outputs at run time (decompose/output_review.py)
@@ -73,8 +75,9 @@ class DecomposeSettings:
             "max_repairs": int, "max_review_rounds": int, "max_depth": int, "context_share": (int, float),
             "similarity": (int, float), "child_max_steps": int, "child_max_seconds": (int, float),
             "max_output_chars": int, "child_max_memory": int, "max_statements": int,
-            "memory_threshold": int, "protocol": bool, "ask_human": bool, "data_driven": bool,
-            "simulation_rounds": int, "review_outputs": bool})
+            "memory_threshold": int, "protocol": bool, "ask_human": bool,
+            "max_research": int, "research_module": str, "data_driven": bool, "simulation_rounds": int,
+            "review_outputs": bool})
         if section.get("simulation_rounds", 0) < 0:
             raise ConfigError(f"{path}: [decompose] simulation_rounds must be 0 or more, got "
                               f"{section['simulation_rounds']!r}")
@@ -113,6 +116,7 @@ class Decomposer:
         # What encloses this program's blocks: a child inherits the root program's description and path.
         self.goal = goal if goal is not None else Goal.of_program(parent_file, parent_source)
         self.parent_author = parent_author
+        self._research = None  # while a module is written: need -> the author's next request (decompose/research.py)
         self.human = human
         self.store = ModuleStore(self.workspace)
         self._programs: dict[str, tuple[SavedModule, Any]] = {}  # spec hash -> module and program, this run
@@ -246,6 +250,7 @@ class Decomposer:
                                    hint="shorten the block's docstring, or use a model with a larger context "
                                         "window (or raise [decompose] context_share)") from None
         conversation = uuid.uuid4().hex
+        self._research = lambda need: self._researched(need, spec, block, reviewer)
         flow = ExampleFlow(self, spec, _generated_context(block.context))
         messages = [Message("system", LANGUAGE_NOTES), Message("user", flow.opening(request.text))]
         attempts = AttemptLog(self.workspace)
@@ -319,6 +324,24 @@ class Decomposer:
         }
         return self.store.save(self.parent_file, spec.name, flow.saved(outcome.artifact), provenance, self.registry)
 
+    def _researched(self, need, spec: AmbiguousSpec, block, reviewer) -> str:
+        """Run the research child on the author's questions, have its findings reviewed as insights, and return
+        the author's next request with the accepted ones."""
+        from orgtree_lang.compile.api import compile_source
+        from orgtree_lang.decompose.research import propose_findings, research_source, web_allowed
+
+        module = self.settings.research_module
+        file, source = research_source(str(self.workspace / module) if module else "")
+        program = compile_source(source, file, self.registry).program
+        web = web_allowed(self.workspace / "orgtree.toml")
+        block.note(f"researching ({'web and ' if web else ''}workspace memory): {' | '.join(need.questions)}")
+        result = block.run_child(program, None, context=_generated_context(block.context),
+                                 limits=self.settings.limits.budget(), name="research",
+                                 inputs={"questions": need.questions or need.reasons, "web": web})
+        findings = propose_findings(self.workspace, result, spec.name, reviewer)
+        block.note(f"research: {len(findings.accepted)} finding(s) accepted, {len(findings.rejected)} rejected")
+        return findings.message(need)
+
     def _human(self, block):
         """How to ask the human node for `block`: the given seam, else the run's inbox (a durable run only)."""
         if self.human is not None or not self.settings.ask_human:
@@ -333,8 +356,9 @@ class Decomposer:
         from orgtree_lang.models.base import Message
 
         problems: list[str] = []
-        tries = self.settings.max_repairs + 1
-        for attempt in range(1, tries + 1):
+        tries, attempt, researched = self.settings.max_repairs + 1, 0, 0
+        while attempt < tries:
+            attempt += 1
             answer = author.complete(messages, conversation_id=conversation).text
             messages.append(Message("assistant", answer))
             if answers is not None:
@@ -345,6 +369,10 @@ class Decomposer:
                                 ["needs research"])
                 record_need(self.workspace, spec.name, digest, f"{self.parent_file}:{spec.span.line}", need,
                             author.name, conversation)
+                if self._research is not None and researched < self.settings.max_research:
+                    researched, tries = researched + 1, tries + 1  # a researched answer is not a repair
+                    messages.append(Message("user", self._research(need)))
+                    continue
                 raise PipeRuntimeError(
                     f"ambiguous block `{spec.name}` needs research before it can be written: "
                     f"{'; '.join(need.reasons)}", kind="ambiguous", catchable=False,

@@ -1,4 +1,5 @@
-"""The author's "needs research" answer: a block that cannot be written without facts it lacks; kept in state.db."""
+"""The author's "needs research" answer (kept in state.db) and what answers it: the research child's findings,
+reviewed as insights, for the author's next attempt."""
 
 from __future__ import annotations
 
@@ -61,3 +62,67 @@ def recorded_needs(workspace: Path | str) -> list[dict]:
                 for r in rows]
     finally:
         db.close()
+
+
+# ---- answering a need: the research child -------------------------------------------------------------------
+
+RESEARCH_MODULE = "research.pipe"  # in orgtree_lang.stdlib: readable, and replaceable by [decompose] research_module
+
+
+def research_source(path: str = "") -> tuple[str, str]:
+    """The research module's (file name, source): `path` when given, else the stdlib's research.pipe."""
+    if path:
+        return path, Path(path).read_text(encoding="utf-8")
+    from importlib import resources
+
+    return RESEARCH_MODULE, resources.files("orgtree_lang.stdlib").joinpath(RESEARCH_MODULE).read_text(
+        encoding="utf-8")
+
+
+def web_allowed(config_path: Path) -> bool:
+    """Whether research may search the web: `[web] search` names a provider other than the workspace memory
+    (which the memory search covers already)."""
+    from orgtree_lang.runtime.config import ConfigError, config_section
+
+    try:
+        return config_section("web", config_path, types={"search": str}).get("search", "workspace") != "workspace"
+    except ConfigError:
+        return False
+
+
+@dataclass
+class Findings:
+    """What research gave the author: the accepted findings, how many the reviewer rejected, and notes."""
+
+    accepted: list[str]
+    rejected: list[str]
+    notes: list[str]
+
+    def message(self, need: ResearchNeed) -> str:
+        """The author's next request: the questions, the reviewed findings, what could not be used."""
+        lines = ["Research was done for your questions:", *(f"- {q}" for q in need.questions or need.reasons), "",
+                 "Findings an independent reviewer accepted (now in the workspace's insights):"]
+        lines += [f"- {text}" for text in self.accepted] or ["- (none)"]
+        if self.rejected:
+            lines += ["", f"{len(self.rejected)} finding(s) were rejected by the reviewer and are not given here."]
+        lines += [f"Note: {note}" for note in self.notes]
+        lines += ["", "Now write the module in one ```pipe block. If it still cannot be written, say so with a "
+                      "needs_research answer naming what is still missing."]
+        return "\n".join(lines)
+
+
+def propose_findings(workspace: Path, result, block_name: str, reviewer) -> Findings:
+    """Each finding of the research child's `result` (a Research record) proposed as an insight and reviewed."""
+    from orgtree_lang.memory.insights import InsightPool
+
+    accepted, rejected = [], []
+    findings = list(result.fields["findings"])
+    with InsightPool.for_workspace(workspace) as pool:
+        for finding in findings:
+            fields = finding.fields
+            text = f"{fields['question']} {fields['answer']}"
+            proposal = pool.add(text, f"found by research for block `{block_name}` in {fields['source']}",
+                                author=f"research for block `{block_name}`", tags=["research", block_name],
+                                reviewer=reviewer)
+            (accepted if proposal.status == "accepted" else rejected).append(f"{text} (source: {fields['source']})")
+    return Findings(accepted, rejected, [str(note) for note in result.fields["notes"]])

@@ -110,6 +110,7 @@ def _finish(journal: Journal, machine, status: str, err: PipeRuntimeError | None
     journal.update_meta(status=status, result=result, output=state.output, error=error, waiting=state.waiting,
                         steps=state.steps, skill_calls=state.skill_calls, effect_seq=state.effect_seq,
                         elapsed=state.elapsed, finished=time.time())
+    journal.sync()  # the outcome is about to be shown
 
 
 # ---- a new run, or another attempt of one ------------------------------------------------
@@ -129,7 +130,7 @@ def start(program, root: Path, registry, options, source: str, program_path: Pat
         "defaults": encode({p.name: p.default for p in program.entry(options.entry).params
                             if p.has_default and p.name not in options.inputs}),
         "created": time.time(), "status": "running", "attempts": 0, "workspace": str(root),
-        "durability": options.durability,
+        "durability": options.durability, "group": group_settings(root),
     })
     with RunLock(run_dir):
         effects = EffectLog(journal, run_id, "live", source_hash=digest, sources={digest: source})
@@ -139,6 +140,20 @@ def start(program, root: Path, registry, options, source: str, program_path: Pat
             return attempt(parts, journal, (options.entry, options.inputs, run_id))
         finally:
             journal.close()
+
+
+def group_settings(root: Path) -> dict[str, float]:
+    """Group commit's bounds from `[durable]` in the workspace's orgtree.toml (the journal's defaults otherwise)."""
+    from orgtree_lang.durable.journal import GROUP_SECONDS, GROUP_STEPS
+    from orgtree_lang.runtime.config import ConfigError, config_section
+
+    path = Path(root) / "orgtree.toml"
+    section = config_section("durable", path, types={"group_steps": int, "group_ms": (int, float)})
+    steps, ms = section.get("group_steps", GROUP_STEPS), section.get("group_ms", GROUP_SECONDS * 1000)
+    if steps < 1 or ms < 0:
+        raise ConfigError(f"{path}: [durable] group_steps must be 1 or more and group_ms 0 or more, got "
+                          f"{steps!r} and {ms!r} (group_steps = 1 fsyncs every step)")
+    return {"steps": steps, "seconds": ms / 1000}
 
 
 @dataclass

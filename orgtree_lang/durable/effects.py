@@ -59,6 +59,7 @@ class EffectLog:
         self._checkpoint_steps = -1
         self._checkpoint_effects = -1
         self._current_seq = 0
+        self._attempts: dict[int, int] = {}  # a retried step's attempt number, from `begin` to its `end`
 
     @property
     def catching_up(self) -> bool:
@@ -71,10 +72,27 @@ class EffectLog:
 
     def perform(self, step: EffectStep, execute: Callable[[str], Any]) -> Any:
         """The step's result: from the journal when it may be reused, else by `execute(idempotency_key)`."""
+        reused, found = self.begin(step)
+        if reused:
+            return found
+        try:
+            value = execute(found)
+        except Exception as exc:
+            self.end(step, None, exc)
+            raise
+        self.end(step, value, None)
+        return value
+
+    def begin(self, step: EffectStep) -> tuple[bool, Any]:
+        """Start a step: `(True, result)` when the journal's result is reused (a recorded failure is raised
+        again), else `(False, idempotency_key)`: the caller executes the step with that key, then calls `end`.
+
+        The two halves let a slow call run on an executor while the VM goes on: the step is numbered and
+        checked against the journal when it is asked for, and recorded when its result is delivered."""
         self._current_seq = step.seq
         digest = input_hash(step.args, step.kwargs)
         if self.mode == "retry":
-            return self._retry(step, digest, execute)
+            return self._retry(step, digest)
         record = self.recorded.get(step.seq)
         if record is not None and self.mode != "live":
             same = (record.kind, record.name, record.input_hash) == (step.kind, step.name, digest)
@@ -82,7 +100,7 @@ class EffectLog:
                 # Only a block that crashed before its step was committed is run again, so every later
                 # step is that block's unfinished work; its prompts may differ now (e.g. a new review).
                 self._forget_from(step.seq)
-                return self._execute(step, digest, execute)
+                return False, self._key(step)
             if not same:
                 raise self._divergence(step, record)
             # A failed step that ended the run runs again on resume: its cause may have been fixed. So does a
@@ -90,13 +108,22 @@ class EffectLog:
             reuse = self.mode == "replay" or record.ok or (step.seq != self.last_seq and record.kind != "ambiguous")
             if reuse:
                 self.reused += 1
-                return self._recorded_result(record)
+                return True, self._recorded_result(record)
         elif self.mode == "replay":
             raise PipeRuntimeError(
                 f"the journal of run {self.run_id} ends at step {self.last_seq}, but the replay asks for step "
                 f"{step.seq}: {step.kind} {step.name}", kind="replay", span=step.span, catchable=False,
                 hint="the run stopped before this point; `pipe resume` continues it")
-        return self._execute(step, digest, execute)
+        return False, self._key(step)
+
+    def end(self, step: EffectStep, value: Any, error: Exception | None) -> None:
+        """Record the outcome of a step `begin` said to execute: its value, or the exception it raised."""
+        digest = input_hash(step.args, step.kwargs)
+        attempts = self._attempts.pop(step.seq, None)
+        if error is not None:
+            self._record(step, digest, False, None, _error_record(error), attempts)
+        else:
+            self._record(step, digest, True, json.dumps(encode(value), ensure_ascii=False), None, attempts)
 
     def answer(self, step: EffectStep) -> tuple[bool, Any]:
         """A person's journaled reply for `step` ((True, value)), or (False, None) while there is none.
@@ -122,7 +149,7 @@ class EffectLog:
         self.reused += 1
         return True, self._recorded_result(record)
 
-    def _retry(self, step: EffectStep, digest: str, execute: Callable[[str], Any]) -> Any:
+    def _retry(self, step: EffectStep, digest: str) -> tuple[bool, Any]:
         place = self._asked.get(step.node, 0)
         self._asked[step.node] = place + 1
         record = self._places.get((step.node, place))
@@ -134,8 +161,10 @@ class EffectLog:
             self._copy(record, step.seq, step.node, step.statement)
             if record.kind == "ambiguous" and record.ok:
                 self._copy_inner(record, step)
-            return self._recorded_result(record)
-        return self._execute(step, digest, execute, attempts=record.attempts + 1 if record is not None else None)
+            return True, self._recorded_result(record)
+        if record is not None:
+            self._attempts[step.seq] = record.attempts + 1
+        return False, self._key(step)
 
     def _retried_within(self, block: str) -> bool:
         """True if the retried node is block node `block` or inside it: the block is resolved again to reach it."""
@@ -145,7 +174,7 @@ class EffectLog:
     def _copy(self, record: StepRecord, seq: int, node: str, statement: int | None) -> None:
         self.journal.record(seq, node, record.file, record.line, record.kind, record.name, record.input_hash,
                             record.source_hash, record.ok, record.result, record.error, statement,
-                            attempts=record.attempts, finished=record.finished)
+                            attempts=record.attempts, finished=record.finished, observed=False)
 
     def _copy_inner(self, record: StepRecord, step: EffectStep) -> None:
         """The steps a reused block journaled inside it (model answers, its child's steps), which the VM skips
@@ -166,24 +195,21 @@ class EffectLog:
         self.last_seq = seq - 1
         self.journal.forget_steps_from(seq)
 
-    def _execute(self, step: EffectStep, digest: str, execute: Callable[[str], Any],
-                 attempts: int | None = None) -> Any:
+    def _key(self, step: EffectStep) -> str:
         self.outside_calls += 1
         # A repeat of the same step (after a crash, or a resume) keeps its key so the skill can make it harmless;
         # a retry asks for the step to happen again, so it gets a key of its own.
-        key = f"{self.run_id}:{step.seq}{self.key_suffix}" + (f":retry{self.attempt}" if self.mode == "retry" else "")
-        try:
-            value = execute(key)
-        except Exception as exc:
-            self._record(step, digest, False, None, _error_record(exc), attempts)
-            raise
-        self._record(step, digest, True, json.dumps(encode(value), ensure_ascii=False), None, attempts)
-        return value
+        if step.observed:
+            # What the step may be given (earlier draws, clock reads) is made durable before anyone outside sees
+            # it: after a power loss, a resume must not hand the same step other values.
+            self.journal.sync()
+        return f"{self.run_id}:{step.seq}{self.key_suffix}" + (f":retry{self.attempt}" if self.mode == "retry" else "")
 
     def _record(self, step: EffectStep, digest: str, ok: bool, result: str | None, error: dict | None,
                 attempts: int | None = None) -> None:
         self.journal.record(step.seq, step.node, step.span.file, step.span.line, step.kind, step.name, digest,
-                            self.source_hash, ok, result, error, step.statement, attempts=attempts)
+                            self.source_hash, ok, result, error, step.statement, attempts=attempts,
+                            observed=step.observed)
 
     def _in_retried_node(self, node: str) -> bool:
         return self.retry_node is not None and (node == self.retry_node or node.startswith(self.retry_node + "/"))
@@ -223,6 +249,10 @@ class EffectLog:
                  f"with `pipe fork {self.run_id} --at STEP`, or start this one over with "
                  f"`pipe resume {self.run_id} --from-scratch` (its side effects then happen again)",
         )
+
+    def sync(self) -> None:
+        """Make every journaled step durable now: called before output reaches the user (group commit)."""
+        self.journal.sync()
 
     # ---- checkpoints --------------------------------------------------------
 

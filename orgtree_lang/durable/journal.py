@@ -22,11 +22,16 @@ JOURNAL_FILE = "journal.db"
 # (duplicating their effects when the workspace's state.db ledger is gone too). See docs/durability.md.
 MARK_FILE = "journal.mark"
 
-# How far a committed step is safe. power: WAL + synchronous=FULL, every step is on disk before the VM moves
-# on (survives kill -9, OS crashes and power loss). process: WAL + synchronous=NORMAL, every step is in the
-# operating system before the VM moves on (survives kill -9 and any crash of the process; a power loss may
-# lose the last steps, which then run again with the same idempotency keys; the database never corrupts).
-DURABILITY = {"power": "FULL", "process": "NORMAL"}
+# How far a committed step is safe. Both commit in WAL mode with synchronous=NORMAL: a commit is in the
+# operating system before the VM moves on (survives kill -9 and any crash of the process; the database never
+# corrupts). power adds group commit: the journal fsyncs its WAL itself, before a step the outside world can
+# see runs and right after it is recorded, before output reaches the user, when an attempt ends, and at least
+# every GROUP_STEPS steps or GROUP_SECONDS; steps nothing outside sees (clock reads, draws, reads) commit
+# without an fsync of their own. A power loss thus takes at most such unseen steps, which a resume runs again.
+# process never fsyncs: a power loss may take the last steps of any kind (they run again with their keys).
+DURABILITY = ("power", "process")
+GROUP_STEPS = 1000  # unseen steps committed at most before an fsync (`[durable] group_steps` in orgtree.toml)
+GROUP_SECONDS = 0.5  # the longest an unseen step waits for its fsync, checked as steps commit (`group_ms`)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -87,7 +92,8 @@ def input_hash(args: list[Any], kwargs: dict[str, Any]) -> str:
 
 
 class Journal:
-    """One run's SQLite journal (WAL mode, synchronous=FULL: a committed step survives kill -9 and power loss)."""
+    """One run's SQLite journal in WAL mode: a committed step survives kill -9; with durability "power" every step
+    the outside world saw, and every step before it, also survives a power loss (group commit, see DURABILITY)."""
 
     def __init__(self, path: Path, connection: sqlite3.Connection) -> None:
         self.path = path
@@ -98,6 +104,10 @@ class Journal:
         self._mark_path = path.parent / MARK_FILE
         self._mark = self.committed_mark()
         self._held = False  # inside hold(): writes join one transaction and the mark waits for its commit
+        self._power = False  # group commit (durability "power"); set from the metadata by create and open
+        self._group = (GROUP_STEPS, GROUP_SECONDS)
+        self._unsynced = 0  # commits since the last fsync
+        self._unsynced_since = 0.0
 
     def committed_mark(self) -> int:
         """The highest step number this journal ever committed, by the mark file (0 when there is none)."""
@@ -154,7 +164,9 @@ class Journal:
         finally:
             os.close(fd)
         os.replace(draft, path)
-        return cls(path, _connect(path, durability))
+        journal = cls(path, _connect(path))
+        journal._configure(meta)
+        return journal
 
     @classmethod
     def open(cls, run_dir: Path) -> Journal:
@@ -167,7 +179,7 @@ class Journal:
             journal = cls(path, connection)
             meta = journal.meta()
             fmt = meta.get("format")
-            journal.db.execute(f"PRAGMA synchronous={DURABILITY.get(meta.get('durability'), 'FULL')}")
+            journal._configure(meta)
             if fmt is None:
                 raise JournalError(f"the journal {path} has no format version; it is corrupt or not a journal")
             if fmt > JOURNAL_FORMAT:
@@ -181,8 +193,48 @@ class Journal:
             raise JournalError(f"the journal {path} is corrupt ({err}); it was left unchanged") from None
         return journal
 
+    def _configure(self, meta: dict[str, Any]) -> None:
+        self._power = meta.get("durability", "power") == "power"
+        group = meta.get("group") or {}
+        self._group = (group.get("steps", GROUP_STEPS), group.get("seconds", GROUP_SECONDS))
+
     def close(self) -> None:
+        self.sync()
         self.db.close()
+
+    # ---- group commit -------------------------------------------------------
+
+    def sync(self) -> None:
+        """Make every commit so far durable (power): fsync the write-ahead log, then raise the mark to match."""
+        if not self._power or self._held or not self._unsynced:
+            return
+        try:
+            fd = os.open(f"{self.path}-wal", os.O_RDONLY)
+        except FileNotFoundError:
+            fd = None  # SQLite folded the log into journal.db, which it fsyncs itself when it does
+        if fd is not None:
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        self._unsynced = 0
+        if self._high_seq > self._mark:
+            self._set_mark(self._high_seq)
+
+    def _committed(self, seq: int = 0, urgent: bool = False) -> None:
+        """After a commit: count it towards the group (power), or raise the mark at once (process)."""
+        if self._held:
+            return
+        if not self._power:
+            if seq > self._mark:
+                self._set_mark(seq)
+            return
+        now = time.monotonic()
+        if not self._unsynced:
+            self._unsynced_since = now
+        self._unsynced += 1
+        if urgent or self._unsynced >= self._group[0] or now - self._unsynced_since >= self._group[1]:
+            self.sync()
 
     # ---- metadata -----------------------------------------------------------
 
@@ -192,6 +244,7 @@ class Journal:
     def update_meta(self, **values: Any) -> None:
         with self._writing():
             self._set_meta(values)
+        self._committed()
 
     def _set_meta(self, values: dict[str, Any]) -> None:
         self.db.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
@@ -206,14 +259,17 @@ class Journal:
             self.db.execute("DELETE FROM checkpoints")
             self._set_meta(meta)
         self._high_seq = 0
+        self._committed()
 
     # ---- steps --------------------------------------------------------------
 
     def record(self, seq: int, node: str, file: str, line: int, kind: str, name: str, digest: str,
                source_hash: str, ok: bool, result: str | None, error: dict[str, Any] | None,
-               statement: int | None = None, attempts: int | None = None, finished: float | None = None) -> None:
+               statement: int | None = None, attempts: int | None = None, finished: float | None = None,
+               observed: bool = True) -> None:
         """Commit one finished step; a repeat of an in-flight step (same seq) replaces it and counts an attempt
-        (unless `attempts` says how many there were: a step copied by a retry keeps its count and its time)."""
+        (unless `attempts` says how many there were: a step copied by a retry keeps its count and its time).
+        An `observed` step (one the outside world saw) is fsynced before this returns; others join the group."""
         if not self._statement:
             # A journal written before steps recorded their statement gets the column when it is written to
             # again; reading one (show, replay, fork) leaves it exactly as it was.
@@ -233,8 +289,7 @@ class Journal:
                 (seq, node, file, line, kind, name, digest, source_hash, int(ok), result,
                  json.dumps(error) if error is not None else None, attempts, finished or time.time(), statement),
             )
-        if seq > self._mark:
-            self._set_mark(seq)
+        self._committed(seq, observed)
 
     def forget_steps_from(self, seq: int) -> None:
         """Delete the steps numbered `seq` and above (work of a block that crashed and is being redone)."""
@@ -243,6 +298,7 @@ class Journal:
         with self._writing():
             self.db.execute("DELETE FROM steps WHERE seq >= ?", (seq,))
         self._high_seq = min(self._high_seq, seq - 1)
+        self._committed()
 
     def steps(self) -> dict[int, StepRecord]:
         statement = "statement" if self._statement else "NULL"
@@ -258,6 +314,8 @@ class Journal:
             self._set_mark(after_seq)
         with self._writing():
             self.db.execute("DELETE FROM steps WHERE seq > ?", (after_seq,))
+        self._high_seq = min(self._high_seq, after_seq)
+        self._committed()
 
     def copy_steps_to(self, other: Journal, up_to_seq: int) -> None:
         columns = ("seq, node, file, line, kind, name, input_hash, source_hash, ok, result, error, attempts, finished,"
@@ -266,8 +324,9 @@ class Journal:
         rows = self.db.execute(f"SELECT {selected} FROM steps WHERE seq <= ? ORDER BY seq", (up_to_seq,)).fetchall()
         with other.db:
             other.db.executemany(f"INSERT INTO steps ({columns}) VALUES ({', '.join('?' * 14)})", rows)
-        if rows and rows[-1][0] > other._mark:
-            other._set_mark(rows[-1][0])
+        if rows:
+            other._high_seq = max(other._high_seq, rows[-1][0])
+            other._committed(rows[-1][0], urgent=True)
 
     # ---- one transaction for a whole attempt ------------------------------------
 
@@ -284,9 +343,8 @@ class Journal:
         if high < self._mark:
             self._set_mark(high)
         self.db.commit()
-        if high > self._mark:
-            self._set_mark(high)
         self._high_seq = high
+        self._committed(high, urgent=True)
 
     def rollback(self) -> None:
         """Forget what was written since `hold()`."""
@@ -307,6 +365,7 @@ class Journal:
             # Older checkpoints are kept only as far back as `pipe fork` is likely to want them.
             self.db.execute("DELETE FROM checkpoints WHERE id NOT IN "
                             "(SELECT id FROM checkpoints ORDER BY id DESC LIMIT 50)")
+        self._committed()
 
     def latest_checkpoint(self) -> tuple[int, int, str] | None:
         row = self.db.execute("SELECT steps, effect_seq, state FROM checkpoints ORDER BY id DESC LIMIT 1").fetchone()
@@ -329,10 +388,10 @@ def _has_steps(db: sqlite3.Connection) -> bool:
     return db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='steps'").fetchone() is not None
 
 
-def _connect(path: Path, durability: str = "power") -> sqlite3.Connection:
+def _connect(path: Path) -> sqlite3.Connection:
     db = sqlite3.connect(str(path), isolation_level=None, timeout=10)
     db.execute("PRAGMA journal_mode=WAL")
-    db.execute(f"PRAGMA synchronous={DURABILITY[durability]}")
+    db.execute("PRAGMA synchronous=NORMAL")
     db.execute("PRAGMA busy_timeout=10000")
     # `with db:` needs transactions managed by the module, so switch back to deferred transactions.
     db.isolation_level = "DEFERRED"

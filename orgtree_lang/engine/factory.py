@@ -103,9 +103,22 @@ def build_run(program, root: Path, registry, options, run_id: str, *, effects=No
 
     factory = MachineFactory(
         registry=registry, context=SkillContext(Workspace.for_run(root), run_id=run_id, models=options.models),
-        budget=options.budget, resolver=options.decomposer, printer=options.printer, effects=effects,
+        budget=options.budget, resolver=options.decomposer, printer=_synced(options.printer, effects), effects=effects,
         tracer=tracer, recorder=recorder, progress=options.progress, executor=make_executor(options.executor))
     return RunParts(factory.top(program), tracer, recorder)
+
+
+def _synced(printer, effects):
+    """The printer of a durable run: the journal is made durable before a line reaches the user (group commit)."""
+    sync = getattr(effects, "sync", None)
+    if printer is None or sync is None:
+        return printer
+
+    def show(line: str) -> None:
+        sync()
+        printer(line)
+
+    return show
 
 
 def plain_machine(program, registry=None, context=None, budget: Budget | None = None, **fields) -> Machine:

@@ -31,7 +31,7 @@ class RunOptions:
     run_id: str | None = None
     use_cache: bool = True
     durable: bool = False  # journal every side-effecting step and checkpoint the state (what `pipe run` does)
-    durability: str = "power"  # power: each step fsynced (SQLite synchronous=FULL); process: survives kill -9
+    durability: str = "power"  # power: group commit, survives power loss (docs/durability.md); process: kill -9
     tree: bool = True  # record the org tree (pipeline, skill and ambiguous nodes) in the workspace's state.db
     tree_listener: Callable[..., None] | None = None  # (event, node) as pipeline and ambiguous nodes open and close
     executor: str | None = None  # where slow skill calls run (`threads`, `threads:8`; engine/executors.py)

@@ -76,7 +76,10 @@ def did_change(ls: PipeLanguageServer, params: lsp.DidChangeTextDocumentParams) 
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
 def did_save(ls: PipeLanguageServer, params: lsp.DidSaveTextDocumentParams) -> None:
-    ls.refresh(params.text_document.uri)  # a saved module or promotion may have changed what the checker sees
+    # A saved file may be a learned module, or the pool may have changed since: every open document is checked
+    # again against the skills its workspace has now.
+    for uri in list(ls.analyses):
+        ls.refresh(uri)
 
 
 @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)

@@ -44,12 +44,28 @@ def signature_at(prefix: str, module: n.Module | None, registry) -> Signature | 
     callee = _CALLEE.search(text[:start])
     if callee is None:
         return None
-    current = text[start + 1:].rsplit(",", 1)[-1]
-    keyword = _KEYWORD.match(current)
-    return _signature(callee.group(1), commas, keyword.group(1) if keyword else None, module, registry)
+    arguments = _top_level(text[start + 1:])
+    keyword = _KEYWORD.match(arguments[-1])
+    # After a keyword argument the position no longer says which parameter comes next.
+    position = None if any(_KEYWORD.match(a) for a in arguments[:-1]) else commas
+    return _signature(callee.group(1), position, keyword.group(1) if keyword else None, module, registry)
 
 
-def _signature(name: str, position: int, keyword: str | None, module: n.Module | None, registry) -> Signature | None:
+def _top_level(text: str) -> list[str]:
+    """The arguments written so far: `text` cut at its commas outside brackets."""
+    parts, depth, begin = [], 0, 0
+    for index, char in enumerate(text):
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append(text[begin:index])
+            begin = index + 1
+    return parts + [text[begin:]]
+
+
+def _signature(name: str, position: int | None, keyword: str | None, module: n.Module | None, registry) -> Signature | None:
     from orgtree_lang.lsp.navigate import skill_markdown
 
     skill = registry.get(name)
@@ -73,7 +89,7 @@ def _signature(name: str, position: int, keyword: str | None, module: n.Module |
     return None
 
 
-def _labelled(label: str, name: str, params: list[str], position: int, keyword: str | None,
+def _labelled(label: str, name: str, params: list[str], position: int | None, keyword: str | None,
               documentation: str) -> Signature:
     """Each parameter's span in the label: from its `name: ` to the `, ` before the next one, or to the `)`."""
     starts, at = [], len(name) + 1
@@ -82,5 +98,8 @@ def _labelled(label: str, name: str, params: list[str], position: int, keyword: 
         starts.append(at)
     close = label.rfind(") -> ") if ") -> " in label else label.rfind(")")
     ends = [start - 2 for start in starts[1:]] + [close]
-    active = params.index(keyword) if keyword in params else (position if position < len(params) else None)
+    if keyword in params:
+        active = params.index(keyword)
+    else:
+        active = position if position is not None and position < len(params) else None
     return Signature(label, tuple(zip(starts, ends)), active, documentation)

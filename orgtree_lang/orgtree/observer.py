@@ -78,3 +78,21 @@ class TreeObserver(RunObserver):
 
     def annotate(self, node_id, **fields) -> None:
         self.recorder.annotate(node_id, **fields)
+
+    def task_started(self, state, task, frame) -> None:
+        if task.kind == "spawn":
+            return  # its pipeline node (opened as a call) is the node
+        # A branch is recorded as a pipeline node (named after it) until the tree table knows more kinds.
+        self.recorder.open(f"{state.run_id}/{task.node}", state.run_id, f"{state.run_id}/{frame.node}", task.label,
+                           "pipeline", caller=frame.pipeline)
+
+    def task_ended(self, state, task) -> None:
+        # A branch that failed leaves the frames it was in (pipelines it called) open: they end with it.
+        if task.status != "done":
+            for frame in reversed(task.frames[1:] if task.kind == "branch" else task.frames):
+                self.recorder.close(f"{state.run_id}/{frame.node}", "error", error=task.error["message"]
+                                    if task.error else "cancelled")
+        if task.kind == "spawn":
+            return
+        error = task.error["message"] if task.error else ("cancelled" if task.status == "cancelled" else None)
+        self.recorder.close(f"{state.run_id}/{task.node}", "ok" if task.status == "done" else "error", error=error)

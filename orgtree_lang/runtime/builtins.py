@@ -240,6 +240,11 @@ ERROR_RECORD = "Error"
 ERROR_FIELDS: dict[str, t.PipeType] = {"message": t.STR, "kind": t.STR, "file": t.STR, "line": t.INT}
 
 
+# The record `spawn` gives: which task runs the spawned call, its org tree node, and its pipeline.
+HANDLE_RECORD = "Handle"
+HANDLE_FIELDS: dict[str, t.PipeType] = {"task": t.INT, "node": t.STR, "pipeline": t.STR}
+
+
 def error_value(err: PipeRuntimeError) -> RecordValue:
     """The Error record for a caught runtime error."""
     span = err.span

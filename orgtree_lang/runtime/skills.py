@@ -108,6 +108,9 @@ class Skill:
     # Waits on the outside world (a model, the network, a sandbox, a timer): the VM runs it on its executor
     # so that other tasks of the run go on meanwhile.
     slow: bool = False
+    # Nothing outside the run sees the call: it reads (a clock, a file, a random source) and changes nothing, so
+    # a durable run may commit its step without an fsync of its own (group commit, docs/durability.md).
+    unobserved: bool = False
 
     @property
     def namespace(self) -> str:
@@ -305,18 +308,20 @@ def _jsonable(value: Any) -> bool:
 
 
 def skill(name: str | Callable | None = None, *, pure: bool = False, idempotent: bool = False,
-          slow: bool = False) -> Any:
+          slow: bool = False, unobserved: bool = False) -> Any:
     """Mark a typed, documented function as a skill; the registry picks it up, nothing is registered here.
 
     Use as `@skill`, `@skill()` or `@skill("text.split", pure=True)`. The name defaults to
     `<last part of the module>.<function name>`. `slow=True` says the skill waits on the outside world
-    (a model, the network, a sandbox, a timer): parallel branches overlap such calls.
+    (a model, the network, a sandbox, a timer): parallel branches overlap such calls. `unobserved=True` says
+    nothing outside the run sees a call (it only reads or draws a value): a durable run groups its commits.
     """
     if callable(name):
         return skill()(name)
 
     def mark(func: Callable) -> Callable:
-        built = make_skill(func, name=name, pure=pure, idempotent=idempotent, slow=slow, origin=func.__module__)
+        built = make_skill(func, name=name, pure=pure, idempotent=idempotent, slow=slow, unobserved=unobserved,
+                           origin=func.__module__)
         setattr(func, _MARK, built)
         return func
 
@@ -330,6 +335,7 @@ def make_skill(
     pure: bool = False,
     idempotent: bool = False,
     slow: bool = False,
+    unobserved: bool = False,
     origin: str = "local",
 ) -> Skill:
     """Build a Skill from a function's type hints and Google-style docstring; TypeError if either is missing."""
@@ -385,6 +391,7 @@ def make_skill(
         takes_context=takes_context,
         idempotent=idempotent or pure,
         slow=slow,
+        unobserved=unobserved or pure,
     )
 
 
@@ -409,7 +416,8 @@ class SkillRegistry:
         elif isinstance(getattr(obj, _MARK, None), Skill):
             marked: Skill = getattr(obj, _MARK)
             built = replace(marked, origin=origin) if name is None else make_skill(
-                obj, name=name, pure=marked.pure, idempotent=marked.idempotent, slow=marked.slow, origin=origin
+                obj, name=name, pure=marked.pure, idempotent=marked.idempotent, slow=marked.slow,
+                unobserved=marked.unobserved, origin=origin
             )
         else:
             built = make_skill(obj, name=name, origin=origin)

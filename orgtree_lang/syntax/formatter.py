@@ -30,6 +30,8 @@ def level(e: n.Expr) -> int:
         return _OR if e.op == "or" else _AND
     if isinstance(e, n.UnaryOp):
         return _NOT if e.op == "not" else _UNARY
+    if isinstance(e, (n.Spawn, n.Await)):
+        return _UNARY
     if isinstance(e, (n.Compare, n.TypeTest)):
         return _COMPARE
     if isinstance(e, n.BinOp):
@@ -208,9 +210,16 @@ class _Printer:
             self._block(s.body, indent + INDENT, s.span.line)
         elif isinstance(s, n.For):
             targets = ", ".join(t.id for t in s.targets)
-            self._compound(indent, f"for {targets} in {self.expr(s.iterable)}:", s.span.line,
-                           s.iterable.span.end_line)
+            head = f"{s.collect.id} = " if s.collect is not None else ""
+            tail = (f" parallel(limit={self.expr(s.limit)})" if s.limit is not None else " parallel") if s.parallel else ""
+            end = s.limit.span.end_line if s.limit is not None else s.iterable.span.end_line
+            self._compound(indent, f"{head}for {targets} in {self.expr(s.iterable)}{tail}:", s.span.line, end)
             self._block(s.body, indent + INDENT, s.span.line)
+        elif isinstance(s, n.Parallel):
+            limit = f"(limit={self.expr(s.limit)})" if s.limit is not None else ""
+            self._compound(indent, f"parallel{limit}:", s.span.line,
+                           s.limit.span.end_line if s.limit is not None else s.span.line)
+            self._block(s.branches, indent + INDENT, s.span.line)
         elif isinstance(s, n.Try):
             self._compound(indent, "try:", s.span.line, s.span.line)
             self._block(s.body, indent + INDENT, s.span.line)
@@ -336,6 +345,8 @@ class _Printer:
             return f"goto {s.name}"
         if isinstance(s, n.Fail):
             return f"fail {self.expr(s.value)}"
+        if isinstance(s, n.Cancel):
+            return f"cancel {self.expr(s.value)}"
         if isinstance(s, n.Return):
             return "return" if s.value is None else f"return {self.expr(s.value)}"
         if isinstance(s, n.UseStmt):
@@ -367,6 +378,10 @@ class _Printer:
                 left = self._wrap(e.left, mine)
                 right = self._wrap(e.right, mine + 1)
             return f"{left} {e.op} {right}"
+        if isinstance(e, n.Spawn):
+            return f"spawn {self.expr(e.call)}"
+        if isinstance(e, n.Await):
+            return f"await {self._wrap(e.value, _UNARY)}"
         if isinstance(e, n.UnaryOp):
             if e.op == "not":
                 return f"not {self._wrap(e.operand, _NOT)}"
@@ -412,6 +427,8 @@ def _last_line(stmt: n.Stmt) -> int:
         blocks = list(stmt.bodies) + ([stmt.orelse] if stmt.orelse else [])
     elif isinstance(stmt, (n.While, n.For)):
         blocks = [stmt.body]
+    elif isinstance(stmt, n.Parallel):
+        blocks = [stmt.branches]
     elif isinstance(stmt, n.Try):
         blocks = [stmt.body, stmt.handler]
     elif isinstance(stmt, n.Ambiguous):

@@ -169,6 +169,22 @@ class Call(Expr):
 
 
 @node
+class Spawn(Expr):
+    """`spawn p(args)`: start pipeline call `p(args)` as a node of its own; its value is a Handle."""
+
+    span: Span
+    call: Call
+
+
+@node
+class Await(Expr):
+    """`await h`: wait for the spawned node behind handle `h`; its result, or its error raised here."""
+
+    span: Span
+    value: Expr
+
+
+@node
 class Index(Expr):
     span: Span
     value: Expr
@@ -252,10 +268,16 @@ class While(Stmt):
 
 @node
 class For(Stmt):
+    """`for x in xs:`; with `parallel` each iteration is a branch, and `ys = for ...` collects the value of
+    each iteration's last line into `ys` (`collect`), in input order."""
+
     span: Span
     targets: tuple[Name, ...]
     iterable: Expr
     body: tuple[Stmt, ...]
+    parallel: bool = False
+    limit: Expr | None = None
+    collect: Name | None = None
 
 
 @node
@@ -295,6 +317,23 @@ class Try(Stmt):
     name: Name | None
     handler: tuple[Stmt, ...]
     except_span: Span
+
+
+@node
+class Parallel(Stmt):
+    """`parallel:` or `parallel(limit=N):`: each statement of the body is a branch, run concurrently."""
+
+    span: Span
+    limit: Expr | None
+    branches: tuple[Stmt, ...]
+
+
+@node
+class Cancel(Stmt):
+    """`cancel h`: ask the spawned node behind handle `h` to stop."""
+
+    span: Span
+    value: Expr
 
 
 @node

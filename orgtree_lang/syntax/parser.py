@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import ast
 import functools
 import inspect
@@ -23,7 +25,7 @@ from orgtree_lang.syntax.spans import Span
 KEYWORDS = frozenset(
     {"use", "record", "pipeline", "if", "elif", "else", "while", "for", "in", "break", "continue",
      "pass", "try", "except", "fail", "return", "ambiguous", "and", "or", "not", "is", "true", "false", "none",
-     "assume", "expect"}
+     "parallel", "spawn", "await", "cancel", "assume", "expect"}
 )
 SOFT_KEYWORDS = ("label", "goto")
 # Python's names for types, in a type test, with the .pipe name to write instead.
@@ -334,15 +336,53 @@ class _Builder(ContractRules):
         return n.While(self._span(meta), children[0], children[1])
 
     def for_stmt(self, meta, children):
-        *targets, iterable, body = children
+        *targets, iterable, clause, body = children
         names = tuple(n.Name(self._tok(t), self._ident(t)) for t in targets)
-        return n.For(self._span(meta), names, iterable, body)
+        if clause is None:
+            return n.For(self._span(meta), names, iterable, body)
+        return n.For(self._span(meta), names, iterable, body, True, clause[1])
+
+    def for_parallel(self, meta, children):
+        name, limit = children
+        if name is not None and str(name) != "limit":
+            self.sink.error(f"`parallel(...)` takes only `limit=N`, got `{name}`", self._tok(name),
+                            "write `parallel(limit=4):` to run at most 4 iterations at once, or `parallel:`")
+        return ("parallel", limit)
+
+    def collect_stmt(self, meta, children):
+        name, loop = children
+        target = n.Name(self._tok(name), self._ident(name))
+        if not loop.parallel:
+            self.sink.error("only a parallel loop gives a value: `x = for ... parallel:`", self._span(meta),
+                            "add `parallel` before the colon, or assign inside the loop")
+        return dataclasses.replace(loop, span=self._span(meta), collect=target)
 
     def try_stmt(self, meta, children):
         body, name, handler = children
         err_name = n.Name(self._tok(name), self._ident(name)) if name is not None else None
         except_span = self._tok(name) if name is not None else self._span(meta)
         return n.Try(self._span(meta), body, err_name, handler, except_span)
+
+    def parallel_stmt(self, meta, children):
+        name, limit, body = children
+        if name is not None and str(name) != "limit":
+            self.sink.error(f"`parallel(...)` takes only `limit=N`, got `{name}`", self._tok(name),
+                            "write `parallel(limit=4):` to run at most 4 branches at once, or `parallel:`")
+        return n.Parallel(self._span(meta), limit, body)
+
+    def cancel_stmt(self, meta, children):
+        return n.Cancel(self._span(meta), children[0])
+
+    def spawn_expr(self, meta, children):
+        call = children[0]
+        if not isinstance(call, n.Call):
+            self.sink.error("`spawn` needs a pipeline call, like `spawn fetch(url)`", self._span(meta),
+                            "spawn starts a call of one of this module's pipelines as a node of its own")
+            call = n.Call(self._span(meta), n.Name(self._span(meta), "spawn"), (), ())
+        return n.Spawn(self._span(meta), call)
+
+    def await_expr(self, meta, children):
+        return n.Await(self._span(meta), children[0])
 
     def ambiguous_stmt(self, meta, children):
         name, inputs, outputs, body = children

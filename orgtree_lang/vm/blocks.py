@@ -83,8 +83,11 @@ class BlockContext:
         return answer
 
     def run_child(self, program, resolver: BlockResolver | None, context: Any = None,
-                  limits: Budget | None = None) -> Any:
+                  limits: Budget | None = None, inputs: dict[str, Any] | None = None, name: str = "") -> Any:
         """Run `program`'s `main` on the block's inputs as a generated child of this run; its result.
+
+        `inputs` replaces the block's inputs and `name` (a helper child such as the decomposer's research) is
+        added to the child's run id, `<block node>/<name>`.
 
         `context` replaces the skill context the child's skills get (default: this run's). The child shares
         the tree's budget (its wall-clock limit reduced by the time used so far), meter, journal and org tree;
@@ -105,7 +108,8 @@ class BlockContext:
         budget = dataclasses.replace(budget, **own)
         child = build(machine, self, program, resolver, budget, context)
         # The child run is named after its org tree node, so a block reached twice makes two children.
-        child.start("main", dict(self.inputs), run_id=self.node)
+        child.start("main", dict(self.inputs if inputs is None else inputs),
+                    run_id=f"{self.node}/{name}" if name else self.node)
         try:
             child.run()
         except BudgetExceeded as err:

@@ -54,6 +54,16 @@ def call_pipeline(m, site, stack: list) -> None:
     if len(state.frames) >= MAX_FRAMES:
         raise PipeRuntimeError(f"pipeline calls nested more than {MAX_FRAMES} deep", kind="recursion",
                                hint="check for a pipeline that calls itself without stopping")
+    local_values = bind_arguments(code, args, kwargs)
+    caller = state.frames[-1]
+    caller.calls += 1
+    frame = Frame(code.name, 0, [], local_values, [], code, node=f"{caller.node}/{code.name}#{caller.calls}")
+    state.frames.append(frame)
+    m.observer.pipeline_called(state, caller, frame)
+
+
+def bind_arguments(code, args: list, kwargs: dict) -> list:
+    """The locals of a new frame of `code` with its parameters bound to the call's arguments (checked)."""
     local_values = [UNBOUND] * len(code.varnames)
     for i, param in enumerate(code.params):
         if i < len(args):
@@ -68,11 +78,7 @@ def call_pipeline(m, site, stack: list) -> None:
             raise PipeRuntimeError(f"argument `{param.name}` of pipeline {code.name} expected {param.type}, got "
                                    f"{t.type_of_value(value)} {summarize(value, 60)}", kind="type")
         local_values[i] = value
-    caller = state.frames[-1]
-    caller.calls += 1
-    frame = Frame(code.name, 0, [], local_values, [], code, node=f"{caller.node}/{code.name}#{caller.calls}")
-    state.frames.append(frame)
-    m.observer.pipeline_called(state, caller, frame)
+    return local_values
 
 
 def return_from(m, frame: Frame, value: Any) -> bool:
@@ -86,6 +92,12 @@ def return_from(m, frame: Frame, value: Any) -> bool:
                                span=code.span_at(frame.pc - 1))
     state.frames.pop()
     finished = not state.frames
+    if finished and state.tasks:
+        from orgtree_lang.vm.handles import task_returned
+
+        finished = task_returned(m, value)
+        m.observer.pipeline_returned(state, frame, value, finished)
+        return finished
     if finished:
         state.result = value
         state.status = "done"
@@ -111,6 +123,10 @@ def call_skill(m, frame: Frame, stack: list, arg: int) -> None:
     if skill is None:
         raise PipeRuntimeError(f"skill {site.name} is not installed", kind="skill",
                                hint="`pipe skills` lists the installed skills")
+    if skill.slow and state.tasks:
+        from orgtree_lang.vm.delivery import issue
+
+        return issue(m, frame, skill, site, args, kwargs)
     started = time.perf_counter()
     outcome, result, failure = "ok", None, None
     effects = m.services.effects
@@ -119,26 +135,44 @@ def call_skill(m, frame: Frame, stack: list, arg: int) -> None:
             result = _invoke(m, skill, args, kwargs, m.context)
         else:
             step = EffectStep(m.next_effect_seq(), "skill", site.name, m.effect_node(frame.node),
-                              frame.code.span_at(frame.pc - 1), args, kwargs, m.state.steps)
+                              frame.code.span_at(frame.pc - 1), args, kwargs, m.state.steps,
+                              observed=not skill.unobserved)
             result = effects.perform(
                 step, lambda key: _invoke(m, skill, args, kwargs, _with_idempotency_key(m.context, key)))
-    except SkillError as err:
-        outcome, failure = "error", err.message
-        raise PipeRuntimeError(err.message if err.message.startswith(site.name) else f"{site.name}: {err.message}",
-                               kind="skill", hint=err.hint) from err
-    except PipeRuntimeError as err:
-        outcome, failure = "error", err.message
-        raise
     except Exception as exc:
-        outcome, failure = "error", f"{type(exc).__name__}: {exc}"
-        error = PipeRuntimeError(f"skill {site.name} crashed: {type(exc).__name__}: {exc}", kind="skill",
-                                 hint="this is a bug in the skill; run with --debug to see the Python traceback")
+        outcome, failure = "error", failure_text(exc)
+        error = skill_failure(site.name, exc)
+        if error is exc:
+            raise
         raise error from exc
     finally:
         m.observer.skill_called(state, frame, site.name, args, kwargs, outcome, result, failure, started, m.spend)
     if m.budget.max_memory is not None:
         check_value(result, m.budget.max_memory, f"the result of {site.name}")
     stack.append(result)
+    return None
+
+
+def failure_text(exc: BaseException) -> str:
+    """How a failed skill call's node records the failure."""
+    if isinstance(exc, (SkillError, PipeRuntimeError)):
+        return exc.message
+    return f"{type(exc).__name__}: {exc}"
+
+
+def skill_failure(name: str, exc: BaseException) -> PipeRuntimeError:
+    """What a skill's exception is in .pipe: a SkillError becomes a `skill` error naming the skill; a .pipe
+    error stays itself; any other exception is a crash of the skill."""
+    if isinstance(exc, SkillError):
+        error = PipeRuntimeError(exc.message if exc.message.startswith(name) else f"{name}: {exc.message}",
+                                 kind="skill", hint=exc.hint)
+    elif isinstance(exc, PipeRuntimeError):
+        return exc
+    else:
+        error = PipeRuntimeError(f"skill {name} crashed: {type(exc).__name__}: {exc}", kind="skill",
+                                 hint="this is a bug in the skill; run with --debug to see the Python traceback")
+    error.__cause__ = exc
+    return error
 
 
 def _invoke(m, skill, args: list, kwargs: dict, context) -> Any:

@@ -13,6 +13,8 @@ from orgtree_lang.vm.blocks import resolve_block
 from orgtree_lang.vm.calls import call_args, call_skill
 from orgtree_lang.vm.checks import op_check
 from orgtree_lang.vm.memory import check_value
+from orgtree_lang.vm.handles import await_task, cancel_task, spawn
+from orgtree_lang.vm.scheduler import end_branch, start_parallel, start_parallel_for
 from orgtree_lang.vm.people import ask_human
 
 # Each handler takes (machine, frame, stack, arg) and returns a new pc to jump to, RELOAD, or None.
@@ -236,4 +238,6 @@ HANDLERS: dict[str, Callable] = {
     "AMBIGUOUS": resolve_block, "SETUP_TRY": _op_setup_try, "POP_TRY": _op_pop_try, "FAIL": _op_fail,
     "CHECK": op_check,
     "ASK_HUMAN": ask_human,
+    "PARALLEL": start_parallel, "END_BRANCH": end_branch, "SPAWN": spawn, "AWAIT": await_task,
+    "CANCEL": cancel_task, "PARALLEL_FOR": start_parallel_for,
 }

@@ -12,7 +12,7 @@ from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.records import RecordTypes
 from orgtree_lang.runtime.values import UNBOUND, conforms
 from orgtree_lang.syntax import types as t
-from orgtree_lang.vm import calls
+from orgtree_lang.vm import calls, delivery, scheduler
 from orgtree_lang.vm.blocks import RELOAD
 from orgtree_lang.vm.budget import ModelSpend, TreeMeter, budget_exceeded
 from orgtree_lang.vm.errors import handle_error, translate
@@ -33,6 +33,7 @@ INLINE = frozenset({
 })
 _HANDLERS = {CODE[name]: handler for name, handler in HANDLERS.items()}
 _OPERAND_FUNCS = {"binop": BINARY_FUNCS, "compare": COMPARE_FUNCS, "unary": UNARY_FUNCS}
+_SWITCH = object()  # _at_stop: the current task's turn is over and another task is current now
 
 
 class Machine:
@@ -65,6 +66,9 @@ class Machine:
             guarded_operators(BINARY_FUNCS, self.budget.max_memory)
         self._started = 0.0
         self._pause_at: int | None = None
+        # Slow calls of this machine's tasks in flight, by issue order: (pending, journal step, model spend).
+        self.in_flight: dict[int, tuple] = {}
+        self.cancels_pending = False  # some task has a cancel it has not seen yet
 
     # ---- starting and resuming ------------------------------------------
 
@@ -105,6 +109,10 @@ class Machine:
         """Continue from a state (e.g. one loaded from JSON): link its frames to this program's code."""
         for frame in state.frames:
             frame.code = self.program.pipelines[frame.pipeline]
+        for task in state.tasks:
+            for frame in task.frames:
+                frame.code = self.program.pipelines[frame.pipeline]
+        self.cancels_pending = any(task.cancel for task in state.tasks)
         self.state = state
         self._bind_meter()
         self.observer.frames_attached(state, self.parent_node)
@@ -149,6 +157,8 @@ class Machine:
         state.status = "waiting"
         if not wait.exact:
             state.waiting = [wait.question.to_json()]
+        if state.calls:
+            delivery.settle(self)  # slow calls of other tasks in flight: journaled now, not lost
         self.observer.human_waiting(state, wait.question)
         if wait.exact:
             self._suspend()
@@ -226,15 +236,31 @@ class Machine:
         return prepared
 
     def _next_stop(self, steps: int) -> int:
-        """The step count at which the loop must leave its fast path (budget, pause, clock check, observers)."""
+        """The step count at which the loop must leave its fast path (budget, pause, clock check, observers,
+        the end of a task's turn)."""
         stop = steps + self.observer.step_interval
+        if self.state.tasks:
+            stop = steps if self.cancels_pending else min(stop, self.state.slice_end)
         if self.budget.max_steps is not None:
             stop = min(stop, self.budget.max_steps - self.steps_elsewhere())
         if self._pause_at is not None:
             stop = min(stop, self._pause_at)
         return stop
 
-    def _loop(self) -> None:  # noqa: C901 - one flat loop is the fast shape for a dispatch loop
+    def _loop(self) -> None:
+        """Run the tasks until the run ends or pauses; a task that fails ends alone (its parallel block sees it)."""
+        if self.state.calls:
+            delivery.reissue(self)
+        while True:
+            try:
+                self._dispatch()
+                return
+            except PipeRuntimeError as err:
+                if not self.state.tasks or not err.catchable:
+                    raise
+                scheduler.task_failed(self, err)
+
+    def _dispatch(self) -> None:  # noqa: C901 - one flat loop is the fast shape for a dispatch loop
         state = self.state
         right = None  # the right operand of the last BINARY/COMPARE, for error messages
         left = None
@@ -248,6 +274,13 @@ class Machine:
         handlers = _HANDLERS
         call_builtin = calls.call_builtin
         while True:
+            if state.tasks and scheduler.must_pick(state):
+                try:
+                    if scheduler.pick(self):
+                        return
+                except PipeRuntimeError as err:
+                    handle_error(self, err)
+                    continue
             frame = state.frames[-1]
             code = frame.code
             ops, args, consts = code.ops, self._prepare(code), code.consts
@@ -264,7 +297,10 @@ class Machine:
                         if steps >= stop_at:
                             frame.pc = pc - 1
                             state.steps = steps
-                            if self._at_stop(frame):
+                            stop = self._at_stop(frame)
+                            if stop:
+                                if stop is _SWITCH:
+                                    break
                                 return
                             stop_at = self._next_stop(steps)
                         steps += 1
@@ -340,8 +376,8 @@ class Machine:
                         state.steps = steps
                         new_pc = handlers[op](self, frame, stack, arg)
                         if new_pc is not None:
-                            if new_pc == RELOAD:
-                                frame.pc = pc
+                            if new_pc < 0:  # RELOAD, or WAIT: run this instruction again when resumed
+                                frame.pc = pc if new_pc == RELOAD else pc - 1
                                 break
                             pc = new_pc
             except PipeRuntimeError as err:
@@ -360,9 +396,17 @@ class Machine:
         self._started = now
         self.observer.suspending(self.state)
 
-    def _at_stop(self, frame: Frame) -> bool:
-        """Slow path at a statement boundary: budgets, pausing, clock and observers. True means leave the loop."""
+    def _at_stop(self, frame: Frame) -> bool | object:
+        """Slow path at a statement boundary: budgets, pausing, clock, observers and the scheduler's turns.
+        True means leave the loop; _SWITCH that another task's turn has come."""
         state = self.state
+        if state.tasks:
+            task = scheduler.current_task(state)
+            if task.cancel:
+                self.cancels_pending = any(t.cancel for t in state.tasks if t is not task)
+                raise scheduler.cancelled_error(task)
+            if state.steps >= state.slice_end and scheduler.turn_over(self):
+                return _SWITCH
         budget = self.budget
         if budget.max_steps is not None and state.steps + self.steps_elsewhere() >= budget.max_steps:
             self._suspend()

@@ -70,6 +70,16 @@ class RunObserver:
     def annotate(self, node_id: str, *, tokens: int = 0, cost: float = 0.0, detail: str | None = None) -> None:
         """Model spending or a progress note for node `node_id` (the decomposer's)."""
 
+    # ---- tasks (vm/scheduler.py) --------------------------------------------------------------
+    def task_started(self, state: RunState, task, frame: Frame) -> None:
+        """`task` (a branch of a parallel block) was started by the task running `frame`."""
+
+    def task_cancelled(self, state: RunState, task) -> None:
+        """`task` was asked to stop (it sees a `cancelled` error at its next statement boundary)."""
+
+    def task_ended(self, state: RunState, task) -> None:
+        """`task` ended: its status is done, failed (its `error` says how) or cancelled."""
+
     def released(self) -> None:
         """The machine will not run again: let go of what it holds (a generated child's trace file)."""
 
@@ -150,6 +160,18 @@ class FanOut(RunObserver):
     def annotate(self, node_id, **fields):
         for observer in self.observers:
             observer.annotate(node_id, **fields)
+
+    def task_started(self, state, task, frame):
+        for observer in self.observers:
+            observer.task_started(state, task, frame)
+
+    def task_cancelled(self, state, task):
+        for observer in self.observers:
+            observer.task_cancelled(state, task)
+
+    def task_ended(self, state, task):
+        for observer in self.observers:
+            observer.task_ended(state, task)
 
     def released(self):
         for observer in self.observers:

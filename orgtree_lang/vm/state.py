@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orgtree_lang.runtime.values import decode, encode
+from orgtree_lang.vm.tasks import Call, Task
 
 STATE_FORMAT = 1
 
@@ -65,6 +66,15 @@ class RunState:
     # What the run tree spent beyond this run's own counters: model tokens and cost, and the steps and skill
     # calls of its finished generated children (see vm.budget.TreeMeter).
     usage: dict[str, Any] = field(default_factory=dict)
+    # With more than one task (vm/scheduler.py): every live task (the current one's frames are `frames`),
+    # the current task's id, the step at which its turn ends, and the slow calls issued and not delivered.
+    # Empty while the run has one task, which then costs nothing more.
+    tasks: list[Task] = field(default_factory=list)
+    current: int = 0
+    slice_end: int = 0
+    next_task: int = 1
+    calls: list[Call] = field(default_factory=list)
+    next_call: int = 0
     # While the run waits for people: the questions it asked (vm.people.HumanQuestion.to_json()), else empty.
     waiting: list[dict[str, Any]] = field(default_factory=list)
 
@@ -85,6 +95,15 @@ class RunState:
             "error": self.error,
             "usage": dict(self.usage),
         }
+        if self.tasks:
+            # The current task's frames are `frames`, written once.
+            data["tasks"] = [task.to_json(None if task.id == self.current else [f.to_json() for f in task.frames])
+                             for task in self.tasks]
+            data["current"] = self.current
+            data["slice_end"] = self.slice_end
+            data["next_task"] = self.next_task
+            data["calls"] = [call.to_json() for call in self.calls]
+            data["next_call"] = self.next_call
         if self.waiting:
             data["waiting"] = [dict(question) for question in self.waiting]
         return data
@@ -97,11 +116,14 @@ class RunState:
     def from_json(cls, data: dict[str, Any]) -> RunState:
         if data.get("format") != STATE_FORMAT:
             raise ValueError(f"run state format {data.get('format')} is not supported (expected {STATE_FORMAT})")
+        frames = [Frame.from_json(f) for f in data["frames"]]
+        tasks = [Task.from_json(raw, frames if raw["frames"] is None else [Frame.from_json(f) for f in raw["frames"]])
+                 for raw in data.get("tasks", ())]
         return cls(
             run_id=data["run_id"],
             program_hash=data["program_hash"],
             entry=data["entry"],
-            frames=[Frame.from_json(f) for f in data["frames"]],
+            frames=frames,
             steps=data["steps"],
             skill_calls=data["skill_calls"],
             effect_seq=data.get("effect_seq", 0),
@@ -111,6 +133,12 @@ class RunState:
             result=decode(data["result"]),
             error=data["error"],
             usage=dict(data.get("usage", {})),
+            tasks=tasks,
+            current=data.get("current", 0),
+            slice_end=data.get("slice_end", 0),
+            next_task=data.get("next_task", 1),
+            calls=[Call.from_json(c) for c in data.get("calls", ())],
+            next_call=data.get("next_call", 0),
             waiting=list(data.get("waiting", [])),
         )
 

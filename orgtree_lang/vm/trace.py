@@ -102,6 +102,17 @@ class Tracer(RunObserver):
         self.emit("ambiguous", spec.span, frame.pipeline, block=spec.name,
                   inputs={k: summarize(v, 80) for k, v in inputs.items()})
 
+    def task_started(self, state, task, frame) -> None:
+        self.emit("node.spawn", task.frames[0].code.span_at(task.frames[0].pc), frame.pipeline, task=task.id,
+                  branch=task.node, label=task.label)
+
+    def task_cancelled(self, state, task) -> None:
+        self.emit("node.cancel", None, None, task=task.id, branch=task.node, label=task.label)
+
+    def task_ended(self, state, task) -> None:
+        self.emit("node.end", None, None, task=task.id, branch=task.node, outcome=task.status,
+                  error=task.error["message"] if task.error else None)
+
     def human_waiting(self, state, question) -> None:
         self.emit("human.ask", None, None, asker=question.node, kind=question.kind, step=question.seq,
                   question=question.text[:SUMMARY_CHARS], at=f"{question.file}:{question.line}")

@@ -1,0 +1,193 @@
+"""Research instead of failure: a "needs research" answer starts the research child (stdlib/research.pipe), its
+findings are reviewed as insights and given to the author, which then writes the module."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from decompose_testing import NO_CONCERNS
+
+from orgtree_lang.compile.api import compile_source
+from orgtree_lang.decompose.decomposer import Decomposer, DecomposeSettings
+from orgtree_lang.decompose.research import recorded_needs
+from orgtree_lang.engine.factory import plain_machine
+from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.memory.insights import InsightPool
+from orgtree_lang.memory.memory import Memory
+from orgtree_lang.models.scripted import ScriptedModel
+from orgtree_lang.runtime.errors import PipeRuntimeError
+from orgtree_lang.runtime.skills import SkillContext
+from orgtree_lang.runtime.workspace import Workspace
+
+REGISTRY = default_registry(plugins=False)
+PARENT = '''pipeline main(base: str) -> str:
+    ambiguous tickets_url(base: str) -> url: str:
+        """The URL (base, then the path) of the ticket API's endpoint that lists the open tickets."""
+    return url
+'''
+NEED = ('```json\n{"needs_research": {"reasons": ["the ticket API is unknown to me"], '
+        '"questions": ["Which endpoint of the ticket API lists open tickets?"]}}\n```')
+MODULE = '''```pipe
+pipeline main(base: str) -> str:
+    return base + "/v2/tickets?state=open"
+```'''
+NOTES = ("# Ticket API notes\n\nAuthentication uses a bearer token.\n"
+         "The endpoint GET /v2/tickets?state=open lists open tickets of the ticket API, newest first.\n"
+         "Closed tickets are archived after 90 days.\n")
+
+
+class Recording:
+    def __init__(self, path, rules, role) -> None:
+        path.write_text(json.dumps(rules))
+        self.model = ScriptedModel.from_file(path, role=role)
+        self.name, self.requests = self.model.name, []
+
+    def complete(self, messages, **kwargs):
+        self.requests.append(list(messages))
+        return self.model.complete(messages, **kwargs)
+
+
+def run(tmp_path, reviewer_rules=None, **settings):
+    author = Recording(tmp_path / "a.json", [{"match": {"contains": "Research was done"}, "reply": MODULE},
+                                            {"reply": NEED}], "author")
+    reviewer = Recording(tmp_path / "r.json", reviewer_rules or [{"reply": NO_CONCERNS}], "reviewer")
+    program = compile_source(PARENT, "tickets.pipe", REGISTRY).program
+    decomposer = Decomposer(author=author, reviewer=reviewer, registry=REGISTRY, workspace=tmp_path,
+                            parent_file="tickets.pipe", parent_source=PARENT, settings=DecomposeSettings(**settings))
+    machine = plain_machine(program, registry=REGISTRY, context=SkillContext(Workspace(tmp_path)),
+                            resolver=decomposer)
+    machine.start(None, {"base": "https://tickets.test"})
+    return machine.run().result, author, reviewer
+
+
+def remember_notes(tmp_path) -> None:
+    with Memory(tmp_path, vectors=False) as memory:
+        memory.add(NOTES, name="ticket-api.md")
+
+
+def test_research_from_the_workspace_memory_becomes_an_insight_and_the_author_succeeds(tmp_path):
+    remember_notes(tmp_path)
+    result, author, _ = run(tmp_path, protocol=False)
+    assert result == "https://tickets.test/v2/tickets?state=open"
+    retry = author.requests[1][-1].content
+    assert "Which endpoint of the ticket API lists open tickets?" in retry
+    assert "GET /v2/tickets?state=open lists open tickets" in retry
+    assert "no web search: research used the workspace memory only" in retry
+    with InsightPool.for_workspace(tmp_path) as pool:
+        (insight,) = pool.insights()
+    assert "/v2/tickets?state=open" in insight.text and insight.status == "active"
+    assert "workspace memory node #" in insight.evidence and "tickets_url" in insight.evidence
+    assert len(recorded_needs(tmp_path)) == 1
+
+
+def test_a_finding_the_reviewer_rejects_is_not_given_to_the_author(tmp_path):
+    remember_notes(tmp_path)
+    concern = json.dumps({"summary": "unsupported", "concerns": [{
+        "id": "c1", "severity": "blocking", "spec_basis": "evidence must support the insight",
+        "evidence": "one note is not enough", "suggested_fix": "find a second source"}]})
+    _, author, _ = run(tmp_path, [{"match": {"contains": "insight/"}, "reply": concern}, {"reply": NO_CONCERNS}],
+                       protocol=False)
+    retry = author.requests[1][-1].content
+    assert "1 finding(s) were rejected" in retry and "GET /v2/tickets" not in retry
+
+
+def test_research_is_bounded_a_second_need_fails_with_the_questions(tmp_path):
+    author_rules = [{"reply": NEED}]
+    (tmp_path / "a.json").write_text(json.dumps(author_rules))
+    with pytest.raises(PipeRuntimeError, match="needs research before it can be written") as err:
+        program = compile_source(PARENT, "tickets.pipe", REGISTRY).program
+        author = ScriptedModel.from_file(tmp_path / "a.json", role="author")
+        (tmp_path / "r.json").write_text(json.dumps([{"reply": NO_CONCERNS}]))
+        reviewer = ScriptedModel.from_file(tmp_path / "r.json", role="reviewer")
+        decomposer = Decomposer(author=author, reviewer=reviewer, registry=REGISTRY, workspace=tmp_path,
+                                parent_file="tickets.pipe", parent_source=PARENT,
+                                settings=DecomposeSettings(protocol=False))
+        machine = plain_machine(program, registry=REGISTRY, context=SkillContext(Workspace(tmp_path)),
+                                resolver=decomposer)
+        machine.start(None, {"base": "b"})
+        machine.run()
+    assert "Which endpoint" in err.value.hint and len(recorded_needs(tmp_path)) == 2
+
+
+class Site(BaseHTTPRequestHandler):
+    """A SearXNG-style JSON search and one documentation page, on 127.0.0.1."""
+
+    seen: list[str] = []
+
+    def do_GET(self):  # noqa: N802 (the http.server interface)
+        Site.seen.append(self.path)
+        port = self.server.server_address[1]
+        if self.path.startswith("/search"):
+            body = json.dumps({"results": [{"title": "Ticket API reference", "url": f"http://127.0.0.1:{port}/docs",
+                                            "content": "Endpoints of the ticket API"}]})
+            kind = "application/json"
+        else:
+            body = ("<html><body><h1>Ticket API reference</h1><p>Authentication: bearer tokens.</p>"
+                    "<p>GET /v2/tickets?state=open lists the open tickets of the ticket API.</p></body></html>")
+            kind = "text/html"
+        data = body.encode()
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_research_on_the_web_through_a_local_search_server(tmp_path):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Site)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    port = server.server_address[1]
+    (tmp_path / "orgtree.toml").write_text(f'[web]\nsearch = "searxng"\nurl = "http://127.0.0.1:{port}"\n\n'
+                                          f'[http]\nallow = ["http://127.0.0.1:{port}"]\n')
+    Site.seen = []
+    try:
+        result, author, _ = run(tmp_path, protocol=False)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result == "https://tickets.test/v2/tickets?state=open"
+    assert any(p.startswith("/search?q=Which+endpoint") for p in Site.seen) and "/docs" in Site.seen
+    with InsightPool.for_workspace(tmp_path) as pool:
+        (insight,) = pool.insights()
+    assert f"http://127.0.0.1:{port}/docs" in insight.evidence
+    assert "GET /v2/tickets?state=open lists the open tickets" in author.requests[1][-1].content
+
+
+def test_with_the_web_unreachable_research_says_it_used_the_memory_only(tmp_path):
+    remember_notes(tmp_path)
+    (tmp_path / "orgtree.toml").write_text('[web]\nsearch = "searxng"\nurl = "http://127.0.0.1:9"\n\n'
+                                          '[http]\nallow = ["http://127.0.0.1:9"]\n')
+    result, author, _ = run(tmp_path, protocol=False)
+    assert result == "https://tickets.test/v2/tickets?state=open"
+    retry = author.requests[1][-1].content
+    assert "the web was not reachable" in retry and "used the workspace memory only" in retry
+
+
+def test_a_workspace_research_module_replaces_the_stdlib_one(tmp_path):
+    (tmp_path / "my_research.pipe").write_text('''record Finding:
+    question: str
+    answer: str
+    source: str
+
+record Research:
+    findings: list[Finding]
+    notes: list[str]
+
+pipeline main(questions: list[str], web: bool) -> Research:
+    found = []
+    for question in questions:
+        found += [Finding(question=question, answer="ask the team: GET /v2/tickets?state=open", source="the team wiki")]
+    return Research(findings=found, notes=["answered by my_research.pipe"])
+''')
+    result, author, _ = run(tmp_path, protocol=False, research_module="my_research.pipe")
+    assert result == "https://tickets.test/v2/tickets?state=open"
+    retry = author.requests[1][-1].content
+    assert "ask the team: GET /v2/tickets?state=open (source: the team wiki)" in retry
+    assert "Note: answered by my_research.pipe" in retry
