@@ -7,7 +7,7 @@ from typing import Any
 from orgtree_lang.runtime.skills import SkillContext, skill
 
 
-@skill("code.run", slow=True)
+@skill("code.run", slow=True, remote=True)
 def run(ctx: SkillContext, language: str, source: str, files: dict[str, str] | None = None,
         requirements: list[str] | None = None, timeout: float | None = None,
         memory: int | None = None) -> dict[str, Any]:

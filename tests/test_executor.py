@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 import threading
+import time
 
 import pytest
 
@@ -25,6 +27,12 @@ def test_the_stdlib_declares_its_waiting_skills_slow() -> None:
         assert name in slow, name
     for name in ("text.upper", "kv.set", "fs.write", "time.now", "json.parse"):
         assert name not in slow, name
+
+
+def test_the_stdlib_marks_remote_only_skills_that_need_no_driver_held_context() -> None:
+    remote = {s.name for s in REGISTRY if s.remote}
+    assert remote == {"code.run", "http.fetch", "web.extract", "time.sleep"}
+    assert all(REGISTRY.get(name).slow for name in remote)  # remote implies slow
 
 
 def test_thread_executor_runs_calls_off_the_calling_thread_and_reraises_their_errors() -> None:
@@ -125,3 +133,42 @@ def test_pipe_run_takes_an_executor_and_refuses_an_unknown_one(tmp_path) -> None
     bad = pipe("run", program, "--executor", "rocket")
     assert bad.returncode == 2
     assert "unknown executor `rocket`" in bad.stderr and "threads" in bad.stderr
+
+
+def test_the_ray_executor_without_ray_installed_is_a_usage_error_that_says_how_to_install_it(
+        tmp_path, monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # what Python sees when a package is not installed
+    program = tmp_path / "nap.pipe"
+    program.write_text('use time\n\npipeline main() -> str:\n    time.sleep(0.01)\n    return "rested"\n')
+    flag = pipe("run", program, "--executor", "ray:auto")
+    assert flag.returncode == 2
+    assert "needs Ray, which is not installed" in flag.stderr
+    assert "pip install 'orgtree-lang[ray]'" in flag.stderr
+    (tmp_path / "orgtree.toml").write_text('[executor]\nkind = "ray"\naddress = "auto"\n')
+    setting = pipe("run", program)
+    assert setting.returncode == 2 and "pip install 'orgtree-lang[ray]'" in setting.stderr
+
+
+def test_the_executor_table_of_orgtree_toml_picks_the_executor_and_is_checked(tmp_path) -> None:
+    program = tmp_path / "nap.pipe"
+    program.write_text('use time\n\npipeline main() -> str:\n    time.sleep(0.01)\n    return "rested"\n')
+    (tmp_path / "orgtree.toml").write_text('[executor]\nkind = "threads"\naddress = "3"\n')
+    assert pipe("run", program).stdout.strip() == "rested"
+    assert make_executor(None, {"kind": "threads", "address": "3"}).workers == 3
+    assert make_executor("threads:5", {"kind": "threads", "address": "3"}).workers == 5  # the flag wins
+    (tmp_path / "orgtree.toml").write_text('[executor]\nkind = "rocket"\n')
+    rocket = pipe("run", program)
+    assert rocket.returncode == 2 and "unknown executor `rocket`" in rocket.stderr
+    (tmp_path / "orgtree.toml").write_text('[executor]\nkind = 3\n')
+    wrong = pipe("run", program)
+    assert wrong.returncode == 2 and "[executor] kind must be a string, got 3" in wrong.stderr
+
+
+def test_the_seconds_budget_ends_the_wait_for_a_slow_call_on_the_executor(tmp_path) -> None:
+    program = tmp_path / "nap.pipe"
+    program.write_text('use time\n\npipeline main() -> str:\n    time.sleep(15)\n    return "rested"\n')
+    started = time.monotonic()
+    stopped = pipe("run", program, "--max-seconds", "1", "--executor", "threads:2")
+    assert stopped.returncode == 70
+    assert "seconds" in stopped.stderr and "nap.pipe:4" in stopped.stderr
+    assert time.monotonic() - started < 12  # not the 15 s the call takes

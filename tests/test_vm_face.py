@@ -59,7 +59,7 @@ class Recording(RunObserver):
     def pipeline_returned(self, state, frame, value, finished):
         self.events.append(("returned", frame.pipeline, value, finished))
 
-    def skill_called(self, state, frame, name, args, kwargs, outcome, result, failure, started, spend):
+    def skill_called(self, state, frame, name, args, kwargs, outcome, result, failure, started, spend, where=None):
         self.events.append(("skill", name, args, outcome, result))
 
     def printed(self, state, frame, line):

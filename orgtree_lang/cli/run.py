@@ -18,7 +18,8 @@ def register(commands) -> None:
                    description="Compile FILE and run its entry pipeline (`main`, else its only one). "
                                "Printed lines and the result go to stdout; errors to stderr.",
                    examples=["pipe run examples/hello.pipe -i name=Ada",
-                             "pipe run triage.pipe --inputs inputs.json --max-steps 10000 --json"])
+                             "pipe run triage.pipe --inputs inputs.json --max-steps 10000 --json",
+                             "pipe run triage.pipe --otel-endpoint http://127.0.0.1:4318"])
     run.add_argument("file", metavar="FILE", help="the .pipe program")
     run.add_argument("-i", "--input", dest="inputs", action="append", default=[], metavar="KEY=VALUE",
                      help="an input of the entry pipeline, parsed by the parameter's type (repeatable)")
@@ -43,12 +44,24 @@ def register(commands) -> None:
     run.add_argument("--no-journal", action="store_true",
                      help="do not journal the run (it then cannot be resumed, replayed or forked)")
     add_executor_option(run)
+    add_otel_options(run)
+
+
+def add_otel_options(parser) -> None:
+    parser.add_argument("--otel", action="store_true",
+                     help="export the run as OpenTelemetry spans over OTLP/HTTP (run, pipeline, skill and model "
+                          "calls) to `[otel] endpoint` of orgtree.toml, else http://127.0.0.1:4318; needs the "
+                          "`otel` extra (docs/otel.md)")
+    parser.add_argument("--otel-endpoint", metavar="URL", default=None,
+                     help="export the run's spans to this OTLP/HTTP collector (implies --otel), e.g. "
+                          "http://127.0.0.1:4318")
 
 
 def add_executor_option(parser) -> None:
     parser.add_argument("--executor", metavar="NAME[:ARG]", default=None,
                         help="where slow skill calls (models, http.fetch, web.*, code.run, time.sleep) run while "
-                             "other branches go on: `threads` (default, 32 worker threads) or `threads:N`")
+                             "other branches go on: `threads` (default, 32 worker threads), `threads:N`, "
+                             "`ray` or `ray:ADDRESS` (needs the ray extra; docs/ray.md)")
 
 
 def command_run(args) -> int:
@@ -83,7 +96,7 @@ def command_run(args) -> int:
     options = session.options(entry=code.name, inputs=inputs, workspace=root, registry=registry,
                               durable=not args.no_journal, durability=args.durability,
                               budget=budget_from_args(args), decomposer=decomposer, models=models,
-                              tree=not args.no_tree)
+                              tree=not args.no_tree, otel=otel_export(args, root))
     code = session.report(lambda: run_program(program, root, registry, options, source=compiled.source,
                                                program_path=path), compiled.source, resumable=not args.no_journal,
                           workspace=root)
@@ -92,6 +105,29 @@ def command_run(args) -> int:
 
         promote_after_run(root, models, registry)
     return code
+
+
+def otel_export(args, root: Path):
+    """The OpenTelemetry export `pipe run` asked for (engine.otel.OtelExport), or None; a clear error (exit 2)
+    when it asks for one and the `otel` extra is missing. Nothing of OpenTelemetry is imported otherwise."""
+    from orgtree_lang.engine.otel import MISSING_EXTRA, OtelExport
+    from orgtree_lang.runtime.config import ConfigError
+
+    try:
+        export = OtelExport.chosen(root / "orgtree.toml", args.otel, args.otel_endpoint)
+    except ConfigError as err:
+        raise UsageError(str(err)) from None
+    if export is not None:
+        import importlib.util
+
+        try:
+            found = all(importlib.util.find_spec(name) is not None for name in
+                        ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http"))
+        except ModuleNotFoundError:  # no `opentelemetry` package at all
+            found = False
+        if not found:
+            raise UsageError(MISSING_EXTRA)
+    return export
 
 
 def make_decomposer(args, program, source: str, file: str, root: Path, registry, models=None):

@@ -73,9 +73,10 @@ def add_attempt_options(parser):
     add_budget_options(parser, resumed=True)
     parser.add_argument("--json", action="store_true", help="print one JSON envelope")
     add_model_options(parser)
-    from orgtree_lang.cli.run import add_executor_option
+    from orgtree_lang.cli.run import add_executor_option, add_otel_options
 
     add_executor_option(parser)
+    add_otel_options(parser)
     return parser
 
 
@@ -197,7 +198,7 @@ def run_tree(root: Path, run_id: str) -> dict:
 
 def _attempt(args, action, source_for_errors) -> int:
     """Run a resume/retry/fork attempt through the same reporting as `pipe run`."""
-    from orgtree_lang.cli.run import RunSession, make_decomposer
+    from orgtree_lang.cli.run import RunSession, make_decomposer, otel_export
     from orgtree_lang.models.roles import RunModels
     from orgtree_lang.engine.registries import workspace_registry
 
@@ -210,7 +211,7 @@ def _attempt(args, action, source_for_errors) -> int:
         return make_decomposer(args, program, source, file, root, registry)
 
     options = session.options(registry=registry, budget=budget_from_args(args), durable=True,
-                              decomposer_factory=decomposer_for,
+                              decomposer_factory=decomposer_for, otel=otel_export(args, root),
                               models=RunModels.from_config(args.model, args.review_model,
                                                            api_base=getattr(args, "api_base", None),
                                                            timeout=getattr(args, "model_timeout", None)))

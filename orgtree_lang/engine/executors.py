@@ -3,19 +3,33 @@
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 from orgtree_lang.runtime.errors import UsageError
 
-# name -> (module, class). Adding an executor: a module whose class has `from_spec(argument)`, `submit`
-# and `close` (vm/executor.py's protocol), and one row here. Imported only when chosen.
+# name -> (module, class). Adding an executor: a module whose class has `from_spec(argument, settings)`,
+# `submit` and `close` (vm/executor.py's protocol), and one row here. Imported only when chosen.
 EXECUTORS: dict[str, tuple[str, str]] = {
     "threads": ("orgtree_lang.engine.threads", "ThreadExecutor"),
+    "ray": ("orgtree_lang.engine.ray_executor", "RayExecutor"),
 }
 DEFAULT_EXECUTOR = "threads"
 
 
-def make_executor(spec: str | None = None):
-    """The executor `spec` names (`threads`, `threads:8`, ...); the default when `spec` is empty."""
+def executor_settings(root: Path | str) -> dict:
+    """The `[executor]` table of the workspace's orgtree.toml: `kind`, `address`, `ship_env` (all optional)."""
+    from orgtree_lang.runtime.config import CONFIG_NAME, config_section
+
+    return config_section("executor", Path(root) / CONFIG_NAME,
+                          types={"kind": str, "address": str, "ship_env": list})
+
+
+def make_executor(spec: str | None = None, settings: dict | None = None):
+    """The executor `spec` names (`threads`, `threads:8`, `ray:auto`, ...); when `spec` is empty, the one
+    `settings` (the `[executor]` table) names with `kind` and `address`, else the default."""
+    settings = settings or {}
+    if not spec and settings.get("kind"):
+        spec = settings["kind"] + (f":{settings['address']}" if settings.get("address") else "")
     spec = spec or DEFAULT_EXECUTOR
     name, _, argument = spec.partition(":")
     if name not in EXECUTORS:
@@ -24,6 +38,6 @@ def make_executor(spec: str | None = None):
     module_name, class_name = EXECUTORS[name]
     cls = getattr(importlib.import_module(module_name), class_name)
     try:
-        return cls.from_spec(argument or None)
+        return cls.from_spec(argument or None, settings)
     except ValueError as err:
         raise UsageError(f"executor `{spec}`: {err}") from None

@@ -33,9 +33,10 @@ class MachineFactory:
     progress: Callable[..., None] | None = None  # (state, span), about once a second
     clock: Callable[[], float] = time.monotonic
     executor: Any = None  # vm.executor.Executor for slow skill calls; None runs them on the VM's thread
+    spans: Any = None  # engine.otel.SpanObserver when the run is exported to OpenTelemetry (shared by children)
 
     def top(self, program) -> Machine:
-        observers: list = [self.tracer, self._tree()]
+        observers: list = [self.tracer, self._tree(), self.spans]
         if self.progress is not None:
             observers.append(ProgressObserver(self.progress, self.clock))
         if self.effects is not None:
@@ -50,7 +51,7 @@ class MachineFactory:
     def child(self, parent: Machine, block, program, resolver, budget: Budget, context: Any = None) -> Machine:
         tracer = self.tracer.for_child(block.node, parent.state.run_id) if self.tracer is not None else None
         kin = dataclasses.replace(self, tracer=tracer)
-        observers = tuple(o for o in (tracer, self._tree()) if o is not None)
+        observers = tuple(o for o in (tracer, self._tree(), self.spans) if o is not None)
         services = dataclasses.replace(parent.services, budget=budget, resolver=resolver, observers=observers,
                                        children=kin.child, place=parent.place_for_child(block.node))
         if context is not None:
@@ -72,6 +73,7 @@ class RunParts:
     machine: Machine
     tracer: Tracer
     recorder: Any = None
+    spans: Any = None  # engine.otel.SpanObserver
 
     def close(self) -> None:
         executor = self.machine.services.executor
@@ -80,6 +82,8 @@ class RunParts:
         self.tracer.close()
         if self.recorder is not None:
             self.recorder.finish()
+        if self.spans is not None:
+            self.spans.close()
 
 
 def build_run(program, root: Path, registry, options, run_id: str, *, effects=None, trace: Path | None = None,
@@ -99,13 +103,15 @@ def build_run(program, root: Path, registry, options, run_id: str, *, effects=No
         from orgtree_lang.orgtree.recorder import recorder_for
 
         recorder = recorder_for(root, options.tree_listener)
-    from orgtree_lang.engine.executors import make_executor
+    from orgtree_lang.engine.executors import executor_settings, make_executor
 
+    spans = options.otel.observer(run_id) if getattr(options, "otel", None) is not None else None
+    executor = make_executor(options.executor, executor_settings(root))
     factory = MachineFactory(
         registry=registry, context=SkillContext(Workspace.for_run(root), run_id=run_id, models=options.models),
         budget=options.budget, resolver=options.decomposer, printer=_synced(options.printer, effects), effects=effects,
-        tracer=tracer, recorder=recorder, progress=options.progress, executor=make_executor(options.executor))
-    return RunParts(factory.top(program), tracer, recorder)
+        tracer=tracer, recorder=recorder, progress=options.progress, executor=executor, spans=spans)
+    return RunParts(factory.top(program), tracer, recorder, spans)
 
 
 def _synced(printer, effects):

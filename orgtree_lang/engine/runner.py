@@ -35,6 +35,7 @@ class RunOptions:
     tree: bool = True  # record the org tree (pipeline, skill and ambiguous nodes) in the workspace's state.db
     tree_listener: Callable[..., None] | None = None  # (event, node) as pipeline and ambiguous nodes open and close
     executor: str | None = None  # where slow skill calls run (`threads`, `threads:8`; engine/executors.py)
+    otel: Any = None  # engine.otel.OtelExport: send the run's spans to an OpenTelemetry collector (docs/otel.md)
 
 
 def workspace_for(path: Path, explicit: Path | None) -> Path:

@@ -20,8 +20,8 @@ class ThreadExecutor:
         self._pool: ThreadPoolExecutor | None = None
 
     @classmethod
-    def from_spec(cls, argument: str | None) -> ThreadExecutor:
-        """`threads` or `threads:N` (N worker threads)."""
+    def from_spec(cls, argument: str | None, settings: dict | None = None) -> ThreadExecutor:
+        """`threads` or `threads:N` (N worker threads); orgtree.toml's `[executor]` settings add nothing."""
         if not argument:
             return cls()
         try:

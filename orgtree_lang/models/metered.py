@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from orgtree_lang.models.base import Completion, Message, Model
 
 
@@ -24,12 +26,19 @@ class MeteredModel(Model):
                  conversation_id: str | None = None) -> Completion:
         what = f"a call of {self.name} for {self.what}"
         self.spend.check(what)
-        if self.journal is not None:
-            completion = self.journal(self.inner, messages, schema, conversation_id)
-        else:
-            completion = self.inner.complete(messages, schema=schema, conversation_id=conversation_id)
-        self.spend.charge(completion.usage.prompt_tokens + completion.usage.completion_tokens, completion.usage.cost,
-                          what)
+        started = time.time()
+        try:
+            if self.journal is not None:
+                completion = self.journal(self.inner, messages, schema, conversation_id)
+            else:
+                completion = self.inner.complete(messages, schema=schema, conversation_id=conversation_id)
+        except Exception as err:
+            self.spend.ended(self.name, 0, 0, 0.0, started, err)
+            raise
+        usage = completion.usage
+        self.spend.charge(usage.prompt_tokens + usage.completion_tokens, usage.cost, what)
+        self.spend.ended(completion.model or self.name, usage.prompt_tokens, usage.completion_tokens, usage.cost,
+                         started, None)
         return completion
 
     def _complete(self, messages, *, schema, conversation_id):  # pragma: no cover - complete() is overridden

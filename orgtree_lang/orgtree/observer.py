@@ -56,7 +56,8 @@ class TreeObserver(RunObserver):
                 self.recorder.close(f"{state.run_id}/{frame.node}", "error", error=error.message)
         self.recorder.flush()
 
-    def skill_called(self, state, frame, name, args, kwargs, outcome, result, failure, started, spend) -> None:
+    def skill_called(self, state, frame, name, args, kwargs, outcome, result, failure, started, spend,
+                     where=None) -> None:
         duration_ms = round((time.perf_counter() - started) * 1000, 3)
         tokens, cost = spend.take() if spend is not None else (0, 0.0)
         inputs = ", ".join([summarize(a, 80) for a in args] + [f"{k}={summarize(v, 80)}" for k, v in kwargs.items()])
@@ -64,7 +65,7 @@ class TreeObserver(RunObserver):
         self.recorder.skill_call(
             f"{parent}/{name}#s{state.skill_calls}", state.run_id, parent, name, frame.pipeline, inputs,
             time.time() - duration_ms / 1000, duration_ms, outcome, summarize(result) if outcome == "ok" else "",
-            failure, tokens, cost)
+            failure, tokens, cost, detail=where)
 
     def block_started(self, state, frame, spec, inputs, node_id) -> None:
         self.recorder.open(node_id, state.run_id, f"{state.run_id}/{frame.node}", spec.name, "ambiguous",

@@ -100,8 +100,9 @@ class TreeRecorder:
 
     def skill_call(self, node_id: str, run_id: str, parent_id: str, name: str, caller: str, inputs: str,
                    started_at: float, duration_ms: float, status: str, output: str, error: str | None,
-                   tokens: int = 0, cost: float = 0.0) -> None:
-        """Record one finished skill call (past the per-run limit, only a count under its caller)."""
+                   tokens: int = 0, cost: float = 0.0, detail: str | None = None) -> None:
+        """Record one finished skill call (past the per-run limit, only a count under its caller); `detail` says
+        where it ran when not in this process."""
         if parent_id in self._unrecorded:  # inside a pipeline call past the limit: counted with those calls
             self._count_overflow(run_id, self._entries[run_id], name, caller, status)
             return
@@ -111,9 +112,11 @@ class TreeRecorder:
             self._count_overflow(run_id, parent_id, name, caller, status)
             return
         self._seq += 1
+        node = TreeNode(node_id, run_id, parent_id, self._seq, name, "skill", caller, status, inputs, output,
+                        error, started_at, duration_ms, tokens, cost)
+        node.detail = detail or ""
         # Skill calls are written but not kept: a long run makes many of them.
-        self._touch(TreeNode(node_id, run_id, parent_id, self._seq, name, "skill", caller, status, inputs, output,
-                             error, started_at, duration_ms, tokens, cost), keep=False)
+        self._touch(node, keep=False)
 
     def _count_overflow(self, run_id: str, parent_id: str, name: str, caller: str, status: str,
                         kind: str = "skill") -> None:

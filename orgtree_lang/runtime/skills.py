@@ -108,6 +108,10 @@ class Skill:
     # Waits on the outside world (a model, the network, a sandbox, a timer): the VM runs it on its executor
     # so that other tasks of the run go on meanwhile.
     slow: bool = False
+    # Needs from its SkillContext only what can be shipped to another machine (the workspace path, the
+    # settings as read at the start, the run id and idempotency key; no models, no spend meter, no
+    # driver-held handles), so an executor like Ray may run it on a worker. Implies slow.
+    remote: bool = False
     # Nothing outside the run sees the call: it reads (a clock, a file, a random source) and changes nothing, so
     # a durable run may commit its step without an fsync of its own (group commit, docs/durability.md).
     unobserved: bool = False
@@ -308,19 +312,22 @@ def _jsonable(value: Any) -> bool:
 
 
 def skill(name: str | Callable | None = None, *, pure: bool = False, idempotent: bool = False,
-          slow: bool = False, unobserved: bool = False) -> Any:
+          slow: bool = False, remote: bool = False, unobserved: bool = False) -> Any:
     """Mark a typed, documented function as a skill; the registry picks it up, nothing is registered here.
 
     Use as `@skill`, `@skill()` or `@skill("text.split", pure=True)`. The name defaults to
     `<last part of the module>.<function name>`. `slow=True` says the skill waits on the outside world
-    (a model, the network, a sandbox, a timer): parallel branches overlap such calls. `unobserved=True` says
-    nothing outside the run sees a call (it only reads or draws a value): a durable run groups its commits.
+    (a model, the network, a sandbox, a timer): parallel branches overlap such calls. `remote=True` (implies
+    slow) says it may run on another machine: it uses no model, spend meter or other driver-held part of
+    its context (see docs/ray.md). `unobserved=True` says nothing outside the run sees a call (it only reads
+    or draws a value): a durable run groups its commits.
     """
     if callable(name):
         return skill()(name)
 
     def mark(func: Callable) -> Callable:
-        built = make_skill(func, name=name, pure=pure, idempotent=idempotent, slow=slow, unobserved=unobserved,
+        built = make_skill(func, name=name, pure=pure, idempotent=idempotent, slow=slow, remote=remote,
+                           unobserved=unobserved,
                            origin=func.__module__)
         setattr(func, _MARK, built)
         return func
@@ -335,6 +342,7 @@ def make_skill(
     pure: bool = False,
     idempotent: bool = False,
     slow: bool = False,
+    remote: bool = False,
     unobserved: bool = False,
     origin: str = "local",
 ) -> Skill:
@@ -390,7 +398,8 @@ def make_skill(
         origin=origin,
         takes_context=takes_context,
         idempotent=idempotent or pure,
-        slow=slow,
+        slow=slow or remote,
+        remote=remote,
         unobserved=unobserved or pure,
     )
 
@@ -417,7 +426,7 @@ class SkillRegistry:
             marked: Skill = getattr(obj, _MARK)
             built = replace(marked, origin=origin) if name is None else make_skill(
                 obj, name=name, pure=marked.pure, idempotent=marked.idempotent, slow=marked.slow,
-                unobserved=marked.unobserved, origin=origin
+                remote=marked.remote, unobserved=marked.unobserved, origin=origin
             )
         else:
             built = make_skill(obj, name=name, origin=origin)

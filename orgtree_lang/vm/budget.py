@@ -78,6 +78,11 @@ class ModelSpend:
         self.tokens, self.cost = 0, 0.0
         return spent
 
+    def ended(self, model: str, input_tokens: int, output_tokens: int, cost: float, started: float,
+              error: Exception | None) -> None:
+        """One model call ended: the observers hear it with this spend, which the skill's `skill_called` gets."""
+        self.machine.observer.model_call_ended(self, model, input_tokens, output_tokens, cost, started, error)
+
 
 class NodeSpend:
     """The decomposer's model calls for one ambiguous block: checked against and charged to the tree's meter,
@@ -92,6 +97,11 @@ class NodeSpend:
     def charge(self, tokens: int, cost: float, what: str) -> None:
         self.observer.annotate(self.node, tokens=tokens, cost=cost)
         self.meter.charge_model(self.budget, tokens, cost, what)
+
+    def ended(self, model: str, input_tokens: int, output_tokens: int, cost: float, started: float,
+              error: Exception | None) -> None:
+        """One model call ended: the observers hear it for the block's node."""
+        self.observer.model_call_ended(self, model, input_tokens, output_tokens, cost, started, error)
 
 
 class TreeMeter:

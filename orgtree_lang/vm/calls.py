@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import time
 from typing import Any
@@ -13,6 +14,7 @@ from orgtree_lang.runtime.errors import PipeRuntimeError, SkillError
 from orgtree_lang.runtime.values import UNBOUND, conforms
 from orgtree_lang.vm.budget import budget_exceeded
 from orgtree_lang.vm.effects import EffectStep
+from orgtree_lang.vm.executor import SkillCall
 from orgtree_lang.vm.memory import check_value
 from orgtree_lang.vm.state import Frame
 from orgtree_lang.vm.trace import summarize
@@ -130,15 +132,16 @@ def call_skill(m, frame: Frame, stack: list, arg: int) -> None:
     started = time.perf_counter()
     outcome, result, failure = "ok", None, None
     effects = m.services.effects
+    span = frame.code.span_at(frame.pc - 1)
+    placed: list[str] = []
     try:
         if skill.pure or effects is None:
-            result = _invoke(m, skill, args, kwargs, m.context)
+            result = _invoke(m, skill, args, kwargs, m.context, span, placed)
         else:
             step = EffectStep(m.next_effect_seq(), "skill", site.name, m.effect_node(frame.node),
-                              frame.code.span_at(frame.pc - 1), args, kwargs, m.state.steps,
-                              observed=not skill.unobserved)
-            result = effects.perform(
-                step, lambda key: _invoke(m, skill, args, kwargs, _with_idempotency_key(m.context, key)))
+                              span, args, kwargs, m.state.steps, observed=not skill.unobserved)
+            result = effects.perform(step, lambda key: _invoke(
+                m, skill, args, kwargs, _with_idempotency_key(m.context, key), span, placed))
     except Exception as exc:
         outcome, failure = "error", failure_text(exc)
         error = skill_failure(site.name, exc)
@@ -146,7 +149,8 @@ def call_skill(m, frame: Frame, stack: list, arg: int) -> None:
             raise
         raise error from exc
     finally:
-        m.observer.skill_called(state, frame, site.name, args, kwargs, outcome, result, failure, started, m.spend)
+        m.observer.skill_called(state, frame, site.name, args, kwargs, outcome, result, failure, started, m.spend,
+                                where=placed[0] if placed else None)
     if m.budget.max_memory is not None:
         check_value(result, m.budget.max_memory, f"the result of {site.name}")
     stack.append(result)
@@ -175,12 +179,25 @@ def skill_failure(name: str, exc: BaseException) -> PipeRuntimeError:
     return error
 
 
-def _invoke(m, skill, args: list, kwargs: dict, context) -> Any:
-    """Call the skill: a slow one on the run's executor (if it has one), every other on this thread."""
+def _invoke(m, skill, args: list, kwargs: dict, context, span, placed: list[str]) -> Any:
+    """Call the skill: a slow one on the run's executor (if it has one), every other on this thread.
+
+    The wait for a slow call ends when the run's seconds budget does, wherever the call runs (the executor
+    abandons it when the run ends); `placed` gets where it ran when the executor says (a Ray node)."""
     executor = m.services.executor
-    if skill.slow and executor is not None:
-        return executor.submit(lambda: skill.invoke(args, kwargs, context)).result()
-    return skill.invoke(args, kwargs, context)
+    if not (skill.slow and executor is not None):
+        return skill.invoke(args, kwargs, context)
+    pending = executor.submit(SkillCall(skill, args, kwargs, context))
+    budget = m.budget
+    left = None if budget.max_seconds is None else max(0.0, budget.max_seconds - m.seconds_used())
+    try:
+        return pending.result(timeout=left)
+    except concurrent.futures.TimeoutError:
+        raise budget_exceeded("seconds", budget.max_seconds, m.seconds_used(), span) from None
+    finally:
+        where = getattr(pending, "where", None)
+        if where:
+            placed.append(where)
 
 
 def _with_idempotency_key(context, key: str):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import time
-from typing import Any
 
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.syntax.spans import Span
@@ -13,7 +12,7 @@ from orgtree_lang.vm.blocks import RELOAD
 from orgtree_lang.vm.budget import ModelSpend, budget_exceeded
 from orgtree_lang.vm.calls import failure_text, skill_failure
 from orgtree_lang.vm.effects import EffectStep
-from orgtree_lang.vm.executor import Finished
+from orgtree_lang.vm.executor import Finished, SkillCall
 from orgtree_lang.vm.memory import check_value
 from orgtree_lang.vm.scheduler import current_task, switch, task_by_id
 from orgtree_lang.vm.state import Frame
@@ -75,14 +74,10 @@ def _submit(m, skill, call: Call) -> None:
             return
         if context is not None and hasattr(context, "idempotency_key"):
             context = dataclasses.replace(context, idempotency_key=found)
-    args, kwargs = call.args, call.kwargs
+    def ended() -> None:
+        call.finished = time.perf_counter()  # its node's duration ends here, not when it is delivered
 
-    def run() -> Any:
-        try:
-            return skill.invoke(args, kwargs, context)
-        finally:
-            call.finished = time.perf_counter()  # its node's duration ends here, not when it is delivered
-
+    run = SkillCall(skill, call.args, call.kwargs, context, done=ended)
     executor = m.services.executor
     if executor is None:
         try:
@@ -123,7 +118,8 @@ def deliver_next(m) -> None:
     ran = (call.finished or time.perf_counter()) - call.started
     m.observer.skill_called(state, frame, call.name, call.args, call.kwargs,
                             "ok" if failure is None else "error", value,
-                            None if error is None else failure_text(error), time.perf_counter() - ran, spend)
+                            None if error is None else failure_text(error), time.perf_counter() - ran, spend,
+                            where=getattr(pending, "where", None))
     if failure is not None:
         raise failure
     if m.budget.max_memory is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 
@@ -24,9 +25,34 @@ class Executor(Protocol):
 
     name: str
 
-    def submit(self, call: Callable[[], Any]) -> Pending: ...
+    def submit(self, call: Callable[[], Any]) -> Pending:
+        """Start `call` (usually a SkillCall); any other callable runs in this process."""
 
     def close(self) -> None: ...
+
+
+@dataclass
+class SkillCall:
+    """One slow skill call, as data: calling it runs the skill here; an executor that runs calls elsewhere
+    (Ray) reads the skill, the arguments and the context, and ships what it can of them.
+
+    `context` is the SkillContext the call gets (with its idempotency key in a durable run); it holds what
+    cannot leave this process (models, the spend meter), so an executor ships only a skill marked `remote`."""
+
+    skill: Any  # runtime.skills.Skill
+    args: list
+    kwargs: dict
+    context: Any
+    # Called in this process when the call has ended: as it returns when it ran here, when its result
+    # arrives when it ran elsewhere (the scheduler ends the call's node duration there).
+    done: Callable[[], None] | None = None
+
+    def __call__(self) -> Any:
+        try:
+            return self.skill.invoke(self.args, self.kwargs, self.context)
+        finally:
+            if self.done is not None:
+                self.done()
 
 
 class Finished:

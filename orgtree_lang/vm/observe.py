@@ -51,9 +51,10 @@ class RunObserver:
 
     # ---- skills, prints, errors, blocks -------------------------------------------------------
     def skill_called(self, state: RunState, frame: Frame, name: str, args: list, kwargs: dict, outcome: str,
-                     result: Any, failure: str | None, started: float, spend) -> None:
+                     result: Any, failure: str | None, started: float, spend, where: str | None = None) -> None:
         """A skill call ended (`outcome` ok or error); `started` is its perf_counter start; `spend.take()`
-        (when `spend` is not None) gives the tokens and cost of the model calls made inside it."""
+        (when `spend` is not None) gives the tokens and cost of the model calls made inside it; `where` says
+        where it ran when that was not this process (`ray node 5d332ad0`)."""
 
     def printed(self, state: RunState, frame: Frame, line: str) -> None:
         """The program printed `line`."""
@@ -69,6 +70,12 @@ class RunObserver:
 
     def annotate(self, node_id: str, *, tokens: int = 0, cost: float = 0.0, detail: str | None = None) -> None:
         """Model spending or a progress note for node `node_id` (the decomposer's)."""
+
+    def model_call_ended(self, spend, model: str, input_tokens: int, output_tokens: int, cost: float,
+                         started: float, error: Exception | None) -> None:
+        """A model call charged to `spend` ended: a skill's vm.budget.ModelSpend (the same object reaches
+        `skill_called` when the skill ends) or an ambiguous block's NodeSpend (`spend.node`). `started` is its
+        time.time() start, `error` what it raised (its usage then 0)."""
 
     # ---- tasks (vm/scheduler.py) --------------------------------------------------------------
     def task_started(self, state: RunState, task, frame: Frame) -> None:
@@ -137,9 +144,10 @@ class FanOut(RunObserver):
         for observer in self.observers:
             observer.frame_unwound(state, frame, error)
 
-    def skill_called(self, state, frame, name, args, kwargs, outcome, result, failure, started, spend):
+    def skill_called(self, state, frame, name, args, kwargs, outcome, result, failure, started, spend, where=None):
         for observer in self.observers:
-            observer.skill_called(state, frame, name, args, kwargs, outcome, result, failure, started, spend)
+            observer.skill_called(state, frame, name, args, kwargs, outcome, result, failure, started, spend,
+                                  where=where)
 
     def printed(self, state, frame, line):
         for observer in self.observers:
@@ -160,6 +168,10 @@ class FanOut(RunObserver):
     def annotate(self, node_id, **fields):
         for observer in self.observers:
             observer.annotate(node_id, **fields)
+
+    def model_call_ended(self, spend, model, input_tokens, output_tokens, cost, started, error):
+        for observer in self.observers:
+            observer.model_call_ended(spend, model, input_tokens, output_tokens, cost, started, error)
 
     def task_started(self, state, task, frame):
         for observer in self.observers:

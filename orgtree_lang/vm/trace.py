@@ -85,7 +85,9 @@ class Tracer(RunObserver):
         if not finished:
             self.emit("pipeline.return", None, frame.pipeline, result=summarize(value))
 
-    def skill_called(self, state, frame, name, args, kwargs, outcome, result, failure, started, spend) -> None:
+    def skill_called(self, state, frame, name, args, kwargs, outcome, result, failure, started, spend,
+                     where=None) -> None:
+        # `where` stays out of the trace: a replay, which calls nothing, must give the same trace.
         self.emit("skill", frame.code.span_at(frame.pc - 1), frame.pipeline, skill=name,
                   args=[summarize(a, 80) for a in args], kwargs={k: summarize(v, 80) for k, v in kwargs.items()},
                   result=summarize(result) if outcome == "ok" else None,

@@ -8,7 +8,7 @@ from orgtree_lang.runtime.errors import SkillError
 from orgtree_lang.runtime.skills import SkillContext, skill
 
 
-@skill("http.fetch", slow=True)
+@skill("http.fetch", slow=True, remote=True)
 def fetch(ctx: SkillContext, url: str) -> dict[str, Any]:
     """Fetch a web page or file with GET, only from origins on the allowlist in orgtree.toml.
 
@@ -49,7 +49,7 @@ def search(ctx: SkillContext, query: str, k: int = 5) -> list[dict[str, Any]]:
     return [r.as_value() for r in provider_from_config(root, ctx.config).search(query, k)]
 
 
-@skill("web.extract", pure=True, slow=True)
+@skill("web.extract", pure=True, slow=True, remote=True)
 def extract(html: str) -> str:
     """The readable main text of an HTML page, without menus, scripts and boilerplate.
 

@@ -1,0 +1,245 @@
+"""Export a run as OpenTelemetry spans (run → pipeline calls → skill calls → model calls) over OTLP/HTTP."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from orgtree_lang.runtime.config import ConfigError, config_section
+from orgtree_lang.vm.observe import RunObserver
+from orgtree_lang.vm.trace import summarize
+
+DEFAULT_ENDPOINT = "http://127.0.0.1:4318"
+EXPORT_SECONDS = 5
+MISSING_EXTRA = ("OpenTelemetry export needs the `otel` extra, which is not installed: "
+                 "pip install 'orgtree-lang[otel]' (opentelemetry-sdk, opentelemetry-exporter-otlp-proto-http)")
+
+
+@dataclass(frozen=True)
+class OtelExport:
+    """Where a run's spans go: an OTLP/HTTP collector's base `endpoint` (spans are POSTed to
+    `{endpoint}/v1/traces`), or a ready SpanExporter (`exporter`, as tests pass the SDK's in-memory one)."""
+
+    endpoint: str = DEFAULT_ENDPOINT
+    exporter: Any = None
+
+    @classmethod
+    def chosen(cls, config: Path, flag: bool, endpoint: str | None) -> OtelExport | None:
+        """The export `pipe run` asked for: --otel-endpoint URL, else --otel or an `[otel] endpoint` in
+        orgtree.toml (the flag with no table sends to DEFAULT_ENDPOINT); None when neither asks."""
+        table = config_section("otel", config, types={"endpoint": str})
+        unknown = sorted(set(table) - {"endpoint"})
+        if unknown:
+            raise ConfigError(f"{config}: [otel] has no setting {', '.join(unknown)}; its one setting is endpoint")
+        chosen = endpoint or table.get("endpoint") or (DEFAULT_ENDPOINT if flag else None)
+        if chosen is None:
+            return None
+        if not chosen.startswith(("http://", "https://")):
+            raise ConfigError(f"the OTLP endpoint must be an http:// or https:// URL, got {chosen!r} "
+                              f"(for example {DEFAULT_ENDPOINT})")
+        return cls(chosen.rstrip("/"))
+
+    def observer(self, run_id: str) -> SpanObserver:
+        """An observer sending this run's spans (raises ImportError naming the extra when it is missing)."""
+        try:
+            from opentelemetry.sdk.resources import Resource
+            from opentelemetry.sdk.trace import TracerProvider
+            from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+        except ImportError as err:
+            raise ImportError(MISSING_EXTRA) from err
+        provider = TracerProvider(resource=Resource.create({"service.name": "orgtree_lang", "orgtree.run.id": run_id}))
+        if self.exporter is not None:
+            provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+        else:
+            try:
+                from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+            except ImportError as err:
+                raise ImportError(MISSING_EXTRA) from err
+            # A collector that is down must not hold the finished run for long: a few seconds of retries.
+            exporter = OTLPSpanExporter(endpoint=f"{self.endpoint}/v1/traces", timeout=EXPORT_SECONDS)
+            provider.add_span_processor(BatchSpanProcessor(exporter))
+        return SpanObserver(provider)
+
+
+def _ns(seconds: float) -> int:
+    return int(seconds * 1e9)
+
+
+class SpanObserver(RunObserver):
+    """Turns what the machines of one run tree report into spans, shared by the top machine and its children.
+
+    Spans are keyed by org tree node id (`run/main/fetch@3`), as the org tree is. A skill call is reported when
+    it ends, so its span is made then with its real start; the model calls made inside it (reported as they
+    end, with the skill call's ModelSpend) wait until then to become its children. An ambiguous block's span is
+    open while it is resolved, so the decomposer's model calls become its children at once."""
+
+    def __init__(self, provider) -> None:
+        from opentelemetry.trace import SpanKind, Status, StatusCode, set_span_in_context
+
+        self.provider = provider
+        self.tracer = provider.get_tracer("orgtree_lang")
+        self._kind, self._status, self._code, self._context = SpanKind, Status, StatusCode, set_span_in_context
+        self.root = None
+        self.root_run: str | None = None
+        self.spans: dict[str, Any] = {}  # node id -> open span (pipeline calls, ambiguous blocks)
+        self.blocks: set[str] = set()  # the node ids of the ambiguous blocks being resolved now
+        self.waiting: dict[Any, list[tuple]] = {}  # a skill's ModelSpend -> its model calls until the skill ends
+        self.lock = threading.Lock()  # slow skills call models on executor threads
+
+    def _open(self, name: str, parent, attributes: dict, start: int | None = None):
+        context = self._context(parent) if parent is not None else None
+        return self.tracer.start_span(name, context=context, attributes=attributes, start_time=start,
+                                      kind=self._kind.INTERNAL)
+
+    def _fail(self, span, message: str) -> None:
+        span.set_status(self._status(self._code.ERROR, message))
+
+    # ---- the run ------------------------------------------------------------------------------
+    def _begin(self, state) -> None:
+        """Open the run's span: the entry frame is made (and reported) before the loop starts."""
+        if self.root is None and self.root_run is None:
+            self.root_run = state.run_id
+            self.root = self._open(f"run {state.entry}", None, {"orgtree.run.id": state.run_id,
+                                                                 "orgtree.entry": state.entry})
+
+    def run_started(self, state, fresh, span) -> None:
+        self._begin(state)
+        if state.run_id == self.root_run and self.root is not None:
+            self.root.set_attribute("orgtree.resumed", not fresh)
+
+    def run_stopped(self, state, error) -> None:
+        for frame in reversed(state.frames):
+            span = self.spans.pop(f"{state.run_id}/{frame.node}", None)
+            if span is not None:
+                if error is not None:
+                    self._fail(span, error.message)
+                span.end()
+        if state.run_id != self.root_run or self.root is None:
+            return
+        self.root.set_attribute("orgtree.status", state.status)
+        self.root.set_attribute("orgtree.steps", state.steps)
+        self.root.set_attribute("orgtree.skill_calls", state.skill_calls)
+        if error is not None:
+            self._fail(self.root, error.message)
+        self.root.end()
+        self.root = None
+
+    # ---- pipeline calls -----------------------------------------------------------------------
+    def _pipeline(self, state, frame, parent) -> None:
+        node_id = f"{state.run_id}/{frame.node}"
+        self.spans[node_id] = self._open(f"pipeline {frame.pipeline}", parent, {
+            "orgtree.node": node_id, "orgtree.pipeline": frame.pipeline})
+
+    def pipeline_entered(self, state, frame, parent_node) -> None:
+        self._begin(state)
+        self._pipeline(state, frame, self.spans.get(parent_node, self.root) if parent_node else self.root)
+
+    def frames_attached(self, state, parent_node) -> None:
+        self._begin(state)
+        parent = self.spans.get(parent_node, self.root) if parent_node else self.root
+        for frame in state.frames:
+            self._pipeline(state, frame, parent)
+            parent = self.spans[f"{state.run_id}/{frame.node}"]
+
+    def pipeline_called(self, state, caller, frame) -> None:
+        self._pipeline(state, frame, self.spans.get(f"{state.run_id}/{caller.node}", self.root))
+
+    def pipeline_returned(self, state, frame, value, finished) -> None:
+        span = self.spans.pop(f"{state.run_id}/{frame.node}", None)
+        if span is not None:
+            span.set_attribute("orgtree.output", summarize(value))
+            span.end()
+
+    def frame_unwound(self, state, frame, error) -> None:
+        span = self.spans.pop(f"{state.run_id}/{frame.node}", None)
+        if span is not None:
+            self._fail(span, error.message)
+            span.end()
+
+    # ---- skills and model calls ---------------------------------------------------------------
+    def skill_called(self, state, frame, name, args, kwargs, outcome, result, failure, started, spend,
+                     where=None) -> None:
+        now = time.time()
+        start = now - (time.perf_counter() - started)
+        node_id = f"{state.run_id}/{frame.node}"
+        attributes = {"orgtree.skill": name, "orgtree.pipeline": frame.pipeline, "orgtree.outcome": outcome}
+        if where:
+            attributes["orgtree.ran_on"] = where  # a Ray node (docs/ray.md)
+        span = self._open(f"skill {name}", self.spans.get(node_id, self.root), attributes, _ns(start))
+        if outcome != "ok":
+            self._fail(span, failure or "the skill failed")
+        with self.lock:
+            calls = self.waiting.pop(spend, []) if spend is not None else []
+        for call in calls:
+            self._model_span(span, *call)
+        span.end(_ns(now))
+
+    def model_call_ended(self, spend, model, input_tokens, output_tokens, cost, started, error) -> None:
+        call = (model, input_tokens, output_tokens, cost, started, time.time(), error)
+        block = getattr(spend, "node", None)
+        if block in self.blocks:
+            self._model_span(self.spans[block], *call)
+            return
+        with self.lock:
+            self.waiting.setdefault(spend, []).append(call)
+
+    def _model_span(self, parent, model, input_tokens, output_tokens, cost, started, ended, error) -> None:
+        attributes = {"gen_ai.operation.name": "chat", "gen_ai.request.model": model, "gen_ai.response.model": model,
+                      "gen_ai.usage.input_tokens": input_tokens, "gen_ai.usage.output_tokens": output_tokens,
+                      "orgtree.cost_usd": cost}
+        span = self._open(f"chat {model}", parent, attributes, _ns(started))
+        if error is not None:
+            span.set_attribute("error.type", type(error).__name__)
+            self._fail(span, str(getattr(error, "message", error)))
+        span.end(_ns(ended))
+
+    # ---- parallel branches (vm/scheduler.py) --------------------------------------------------
+    def task_started(self, state, task, frame) -> None:
+        if task.kind == "spawn":
+            return  # its pipeline call is its span
+        node_id = f"{state.run_id}/{task.node}"
+        self.spans[node_id] = self._open(task.label, self.spans.get(f"{state.run_id}/{frame.node}", self.root),
+                                         {"orgtree.node": node_id, "orgtree.task": task.id})
+
+    def task_ended(self, state, task) -> None:
+        error = task.error["message"] if task.error else ("cancelled" if task.status == "cancelled" else None)
+        if task.status != "done":  # the pipelines a failed branch was in end with it
+            for frame in reversed(task.frames[1:] if task.kind == "branch" else task.frames):
+                self._end(f"{state.run_id}/{frame.node}", error)
+        if task.kind != "spawn":
+            self._end(f"{state.run_id}/{task.node}", error)
+
+    def _end(self, node_id: str, error: str | None) -> None:
+        span = self.spans.pop(node_id, None)
+        if span is not None:
+            if error is not None:
+                self._fail(span, error)
+            span.end()
+
+    # ---- ambiguous blocks ---------------------------------------------------------------------
+    def block_started(self, state, frame, spec, inputs, node_id) -> None:
+        self.spans[node_id] = self._open(f"ambiguous {spec.name}", self.spans.get(f"{state.run_id}/{frame.node}",
+                                                                                  self.root),
+                                         {"orgtree.node": node_id, "orgtree.block": spec.name})
+        self.blocks.add(node_id)
+
+    def block_ended(self, node_id, outputs, error) -> None:
+        self.blocks.discard(node_id)
+        span = self.spans.pop(node_id, None)
+        if span is not None:
+            if error is not None:
+                self._fail(span, error.message)
+            span.end()
+
+    def close(self) -> None:
+        """End what is still open (a paused run) and send every span before the process exits."""
+        for span in reversed(list(self.spans.values())):
+            span.end()
+        self.spans.clear()
+        if self.root is not None:
+            self.root.end()
+            self.root = None
+        self.provider.shutdown()

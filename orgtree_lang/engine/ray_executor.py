@@ -1,0 +1,213 @@
+"""The Ray executor: remote-safe slow skill calls run as tasks on a Ray cluster, every other call on driver threads."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import importlib.util
+import os
+import pickle
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from orgtree_lang.engine.threads import ThreadExecutor
+from orgtree_lang.runtime.config import ConfigSnapshot
+from orgtree_lang.runtime.errors import PipeRuntimeError, SkillError, UsageError
+from orgtree_lang.vm.executor import SkillCall
+
+INSTALL_HINT = "install the extra: pip install 'orgtree-lang[ray]' (or pick --executor threads)"
+# Ray retries a task whose worker process or node died; the retry carries the same arguments, so the same
+# idempotency key, and a skill that honours the key applies its effect once.
+TASK_RETRIES = 3
+_LOOPBACK = ("127.", "localhost", "::1")
+
+
+@dataclass(frozen=True)
+class ShippedContext:
+    """What a worker gets of a call's SkillContext: paths, settings text and names, never a handle or a secret.
+
+    The workspace is its path only (a worker reads files there only if it sees the same folder: shared storage
+    on a real cluster); the settings are orgtree.toml's text as read when the run started; models and the
+    spend meter stay on the driver (which is why model skills are not remote)."""
+
+    workspace_root: str
+    writable_sources: bool
+    generated: bool
+    run_id: str
+    idempotency_key: str | None
+    config: ConfigSnapshot | None
+
+    @classmethod
+    def of(cls, context) -> ShippedContext | None:
+        if context is None:
+            return None
+        workspace = context.workspace
+        return cls(str(workspace.root), workspace.writable_sources, workspace.generated, context.run_id,
+                   context.idempotency_key, context.config)
+
+    def context(self):
+        from orgtree_lang.runtime.skills import SkillContext
+        from orgtree_lang.runtime.workspace import Workspace
+
+        workspace = Workspace(self.workspace_root, writable_sources=self.writable_sources, generated=self.generated)
+        return SkillContext(workspace, run_id=self.run_id, idempotency_key=self.idempotency_key, config=self.config)
+
+
+def run_on_worker(skill, args: list, kwargs: dict, shipped: ShippedContext | None) -> tuple:
+    """The task body on a Ray worker: `(outcome, payload, node id)`, outcome "ok", "skill" or "raise".
+
+    Errors come back as data, not as Ray task errors: a SkillError's hint would not survive pickling, and the
+    driver must tell a failure of the skill (journaled like any) from a failure of the cluster."""
+    import ray
+
+    node = ray.get_runtime_context().get_node_id()
+    try:
+        return "ok", skill.invoke(args, kwargs, shipped.context() if shipped is not None else None), node
+    except (SkillError, PipeRuntimeError) as err:
+        return "skill", (err.message, err.hint), node
+    except Exception as exc:
+        try:
+            pickle.loads(pickle.dumps(exc))
+        except Exception:
+            return "skill", (f"{type(exc).__name__}: {exc}", None), node
+        return "raise", exc, node
+
+
+def cluster_lost(address: str | None, err: BaseException) -> PipeRuntimeError:
+    """The run cannot go on here: the cluster (or every try of a call on it) is gone."""
+    where = f"the Ray cluster at {address}" if address else "the local Ray cluster"
+    return PipeRuntimeError(
+        f"{where} was lost while it ran a skill call: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}",
+        kind="executor", catchable=False,
+        hint="the journal has every finished step: `pipe resume RUN_ID` continues the run here (threads), "
+             "or with --executor ray:ADDRESS on a cluster that is up")
+
+
+class RayPending:
+    """A call running as a Ray task: `result()` waits for it; `where` is the Ray node id once it is done."""
+
+    def __init__(self, ref, executor: RayExecutor, done: Callable[[], None] | None = None) -> None:
+        self.ref = ref
+        self.where: str | None = None
+        self._executor = executor
+        self._done = done
+
+    def done(self) -> bool:
+        import ray
+
+        ready, _ = ray.wait([self.ref], timeout=0)
+        return bool(ready)
+
+    def result(self, timeout: float | None = None) -> Any:
+        import ray
+        from ray import exceptions
+
+        try:
+            outcome, payload, node = ray.get(self.ref, timeout=timeout)
+        except exceptions.GetTimeoutError:
+            raise concurrent.futures.TimeoutError() from None  # still running: close() cancels it
+        except (exceptions.RayError, ConnectionError) as err:
+            self._ended()
+            raise cluster_lost(self._executor.address, err) from err
+        self._ended()
+        self.where = f"ray node {node[:8]}"
+        if outcome == "ok":
+            return payload
+        if outcome == "skill":
+            raise SkillError(*payload)
+        raise payload
+
+    def _ended(self) -> None:
+        self._executor.forget(self)
+        if self._done is not None:
+            self._done()
+
+
+class RayExecutor:
+    """Ships each call of a `remote` skill to a Ray cluster as a task; runs every other call on driver threads.
+
+    `address` is None (start a private local cluster), "auto" (the cluster `ray start` made on this machine),
+    `HOST:PORT` (a cluster's GCS) or `ray://HOST:PORT` (Ray Client). Ray is imported and the cluster reached
+    on the first remote call, so a run that makes none costs nothing."""
+
+    name = "ray"
+
+    def __init__(self, address: str | None = None, *, ship_env: tuple[str, ...] = ()) -> None:
+        self.address = address
+        self.ship_env = ship_env
+        self.local = ThreadExecutor()
+        self._task: Callable | None = None
+        self._connected_here = False
+        self._lock = threading.Lock()
+        self._running: set[RayPending] = set()
+
+    @classmethod
+    def from_spec(cls, argument: str | None, settings: dict | None = None) -> RayExecutor:
+        """`ray` (a private local cluster) or `ray:ADDRESS` (`auto`, `HOST:PORT` or `ray://HOST:PORT`);
+        `[executor] ship_env` lists the environment variables (secrets) a user chooses to send to workers."""
+        if importlib.util.find_spec("ray") is None:
+            raise UsageError("the ray executor needs Ray, which is not installed", hint=INSTALL_HINT)
+        ship_env = (settings or {}).get("ship_env", [])
+        if not all(isinstance(name, str) for name in ship_env):
+            raise ValueError(f"[executor] ship_env must list variable names, got {ship_env!r}")
+        return cls(argument or None, ship_env=tuple(ship_env))
+
+    def submit(self, call: Callable[[], Any]):
+        if not (isinstance(call, SkillCall) and getattr(call.skill, "remote", False)):
+            return self.local.submit(call)
+        task = self._connect()
+        pending = RayPending(task.remote(call.skill, call.args, call.kwargs, ShippedContext.of(call.context)), self,
+                             call.done)
+        with self._lock:
+            self._running.add(pending)
+        return pending
+
+    def forget(self, pending: RayPending) -> None:
+        with self._lock:
+            self._running.discard(pending)
+
+    def _connect(self):
+        with self._lock:
+            if self._task is not None:
+                return self._task
+            if self.address is None or self.address.startswith(_LOOPBACK):
+                # A cluster on this machine stays on loopback: Ray would otherwise swap 127.0.0.1 for the
+                # machine's network address, where a cluster started with --node-ip-address 127.0.0.1 is not.
+                os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+            import logging
+
+            import ray
+
+            if not ray.is_initialized():
+                runtime_env = {"env_vars": {name: os.environ[name] for name in self.ship_env if name in os.environ}}
+                try:
+                    ray.init(address=self.address, include_dashboard=False, logging_level=logging.WARNING,
+                             log_to_driver=False, runtime_env=runtime_env if runtime_env["env_vars"] else None)
+                except Exception as err:  # ConnectionError, TimeoutError, RuntimeError, ValueError: all say "no cluster"
+                    where = f"the Ray cluster at {self.address}" if self.address else "a local Ray cluster"
+                    raise PipeRuntimeError(
+                        f"cannot reach {where}: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}",
+                        kind="executor", catchable=False,
+                        hint="start it (`ray start --head`), check the address in --executor ray:ADDRESS or "
+                             "[executor] address, or run with --executor threads") from err
+                self._connected_here = True
+            self._task = ray.remote(max_retries=TASK_RETRIES, retry_exceptions=False)(run_on_worker)
+            return self._task
+
+    def close(self) -> None:
+        """Cancel the tasks still running (a run stopped by a budget leaves none behind) and let go of Ray."""
+        self.local.close()
+        with self._lock:
+            running, self._running = list(self._running), set()
+        if self._task is None:
+            return
+        import ray
+
+        for pending in running:
+            try:
+                ray.cancel(pending.ref, force=True)
+            except Exception:  # the cluster may be gone already; nothing is left to cancel then
+                pass
+        if self._connected_here:
+            ray.shutdown()
+        self._task = None
