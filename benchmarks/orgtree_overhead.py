@@ -3,7 +3,8 @@
     python benchmarks/orgtree_overhead.py [--repeat 5]
 
 Each program runs on a Machine with no tracer and no journal, once with the recorder `pipe run` uses (nodes
-batched into the workspace's state.db) and once without. Prints the median time of each and the ratio.
+batched into the workspace's state.db) and once without. Prints the median wall and CPU time of each and the
+ratios (CPU time is steadier on a shared machine; the recorder does all its work in the run's thread).
 A skill call is one node; a pipeline call opens and closes one; past 100,000 skill calls per run they are
 only counted, so the skill-heavy loop also measures that path.
 """
@@ -55,15 +56,16 @@ pipeline arithmetic(n: int) -> int:
 CASES = (("skill calls", "skills", 150_000), ("pipeline calls", "calls", 100_000), ("arithmetic", "arithmetic", 500_000))
 
 
-def one_run(program, registry, root: Path, entry: str, n: int, recorded: bool) -> float:
+def one_run(program, registry, root: Path, entry: str, n: int, recorded: bool) -> tuple[float, float]:
+    """Wall and CPU seconds of one run (the recorder writes in this thread, so CPU time counts all it does)."""
     recorder = recorder_for(root) if recorded else None
     machine = plain_machine(program, registry=registry, context=SkillContext(Workspace(root)), recorder=recorder)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     machine.start(entry, {"n": n})
     machine.run()
     if recorder is not None:
         recorder.finish()
-    return time.perf_counter() - started
+    return time.perf_counter() - started, time.process_time() - cpu
 
 
 def main() -> int:
@@ -72,7 +74,8 @@ def main() -> int:
     args = parser.parse_args()
     registry = default_registry(plugins=False)
     program = compile_source(SOURCE, "bench.pipe", registry).program
-    print(f"{'program':<16} {'n':>8} {'without (s)':>12} {'with tree (s)':>14} {'ratio':>7}")
+    print(f"{'program':<16} {'n':>8} {'without (s)':>12} {'with tree (s)':>14} {'ratio':>7}   "
+          f"{'CPU without':>11} {'CPU with':>9} {'CPU ratio':>9}")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         for label, entry, n in CASES:
@@ -80,8 +83,10 @@ def main() -> int:
             for _ in range(args.repeat):  # interleaved, so load on the machine hits both alike
                 plain.append(one_run(program, registry, root, entry, n, False))
                 recorded.append(one_run(program, registry, root, entry, n, True))
-            a, b = statistics.median(plain), statistics.median(recorded)
-            print(f"{label:<16} {n:>8,} {a:>12.3f} {b:>14.3f} {b / a:>6.2f}x")
+            a, b = statistics.median(p[0] for p in plain), statistics.median(r[0] for r in recorded)
+            ca, cb = statistics.median(p[1] for p in plain), statistics.median(r[1] for r in recorded)
+            print(f"{label:<16} {n:>8,} {a:>12.3f} {b:>14.3f} {b / a:>6.2f}x   {ca:>11.3f} {cb:>9.3f} "
+                  f"{cb / ca:>8.2f}x")
     return 0
 
 

@@ -52,9 +52,19 @@ BENCHMARKS = (
         Figure("compile 2,000 lines", r"best of \d+: ([\d.]+) s", "<=", 0.5, "s"),)),
     Benchmark("vm_throughput.py", ("--scale", "0.1", "--repeat", "1"), (
         Figure("arithmetic loop / CPython", r"arithmetic loop: ([\d.]+)x", "<=", 15.0, "x"),)),
+    Benchmark("trace_levels.py", ("--repeat", "1", "--levels", "calls,off"), (
+        Figure("pipe run default / bare VM (CPU)", r"default level \(calls\): ([\d.]+)x the bare VM by CPU", "<=", 1.3,
+               "x"),
+        Figure("pipe run default / bare VM (wall)", r"by CPU, ([\d.]+)x by wall", "<=", 1.3, "x"),
+        Figure("default trace of the loop", r"trace ([\d,]+) bytes \(target", "<=", 1_000_000, "bytes"))),
+    Benchmark("big_values.py", (), (
+        Figure("run storage / 5 MB input", r"= ([\d.]+)x the input", "<=", 2.0, "x"),)),
     Benchmark("orgtree_overhead.py", ("--repeat", "1"), (
         Figure("org tree, skill calls", r"skill calls\s+[\d,]+\s+[\d.]+\s+[\d.]+\s+([\d.]+)x", "<=", 1.3, "x"),
-        Figure("org tree, pipeline calls", r"pipeline calls\s+[\d,]+\s+[\d.]+\s+[\d.]+\s+([\d.]+)x", "<=", 1.3, "x"))),
+        Figure("org tree, pipeline calls", r"pipeline calls\s+[\d,]+\s+[\d.]+\s+[\d.]+\s+([\d.]+)x", "<=", 1.3, "x"),
+        Figure("org tree, skill calls (CPU)", r"skill calls(?:\s+[\d,.]+x?){6}\s+([\d.]+)x", "<=", 1.3, "x"),
+        Figure("org tree, pipeline calls (CPU)", r"pipeline calls(?:\s+[\d,.]+x?){6}\s+([\d.]+)x", "<=", 1.3,
+               "x"))),
     Benchmark("step_overhead.py", ("--steps", "300", "--repeat", "1"), (
         Figure("durable step, LangGraph / ours", r"FULL vs sync as shipped\s+([\d.]+)x", ">=", 5.0, "x"),)),
     Benchmark("context.py", ("--quick", "--embed", "50"), (

@@ -85,7 +85,7 @@ def orgtree_times(steps: int, repeat: int, scratch: Path) -> dict[str, float | N
         workspace.mkdir(exist_ok=True)
         if config:
             (workspace / "orgtree.toml").write_text(config, encoding="utf-8")
-        options = RunOptions(inputs={"n": steps}, workspace=workspace, trace_steps=False, registry=registry,
+        options = RunOptions(inputs={"n": steps}, workspace=workspace, trace_level="calls", registry=registry,
                              **settings)
 
         def run() -> object:

@@ -204,6 +204,22 @@ def test_a_run_through_an_ambiguous_block_replays_identically_with_no_model(tmp_
     assert "0 outside call(s)" in replay.stderr and "identical" in replay.stderr
 
 
+def test_the_decomposers_model_calls_are_traced_in_the_blocks_child_trace(tmp_path):
+    write_project(tmp_path)
+    first = pipe_in(tmp_path, "run", "triage.pipe", "-i", "report=crash", "--model", "scripted:author.json",
+                    "--review-model", "scripted:reviewer.json")
+    assert first.returncode == 0, first.stderr
+    (run_dir,) = (tmp_path / ".orgtree" / "runs").iterdir()
+    parent = [json.loads(line) for line in (run_dir / "trace.jsonl").read_text().splitlines()]
+    child = [json.loads(line) for line in (run_dir / "trace.main.classify.jsonl").read_text().splitlines()]
+    assert not [e for e in parent if e["event"] == "model"]
+    models = [e for e in child if e["event"] == "model"]
+    # The author wrote the module and the reviewer read it: two calls, each with its tokens.
+    assert len(models) == 2 and all(e["tokens"] > 0 for e in models)
+    assert {e["for_node"] for e in models} == {f"{run_dir.name}/main/classify@1"}
+    assert "author" in models[0]["model"] and "reviewer" in models[1]["model"]
+
+
 def test_record_saves_cassettes_that_replay_offline(tmp_path):
     write_project(tmp_path)
     pipe = pipe_in

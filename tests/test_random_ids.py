@@ -126,7 +126,7 @@ def test_a_program_uses_them(registry: SkillRegistry, tmp_path: Path) -> None:
         "    return [random.number(), die, pick, deck, ids.new()]\n"
     )
     program = compile_source(source, "dice.pipe", registry).program
-    machine = run_program(program, tmp_path, registry, RunOptions(trace_steps=False))
+    machine = run_program(program, tmp_path, registry, RunOptions(trace_level="calls"))
     x, die, pick, deck, new_id = machine.state.result
     assert 0 <= x < 1 and 1 <= die <= 6 and pick in ("a", "b") and sorted(deck) == [1, 2, 3]
     assert len(new_id) == 32

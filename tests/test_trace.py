@@ -1,4 +1,4 @@
-"""The JSONL trace: one event per step and per call, each with time, run id, frame and source location."""
+"""The JSONL trace: one event per call (and per step at level `steps`), each with time, run id, frame and place."""
 
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ def run_traced(tmp_path, source=PROGRAM, **options):
     registry = default_registry(plugins=False)
     program = compile_source(source, "t.pipe", registry).program
     trace = tmp_path / "trace.jsonl"
+    options.setdefault("trace_level", "steps")
     machine = run_program(program, tmp_path, registry, RunOptions(trace=trace, run_id="run42", **options))
     events = [json.loads(line) for line in trace.read_text().splitlines()]
     return machine, events

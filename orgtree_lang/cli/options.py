@@ -9,9 +9,9 @@ from typing import Callable
 
 from orgtree_lang.syntax.errors import EXIT_COMPILE, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE, EXIT_WAITING
 
-__all__ = ["EXIT_OK", "EXIT_USAGE", "EXIT_COMPILE", "EXIT_RUNTIME", "EXIT_WAITING", "add_verb", "add_sub_verbs", "add_workspace_option",
-           "add_budget_options", "budget_from_args", "add_model_options", "add_reviewer_options", "positive",
-           "registry_near"]
+__all__ = ["EXIT_OK", "EXIT_USAGE", "EXIT_COMPILE", "EXIT_RUNTIME", "EXIT_WAITING", "add_verb", "add_sub_verbs",
+           "add_workspace_option", "add_budget_options", "budget_from_args", "add_trace_options", "add_model_options",
+           "add_reviewer_options", "positive", "registry_near"]
 
 WORKSPACE_HELP = "the workspace (default: this folder)"
 HELP_WIDTH = 78
@@ -99,6 +99,15 @@ def budget_from_args(args):
     return Budget(max_steps=args.max_steps or Budget().max_steps, max_seconds=args.max_seconds,
                   max_skill_calls=args.max_skill_calls, max_tokens=args.max_tokens, max_cost=args.max_cost,
                   max_memory=args.max_memory)
+
+
+def add_trace_options(parser: argparse.ArgumentParser, resumed: bool = False) -> None:
+    """--trace-level: how much of the run its trace.jsonl records."""
+    parser.add_argument("--trace-level", choices=("off", "calls", "steps"), default=None,
+                        help="calls: run start and end, pipeline, skill and model calls, prints, errors, blocks; "
+                             "steps: also one event per statement (slow, large); off: no trace "
+                             + ("(default: the level the run started with)" if resumed else
+                                "(default: [trace] level in orgtree.toml, else calls)"))
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:

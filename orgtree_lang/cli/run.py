@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from orgtree_lang.cli.options import (EXIT_OK, add_budget_options, add_model_options, add_verb, add_workspace_option,
-                                      budget_from_args)
+from orgtree_lang.cli.options import (EXIT_OK, add_budget_options, add_model_options, add_trace_options, add_verb,
+                                      add_workspace_option, budget_from_args)
 from orgtree_lang.runtime.errors import PipeRuntimeError, UsageError
 from orgtree_lang.runtime.inputs import InputError, check_depth, parse_input, too_deep
 
@@ -28,6 +28,7 @@ def register(commands) -> None:
     add_budget_options(run)
     run.add_argument("--trace", metavar="FILE", help="write the JSONL trace here "
                                                      "(default: WORKSPACE/.orgtree/runs/<id>/trace.jsonl)")
+    add_trace_options(run)
     add_workspace_option(run, default=None, help="workspace root for fs skills and .orgtree/ "
                                                  "(default: the program's folder)")
     run.add_argument("--json", action="store_true", help="print one JSON envelope: output, run id, status, usage")
@@ -39,7 +40,7 @@ def register(commands) -> None:
                           "kill -9 and crashes of the process, and may lose the last steps of any kind on a power "
                           "loss (they then run again, with the same idempotency keys)")
     run.add_argument("--no-tree", action="store_true",
-                     help="do not record the org tree (each call costs about 15-20 µs more with it; see "
+                     help="do not record the org tree (each call costs about 3-5 µs more with it; see "
                           "benchmarks/orgtree_overhead.py); `pipe tree` and call history then miss this run")
     run.add_argument("--no-journal", action="store_true",
                      help="do not journal the run (it then cannot be resumed, replayed or forked)")
@@ -192,7 +193,8 @@ class RunSession:
         trace = getattr(self.args, "trace", None)
         fields.setdefault("executor", getattr(self.args, "executor", None))
         return RunOptions(printer=printer, progress=self.progress, run_id=self.run_id,
-                          trace=Path(trace) if trace else None, tree_listener=self._tree_progress, **fields)
+                          trace=Path(trace) if trace else None, trace_level=getattr(self.args, "trace_level", None),
+                          tree_listener=self._tree_progress, **fields)
 
     def _tree_progress(self, event: str, node) -> None:
         """Live progress of the org tree on stderr: one line as each ambiguous block opens, moves on, and ends;

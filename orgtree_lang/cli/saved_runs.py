@@ -7,8 +7,8 @@ import sys
 import time
 from pathlib import Path
 
-from orgtree_lang.cli.options import (EXIT_OK, EXIT_RUNTIME, add_budget_options, add_model_options, add_verb,
-                                      add_workspace_option, budget_from_args)
+from orgtree_lang.cli.options import (EXIT_OK, EXIT_RUNTIME, add_budget_options, add_model_options,
+                                      add_trace_options, add_verb, add_workspace_option, budget_from_args)
 from orgtree_lang.runtime.errors import PipeRuntimeError, UsageError
 
 _WORKSPACE_HELP = "the workspace whose .orgtree/runs holds the run (default: this folder)"
@@ -69,8 +69,9 @@ def register(commands) -> None:
 
 
 def add_attempt_options(parser):
-    """The options of a command that runs a saved run again: budgets, --json and the models."""
+    """The options of a command that runs a saved run again: budgets, trace level, --json and the models."""
     add_budget_options(parser, resumed=True)
+    add_trace_options(parser, resumed=True)
     parser.add_argument("--json", action="store_true", help="print one JSON envelope")
     add_model_options(parser)
     from orgtree_lang.cli.run import add_executor_option, add_otel_options

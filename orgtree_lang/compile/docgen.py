@@ -108,8 +108,10 @@ stack depth on every path; code that breaks this is a compiler bug and fails com
 ## How statements compile
 
 - Every statement starts with `STMT`, which counts one step against the `--max-steps` budget and is
-  the only place a run pauses, checks the clock and writes a `step` trace event. A `while` loop jumps
-  back to its own `STMT`, so every iteration is a step; so is every backward `goto`.
+  the only place a run pauses, checks the clock and (at `--trace-level steps`) writes a `step` trace
+  event; at the other levels the loop leaves its fast path only every few hundred statements, when an
+  observer (checkpoints, the clock check) asks. A `while` loop jumps back to its own `STMT`, so every
+  iteration is a step; so is every backward `goto`.
 - Each frame has an operand stack and its locals. `for` keeps two values on the stack while it runs:
   the items (a list; strs and dicts are turned into the list of their characters or keys) and the
   position. `FOR_ITER` pushes the next item or, when done, pops both and jumps past the loop.

@@ -130,7 +130,7 @@ def start(program, root: Path, registry, options, source: str, program_path: Pat
         "defaults": encode({p.name: p.default for p in program.entry(options.entry).params
                             if p.has_default and p.name not in options.inputs}),
         "created": time.time(), "status": "running", "attempts": 0, "workspace": str(root),
-        "durability": options.durability, "group": group_settings(root),
+        "durability": options.durability, "group": group_settings(root), "trace_level": options.trace_level,
     })
     with RunLock(run_dir):
         effects = EffectLog(journal, run_id, "live", source_hash=digest, sources={digest: source})

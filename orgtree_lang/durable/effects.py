@@ -269,10 +269,9 @@ class EffectLog:
         if self.mode == "replay" or self.catching_up:
             return
         try:
-            text = state.dumps()
+            self.journal.checkpoint(state.steps, state.effect_seq, state.to_json())
         except RecursionError:
             return  # a value nested too deeply to encode: resume falls back to the previous checkpoint
-        self.journal.checkpoint(state.steps, state.effect_seq, text)
         self._checkpoint_time = self.clock()
         self._checkpoint_steps = state.steps
         self._checkpoint_effects = state.effect_seq

@@ -34,12 +34,13 @@ def fork(root: Path, ref: str, registry, options, at_step: int, changes: dict[st
             inputs = {**inputs, **_input_changes(program.entry(meta["entry"]), changes)}
             changes = {}
         new_id = options.run_id or new_run_id()
+        options = dataclasses.replace(options, trace_level=options.trace_level or meta.get("trace_level"))
         new_dir = runs_dir(root) / new_id
         new_journal = Journal.create(new_dir, {
             **{k: v for k, v in meta.items() if k not in ("status", "result", "output", "error", "finished",
                                                           "scratch")},
             "run_id": new_id, "inputs": encode(inputs), "created": time.time(), "status": "running", "attempts": 0,
-            "parent_run": meta["run_id"], "fork_step": at_step,
+            "parent_run": meta["run_id"], "fork_step": at_step, "trace_level": options.trace_level,
             # Every variable change on the way to this run's state, so that replay and resume can make it again.
             "fork_changes": [pair for pair in meta.get("fork_changes", []) if pair[0] <= at_step] +
                             ([[at_step, changes]] if changes else []),

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from orgtree_lang.runtime.blobs import INLINE_BYTES, BlobStore, Spiller
+from orgtree_lang.runtime.config import CONFIG_NAME, config_section
 from orgtree_lang.runtime.errors import UsageError
 from orgtree_lang.runtime.values import encode
 
@@ -98,6 +100,7 @@ class Journal:
     def __init__(self, path: Path, connection: sqlite3.Connection) -> None:
         self.path = path
         self.db = connection
+        self.blobs = spiller_for(path.parent)
         row = connection.execute("SELECT max(seq) FROM steps").fetchone() if _has_steps(connection) else None
         self._high_seq = (row[0] or 0) if row else 0
         self._statement = _has_steps(connection) and _has_statement_column(connection)
@@ -153,9 +156,14 @@ class Journal:
         draft.unlink(missing_ok=True)
         db = sqlite3.connect(str(draft), isolation_level=None)
         try:
+            # The draft is fsynced once below before it becomes the journal; syncing each statement would only
+            # add a dozen waits for the disk to every run's start.
+            db.execute("PRAGMA journal_mode=OFF")
+            db.execute("PRAGMA synchronous=OFF")
             db.executescript(_SCHEMA)
+            blobs = spiller_for(run_dir)
             db.executemany("INSERT INTO meta (key, value) VALUES (?, ?)",
-                           [(k, json.dumps(v)) for k, v in {"format": JOURNAL_FORMAT, **meta}.items()])
+                           [(k, json.dumps(blobs.spill(v))) for k, v in {"format": JOURNAL_FORMAT, **meta}.items()])
         finally:
             db.close()
         fd = os.open(draft, os.O_RDONLY)
@@ -239,7 +247,9 @@ class Journal:
     # ---- metadata -----------------------------------------------------------
 
     def meta(self) -> dict[str, Any]:
-        return {key: json.loads(value) for key, value in self.db.execute("SELECT key, value FROM meta")}
+        """Every metadata value, with its big values (stored as blobs) back in place."""
+        return {key: json.loads(self.blobs.resolve_text(value))
+                for key, value in self.db.execute("SELECT key, value FROM meta")}
 
     def update_meta(self, **values: Any) -> None:
         with self._writing():
@@ -248,7 +258,7 @@ class Journal:
 
     def _set_meta(self, values: dict[str, Any]) -> None:
         self.db.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-                            [(k, json.dumps(v)) for k, v in values.items()])
+                            [(k, json.dumps(self.blobs.spill(v))) for k, v in values.items()])
 
     def start_over(self, **meta: Any) -> None:
         """Forget every step and checkpoint and update `meta`, in one transaction (`pipe resume --from-scratch`)."""
@@ -286,7 +296,7 @@ class Journal:
             self.db.execute(
                 "INSERT OR REPLACE INTO steps (seq, node, file, line, kind, name, input_hash, source_hash, ok, result,"
                 " error, attempts, finished, statement) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (seq, node, file, line, kind, name, digest, source_hash, int(ok), result,
+                (seq, node, file, line, kind, name, digest, source_hash, int(ok), self.blobs.spill_text(result),
                  json.dumps(error) if error is not None else None, attempts, finished or time.time(), statement),
             )
         self._committed(seq, observed)
@@ -305,7 +315,8 @@ class Journal:
         rows = self.db.execute("SELECT seq, node, file, line, kind, name, input_hash, source_hash, ok, result, error,"
                                f" attempts, {statement}, finished FROM steps ORDER BY seq")
         return {row[0]: StepRecord(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], bool(row[8]),
-                                   row[9], json.loads(row[10]) if row[10] else None, row[11], row[12], row[13])
+                                   self.blobs.resolve_text(row[9]), json.loads(row[10]) if row[10] else None,
+                                   row[11], row[12], row[13])
                 for row in rows}
 
     def truncate_steps(self, after_seq: int) -> None:
@@ -358,26 +369,43 @@ class Journal:
 
     # ---- checkpoints --------------------------------------------------------
 
-    def checkpoint(self, steps: int, effect_seq: int, state_json: str) -> None:
+    def checkpoint(self, steps: int, effect_seq: int, state: str | dict[str, Any]) -> None:
+        """Save a run state (RunState.to_json(), or its JSON text); its big values are stored once, as blobs."""
+        text = json.dumps(self.blobs.spill(state)) if isinstance(state, dict) else self.blobs.spill_text(state)
         with self._writing():
             self.db.execute("INSERT INTO checkpoints (steps, effect_seq, state, created) VALUES (?, ?, ?, ?)",
-                            (steps, effect_seq, state_json, time.time()))
+                            (steps, effect_seq, text, time.time()))
             # Older checkpoints are kept only as far back as `pipe fork` is likely to want them.
             self.db.execute("DELETE FROM checkpoints WHERE id NOT IN "
                             "(SELECT id FROM checkpoints ORDER BY id DESC LIMIT 50)")
         self._committed()
 
     def latest_checkpoint(self) -> tuple[int, int, str] | None:
+        """(steps, effect_seq, state JSON with its blobs resolved) of the newest checkpoint, or None."""
         row = self.db.execute("SELECT steps, effect_seq, state FROM checkpoints ORDER BY id DESC LIMIT 1").fetchone()
-        return tuple(row) if row else None
+        return (row[0], row[1], self.blobs.resolve_text(row[2])) if row else None
 
     def checkpoint_at_or_before(self, steps: int) -> tuple[int, int, str] | None:
         row = self.db.execute("SELECT steps, effect_seq, state FROM checkpoints WHERE steps <= ? "
                               "ORDER BY steps DESC, id DESC LIMIT 1", (steps,)).fetchone()
-        return tuple(row) if row else None
+        return (row[0], row[1], self.blobs.resolve_text(row[2])) if row else None
 
     def integrity_ok(self) -> bool:
         return self.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def spiller_for(run_dir: Path) -> Spiller:
+    """How a journal in `run_dir` stores big values: in its workspace's `.orgtree/blobs/` (shared by every run of
+    the workspace, so a value is stored once), above `[blobs] inline_bytes` of the workspace's orgtree.toml.
+    A journal outside a workspace's `.orgtree/runs/` keeps its blobs in its own folder."""
+    run_dir = Path(run_dir)
+    threshold = INLINE_BYTES
+    if run_dir.parent.name == "runs" and run_dir.parent.parent.name == ".orgtree":
+        state = run_dir.parent.parent
+        settings = config_section("blobs", state.parent / CONFIG_NAME, types={"inline_bytes": int})
+        threshold = max(256, settings.get("inline_bytes", INLINE_BYTES))
+        return Spiller(BlobStore(state / "blobs"), threshold)
+    return Spiller(BlobStore(run_dir / "blobs"), threshold)
 
 
 def _has_statement_column(db: sqlite3.Connection) -> bool:

@@ -68,9 +68,12 @@ def replay(root: Path, ref: str, registry, options, *, build: RunBuilder) -> Rep
         sealed = SealedRegistry(registry)
         effects = EffectLog(opened.journal, meta["run_id"], "replay", source_hash=meta["source_hash"],
                             sources=meta["sources"])
-        options = dataclasses.replace(options, run_id=meta["run_id"], budget=merged_budget(options, meta))
+        # Traced at the run's own level (runs from before trace levels traced every step), so traces compare.
+        options = dataclasses.replace(options, run_id=meta["run_id"], budget=merged_budget(options, meta),
+                                      trace_level=meta.get("trace_level") or "steps")
         replay_trace = opened.run_dir / REPLAY_TRACE_FILE
-        replay_trace.unlink(missing_ok=True)
+        for old in [replay_trace, *opened.run_dir.glob(REPLAY_TRACE_FILE + ".*")]:
+            old.unlink(missing_ok=True)
         # A replay re-executes a recorded run to check it: the run's org tree is already recorded.
         parts = build(program, root, sealed, options, meta["run_id"], effects=effects, trace=replay_trace, tree=False)
         machine = parts.machine
@@ -107,7 +110,8 @@ def _compare(report: ReplayReport, meta: dict[str, Any], run_dir: Path, replay_t
     recorded_error = (meta.get("error") or {}).get("message")
     if report.error != recorded_error:
         report.differences.append(f"error: the run ended with {recorded_error!r}, the replay with {report.error!r}")
-    if meta.get("attempts", 1) == 1 and (run_dir / TRACE_FILE).is_file() and _one_attempt(run_dir / TRACE_FILE):
+    if meta.get("attempts", 1) == 1 and (run_dir / TRACE_FILE).is_file() and _one_attempt(run_dir / TRACE_FILE) \
+            and not _rotated(run_dir / TRACE_FILE) and not _rotated(replay_trace):
         report.trace_compared = True
         difference = first_trace_difference(run_dir / TRACE_FILE, replay_trace)
         if difference:
@@ -115,6 +119,9 @@ def _compare(report: ReplayReport, meta: dict[str, Any], run_dir: Path, replay_t
 
 
 _VOLATILE = ("time", "duration_ms")
+# Events only a live run makes: a replay takes a journaled skill's result from the journal, so the model calls
+# the skill made (llm.ask) are not made again.
+_LIVE_ONLY = ("model",)
 
 
 def _one_attempt(trace: Path) -> bool:
@@ -126,11 +133,17 @@ def _one_attempt(trace: Path) -> bool:
     return True
 
 
+def _rotated(trace: Path) -> bool:
+    """A trace that outgrew its size cap keeps only its tail in the file: it cannot be compared event by event."""
+    return trace.with_name(trace.name + ".1").exists()
+
+
 def first_trace_difference(original: Path, replayed: Path) -> str | None:
     """The first event that differs between two traces, ignoring timestamps and durations."""
     def events(path: Path) -> list[dict[str, Any]]:
         rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        return [{k: v for k, v in row.items() if k not in _VOLATILE} for row in rows]
+        return [{k: v for k, v in row.items() if k not in _VOLATILE} for row in rows
+                if row.get("event") not in _LIVE_ONLY]
 
     old, new = events(original), events(replayed)
     for i, (a, b) in enumerate(zip(old, new)):

@@ -27,7 +27,8 @@ def resume(root: Path, ref: str, registry, options, *, build: RunBuilder, from_s
         program, source, path = current_program(opened, registry, program_path)
         digest = program_hash(source)
         sources = {**meta.get("sources", {}), digest: source}
-        options = dataclasses.replace(options, budget=merged_budget(options, meta), run_id=meta["run_id"])
+        options = dataclasses.replace(options, budget=merged_budget(options, meta), run_id=meta["run_id"],
+                                      trace_level=options.trace_level or meta.get("trace_level"))
         # The limits of this attempt become the run's: a replay of the finished run must not stop where it once did.
         opened.journal.update_meta(sources=sources, source_hash=digest, program=str(path.resolve()),
                                    budget=dataclasses.asdict(options.budget))
@@ -98,7 +99,8 @@ def retry(root: Path, ref: str, registry, options, node: str, *, build: RunBuild
         program, source, path = current_program(opened, registry, None)
         digest = program_hash(source)
         sources = {**meta.get("sources", {}), digest: source}
-        options = dataclasses.replace(options, budget=merged_budget(options, meta), run_id=meta["run_id"])
+        options = dataclasses.replace(options, budget=merged_budget(options, meta), run_id=meta["run_id"],
+                                      trace_level=options.trace_level or meta.get("trace_level"))
         journal = opened.journal
         journal.hold()
         try:

@@ -12,7 +12,7 @@ from orgtree_lang.vm.budget import Budget
 from orgtree_lang.vm.machine import Machine
 from orgtree_lang.vm.observe import ProgressObserver
 from orgtree_lang.vm.services import Services
-from orgtree_lang.vm.trace import Tracer
+from orgtree_lang.vm.trace import Tracer, TraceSettings
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class MachineFactory:
     spans: Any = None  # engine.otel.SpanObserver when the run is exported to OpenTelemetry (shared by children)
 
     def top(self, program) -> Machine:
-        observers: list = [self.tracer, self._tree(), self.spans]
+        observers: list = [self._traced(), self._tree(), self.spans]
         if self.progress is not None:
             observers.append(ProgressObserver(self.progress, self.clock))
         if self.effects is not None:
@@ -49,7 +49,7 @@ class MachineFactory:
             observers=tuple(o for o in observers if o is not None), children=self.child))
 
     def child(self, parent: Machine, block, program, resolver, budget: Budget, context: Any = None) -> Machine:
-        tracer = self.tracer.for_child(block.node, parent.state.run_id) if self.tracer is not None else None
+        tracer = self.tracer.for_child(block.node, parent.state.run_id) if self._traced() is not None else None
         kin = dataclasses.replace(self, tracer=tracer)
         observers = tuple(o for o in (tracer, self._tree(), self.spans) if o is not None)
         services = dataclasses.replace(parent.services, budget=budget, resolver=resolver, observers=observers,
@@ -57,6 +57,10 @@ class MachineFactory:
         if context is not None:
             services.context = context
         return Machine(program, services)
+
+    def _traced(self) -> Tracer | None:
+        """The tracer as an observer: none at level `off`, so an untraced run pays not even empty calls."""
+        return self.tracer if self.tracer is not None and self.tracer.active else None
 
     def _tree(self):
         if self.recorder is None:
@@ -97,7 +101,7 @@ def build_run(program, root: Path, registry, options, run_id: str, *, effects=No
 
     if tracer is None:
         trace = trace or Path(root) / ".orgtree" / "runs" / run_id / "trace.jsonl"
-        tracer = Tracer(trace, run_id, steps=options.trace_steps)
+        tracer = Tracer(trace, run_id, trace_settings(root, options.trace_level))
     recorder = None
     if tree and options.tree:
         from orgtree_lang.orgtree.recorder import recorder_for
@@ -112,6 +116,14 @@ def build_run(program, root: Path, registry, options, run_id: str, *, effects=No
         budget=options.budget, resolver=options.decomposer, printer=_synced(options.printer, effects), effects=effects,
         tracer=tracer, recorder=recorder, progress=options.progress, executor=executor, spans=spans)
     return RunParts(factory.top(program), tracer, recorder, spans)
+
+
+def trace_settings(root: Path, level: str | None = None) -> TraceSettings:
+    """The trace settings of a run in workspace `root`: its orgtree.toml's `[trace]`, with `level` (the
+    --trace-level flag) winning over the file's."""
+    from orgtree_lang.runtime.config import CONFIG_NAME
+
+    return TraceSettings.from_config(Path(root) / CONFIG_NAME, level)
 
 
 def _synced(printer, effects):

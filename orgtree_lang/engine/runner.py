@@ -21,7 +21,7 @@ class RunOptions:
     workspace: Path | None = None  # defaults to the program's folder
     budget: Budget = field(default_factory=Budget)
     trace: Path | None = None  # defaults to <workspace>/.orgtree/runs/<id>/trace.jsonl
-    trace_steps: bool = True
+    trace_level: str | None = None  # off, calls or steps (vm/trace.py); None: [trace] level in orgtree.toml, or calls
     printer: Callable[[str], None] | None = None
     progress: Callable[..., None] | None = None  # (state, span), about once a second on long runs
     decomposer: Any = None
@@ -68,11 +68,13 @@ def run_program(program, root: Path, registry, options: RunOptions, source: str 
         import dataclasses
 
         from orgtree_lang.durable.attempt import start
-        from orgtree_lang.engine.factory import build_run
+        from orgtree_lang.engine.factory import build_run, trace_settings
 
         if source is None or program_path is None:
             raise ValueError("a durable run needs the program's source and path")
-        options = dataclasses.replace(options, run_id=options.run_id or new_run_id())
+        # The level is fixed for the run's life: its journal records it, and a replay traces at the same one.
+        options = dataclasses.replace(options, run_id=options.run_id or new_run_id(),
+                                      trace_level=trace_settings(root, options.trace_level).level)
         return start(program, Path(root), registry, options, source, Path(program_path), build=build_run)
     from orgtree_lang.engine.factory import build_run
     from orgtree_lang.runtime.errors import PipeRuntimeError

@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Iterable
 
-from orgtree_lang.memory.blobs import BlobStore
+from orgtree_lang.runtime.blobs import BlobStore
 from orgtree_lang.memory.budget import Budget
 from orgtree_lang.memory.nodes import Node, Span
 from orgtree_lang.memory.store import NodeStore

@@ -10,11 +10,17 @@ from orgtree_lang.vm.trace import summarize
 
 
 def _inputs(params, values: list) -> str:
-    return ", ".join(f"{p.name}={summarize(v, 80)}" for p, v in zip(params, values))
+    return ", ".join([f"{p.name}={summarize(v, 80)}" for p, v in zip(params, values)])
 
 
 def _pairs(values: dict) -> str:
     return ", ".join(f"{k}={summarize(v, 80)}" for k, v in values.items())
+
+
+def _call_inputs(args: list, kwargs: dict) -> str:
+    if not kwargs:
+        return ", ".join([summarize(a, 80) for a in args])
+    return ", ".join([summarize(a, 80) for a in args] + [f"{k}={summarize(v, 80)}" for k, v in kwargs.items()])
 
 
 class TreeObserver(RunObserver):
@@ -56,16 +62,18 @@ class TreeObserver(RunObserver):
                 self.recorder.close(f"{state.run_id}/{frame.node}", "error", error=error.message)
         self.recorder.flush()
 
+    def at_statement(self, state, frame) -> None:
+        self.recorder.tick()
+
     def skill_called(self, state, frame, name, args, kwargs, outcome, result, failure, started, spend,
                      where=None) -> None:
-        duration_ms = round((time.perf_counter() - started) * 1000, 3)
+        seconds = time.perf_counter() - started
         tokens, cost = spend.take() if spend is not None else (0, 0.0)
-        inputs = ", ".join([summarize(a, 80) for a in args] + [f"{k}={summarize(v, 80)}" for k, v in kwargs.items()])
         parent = f"{state.run_id}/{frame.node}"
         self.recorder.skill_call(
-            f"{parent}/{name}#s{state.skill_calls}", state.run_id, parent, name, frame.pipeline, inputs,
-            time.time() - duration_ms / 1000, duration_ms, outcome, summarize(result) if outcome == "ok" else "",
-            failure, tokens, cost, detail=where)
+            f"{parent}/{name}#s{state.skill_calls}", state.run_id, parent, name, frame.pipeline,
+            _call_inputs(args, kwargs), time.time() - seconds, round(seconds * 1000, 3), outcome,
+            summarize(result) if outcome == "ok" else "", failure, tokens, cost, detail=where)
 
     def block_started(self, state, frame, spec, inputs, node_id) -> None:
         self.recorder.open(node_id, state.run_id, f"{state.run_id}/{frame.node}", spec.name, "ambiguous",

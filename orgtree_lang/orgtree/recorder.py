@@ -1,11 +1,11 @@
-"""A run's org tree as it happens: nodes opened and closed by the VM, written to state.db in batches."""
+"""A run's org tree as it happens: nodes opened and closed by the VM, written to state.db in batches behind it."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 
-from orgtree_lang.orgtree.store import TreeNode, TreeStore
+from orgtree_lang.orgtree.store import TreeNode, TreeStore, row_of
 
 FLUSH_EVERY = 2000  # changed nodes held before they are written
 FLUSH_SECONDS = 1.0  # ... or this long since the last write, so `pipe tree` can follow a running run
@@ -16,6 +16,13 @@ MAX_PIPELINE_NODES = 100_000  # pipeline calls recorded one by one per run; late
 
 class TreeRecorder:
     """Collects nodes for one run tree (the run and its generated children) and writes them to a TreeStore.
+
+    Changed nodes are written behind the run, in one transaction per batch: every FLUSH_EVERY changes, at a
+    statement boundary FLUSH_SECONDS after the last write (`tick`), when the run stops, and at the end. A
+    call that finished before its batch was written is kept only as its row and stored grouped with the other
+    finished calls of its caller (orgtree/store.py): SQLite's cost per row, not Python's, was most of the org
+    tree's. (A writer thread was measured too: SQLite gives up Python's lock for every row it inserts, and
+    taking it back from a busy VM cost more than the insert.)
 
     `listener(event, node)` is called with "open" and "close" for pipeline and ambiguous nodes (not for skill
     calls, which are many): `pipe run` uses it to show the tree's progress."""
@@ -34,6 +41,10 @@ class TreeRecorder:
         self._unrecorded: dict[str, tuple[str, str]] = {}
         self.nodes: dict[str, TreeNode] = {}  # the pipeline and ambiguous nodes seen by this process, by id
         self._dirty: dict[str, TreeNode] = {}
+        self._rows: list[tuple] = []  # finished calls, as rows: they are never changed again
+        self._running_written: set[str] = set()  # calls written while running: their rows are updated in place
+        self._overflow: dict[str, list[int]] = {}  # "#more" node id -> [ok, error] calls it counts
+        self._opened: list[TreeNode] = []  # pipeline calls opened since the last write
         self._seq = 0
         self._skill_nodes: dict[str, int] = {}  # per run id
         self._last_flush = clock()
@@ -55,7 +66,12 @@ class TreeRecorder:
         self._seq += 1
         node = TreeNode(node_id, run_id, parent_id, self._seq, name, kind, caller, "running", inputs, "", None,
                         self.clock(), None)
-        self._touch(node)
+        if kind == "pipeline" and parent_id is not None:
+            # Kept, not yet marked changed: a call that ends before the next write is written once, finished.
+            self.nodes[node_id] = node
+            self._opened.append(node)
+        else:
+            self._touch(node)
         if self.listener is not None and kind != "skill":
             self.listener("open", node)
         return node
@@ -77,10 +93,16 @@ class TreeRecorder:
             return node
         node.status, node.output, node.error = status, output, error
         node.duration_ms = round((self.clock() - node.started_at) * 1000, 3)
-        # A finished pipeline call is only written; ambiguous nodes stay (annotate and listeners use them).
-        self._touch(node, keep=node.kind == "ambiguous")
-        if node.kind != "ambiguous":
+        if node.kind == "ambiguous":  # kept: annotate and listeners use it
+            self._touch(node)
+        else:
             del self.nodes[node_id]
+            if node_id in self._running_written or node.parent_id is None:
+                self._running_written.discard(node_id)
+                self._touch(node, keep=False)
+            else:
+                # Never written while it ran: it goes with the finished calls, grouped (orgtree/store.py).
+                self._finished(row_of(node))
         if self.listener is not None and node.kind != "skill":
             self.listener("close", node)
         return node
@@ -112,28 +134,30 @@ class TreeRecorder:
             self._count_overflow(run_id, parent_id, name, caller, status)
             return
         self._seq += 1
-        node = TreeNode(node_id, run_id, parent_id, self._seq, name, "skill", caller, status, inputs, output,
-                        error, started_at, duration_ms, tokens, cost)
-        node.detail = detail or ""
-        # Skill calls are written but not kept: a long run makes many of them.
-        self._touch(node, keep=False)
+        # Skill calls are kept as rows only until written: a long run makes many of them.
+        self._finished((node_id, run_id, parent_id, self._seq, name, "skill", caller, status, inputs, output, error,
+                        started_at, duration_ms, tokens, cost, detail or ""))
+
+    def _finished(self, row: tuple) -> None:
+        rows = self._rows
+        rows.append(row)
+        if len(rows) >= FLUSH_EVERY or (len(rows) & 63 == 0 and self.clock() - self._last_flush >= FLUSH_SECONDS):
+            self.flush()
 
     def _count_overflow(self, run_id: str, parent_id: str, name: str, caller: str, status: str,
                         kind: str = "skill") -> None:
         node_id = f"{parent_id}/{name}#more"
-        node = self.nodes.get(node_id)
-        if node is None:
+        counts = self._overflow.get(node_id)
+        if counts is None:
             self._seq += 1
-            node = TreeNode(node_id, run_id, parent_id, self._seq, name, kind, caller, "ok", "", "", None,
-                            self.clock(), None)
-            node.detail = "0 ok, 0 error"
-        ok, error = (int(part.split()[0]) for part in node.detail.split(", "))
-        ok, error = (ok + 1, error) if status == "ok" else (ok, error + 1)
-        node.detail = f"{ok} ok, {error} error"
-        node.output = f"{ok + error} more call{'s' if ok + error != 1 else ''}, not recorded one by one"
-        if error:
+            self.nodes[node_id] = TreeNode(node_id, run_id, parent_id, self._seq, name, kind, caller, "ok", "", "",
+                                           None, self.clock(), None)
+            counts = self._overflow[node_id] = [0, 0]
+        counts[status != "ok"] += 1
+        node = self.nodes[node_id]
+        if status != "ok":
             node.status = "error"
-        self._touch(node)
+        self._touch(node)  # its detail and output are written from the counts when it is written
 
     def _touch(self, node: TreeNode, keep: bool = True) -> None:
         if keep:
@@ -146,15 +170,32 @@ class TreeRecorder:
 
     # ---- writing -------------------------------------------------------------------------
 
+    def tick(self) -> None:
+        """Between statements: write what changed if FLUSH_SECONDS have passed since the last write."""
+        if (self._dirty or self._rows or self._opened) and self.clock() - self._last_flush >= FLUSH_SECONDS:
+            self.flush()
+
     def flush(self) -> None:
         """Write every node changed since the last flush."""
         self._last_flush = self.clock()
-        if self.store is None or not self._dirty:
-            self._dirty.clear()
-            return
-        changed = list(self._dirty.values())
+        for node in self._opened:  # those still running are written as running (`pipe tree` shows them)
+            if node.status == "running" and node.id not in self._dirty:
+                self._dirty[node.id] = node
+        self._opened = []
+        rows = []
+        for node in self._dirty.values():
+            counts = self._overflow.get(node.id)
+            if counts is not None:
+                ok, error = counts
+                node.detail = f"{ok} ok, {error} error"
+                node.output = f"{ok + error} more call{'s' if ok + error != 1 else ''}, not recorded one by one"
+            rows.append(row_of(node))
+            if node.status == "running" and node.kind != "ambiguous":
+                self._running_written.add(node.id)
         self._dirty.clear()
-        self.store.write(changed)
+        finished, self._rows = self._rows, []
+        if self.store is not None:
+            self.store.write_rows(rows, finished)
 
     def close_open(self, status: str = "error", error: str | None = None) -> None:
         """At the end of a run: finish every node still running (the run failed or was stopped there)."""
@@ -169,7 +210,6 @@ class TreeRecorder:
         if self.store is not None:
             self.store.close()
             self.store = None
-
 
 
 def recorder_for(workspace_root, listener: Callable[[str, TreeNode], None] | None = None) -> TreeRecorder:

@@ -1,9 +1,15 @@
-"""Org tree nodes in the workspace's state.db: written in batches by a run, read by `pipe tree` and call history."""
+"""Org tree nodes in the workspace's state.db: written in batches by a run, read by `pipe tree` and call history.
+
+Two tables hold them. `tree_nodes` has one row per node: run entries, ambiguous blocks, and calls that were
+still running when a batch was written (so `pipe tree` shows them while they run). `tree_calls` holds
+finished calls as groups: one row per batch, caller node, name and kind, with the calls as a JSON list. A
+loop of a thousand trivial calls then costs SQLite one row, not a thousand, and readers see the same nodes."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, fields, replace
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -50,8 +56,54 @@ def _in_run_args(run_id: str) -> list[str]:
 
 _COLUMNS = tuple(f.name for f in fields(TreeNode))
 _ROW = attrgetter(*_COLUMNS)
+row_of = _ROW  # a node as the tuple write_rows takes
 _INSERT = (f"INSERT OR REPLACE INTO tree_nodes ({', '.join(_COLUMNS)}) "
            f"VALUES ({', '.join('?' for _ in _COLUMNS)})")
+_INSERT_GROUP = ("INSERT INTO tree_calls (run_id, parent_id, name, kind, caller, first_started, last_started, ok, "
+                 "errors, calls) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+_GROUP_COLUMNS = "run_id, parent_id, name, kind, caller, calls"
+# A call in a group's JSON list: the TreeNode fields that differ between the calls of one group.
+_CALL = itemgetter(0, 3, 7, 8, 9, 10, 11, 12, 13, 14, 15)  # id, seq, status, inputs, output, error,
+                                                          # started_at, duration_ms, tokens, cost, detail
+_STARTED, _STATUS = itemgetter(11), itemgetter(7)
+
+
+def _grouped(rows: list[tuple]) -> list[tuple]:
+    """Finished call rows (TreeNode field order) as tree_calls rows, one per caller node, name and kind."""
+    groups: dict[tuple, list[tuple]] = {}
+    for row in rows:
+        key = row[1], row[2], row[4], row[5], row[6]
+        found = groups.get(key)
+        if found is None:
+            groups[key] = [row]
+        else:
+            found.append(row)
+    out = []
+    for (run_id, parent_id, name, kind, caller), members in groups.items():
+        starts = list(map(_STARTED, members))
+        errors = list(map(_STATUS, members)).count("error")
+        calls = json.dumps(list(map(_CALL, members)), separators=(",", ":"))
+        out.append((run_id, parent_id, name, kind, caller, min(starts), max(starts), len(members) - errors, errors,
+                    calls))
+    return out
+
+
+def _expand(row) -> list[TreeNode]:
+    run_id, parent_id, name, kind, caller, calls = row
+    return [TreeNode(c[0], run_id, parent_id, c[1], name, kind, caller, c[2], c[3], c[4], c[5], c[6], c[7], c[8],
+                     c[9], c[10]) for c in json.loads(calls)]
+
+
+def _merged(*sources: list[TreeNode]) -> dict[str, TreeNode]:
+    """Nodes by id; where one id comes twice (a call that was running in one write and finished in a later one,
+    or a resumed run's call made again), the finished one, else the later one, wins."""
+    merged: dict[str, TreeNode] = {}
+    for nodes in sources:
+        for node in nodes:
+            before = merged.get(node.id)
+            if before is None or before.status == "running" or node.status != "running":
+                merged[node.id] = node
+    return merged
 
 
 def _stored(node: TreeNode) -> TreeNode:
@@ -88,10 +140,22 @@ class TreeStore:
 
     def write(self, nodes: list[TreeNode]) -> None:
         """Insert or replace `nodes` in one transaction (a resumed run rewrites the nodes it runs again)."""
-        if not nodes:
+        self.write_rows([_ROW(_stored(node)) for node in nodes])
+
+    def write_rows(self, rows: list[tuple], finished_calls: list[tuple] = ()) -> None:
+        """In one transaction: insert or replace `rows` (tuples in TreeNode's field order) as nodes, and add
+        `finished_calls` (the same shape; calls that ended and will not change) as groups."""
+        if not rows and not finished_calls:
             return
         with Transaction(self.db) as db:
-            db.executemany(_INSERT, (_ROW(_stored(node)) for node in nodes))
+            if rows:
+                db.executemany(_INSERT, rows)
+            if finished_calls:
+                db.executemany(_INSERT_GROUP, _grouped(finished_calls))
+
+    def _groups(self, where: str, args: tuple[Any, ...], order: str = "rowid") -> list[TreeNode]:
+        sql = f"SELECT {_GROUP_COLUMNS} FROM tree_calls WHERE {where} ORDER BY {order}"
+        return [node for row in self.db.execute(sql, args) for node in _expand(tuple(row))]
 
     def _select(self, where: str, args: tuple[Any, ...], order: str, limit: int | None = None) -> list[TreeNode]:
         sql = f"SELECT {', '.join(_COLUMNS)} FROM tree_nodes WHERE {where} ORDER BY {order}"
@@ -108,21 +172,50 @@ class TreeStore:
         if run_id is not None:
             where.append(_IN_RUN)
             args += _in_run_args(run_id)
-        return self._select(" AND ".join(where), tuple(args), "started_at DESC, seq DESC", limit)
+        where_text = " AND ".join(where)
+        nodes = self._select(where_text, tuple(args), "started_at DESC, seq DESC", limit)
+        newest = sorted(_merged(nodes, self._newest_groups(where_text, tuple(args), limit)).values(),
+                        key=lambda n: (n.started_at, n.seq), reverse=True)
+        return newest if limit is None else newest[:limit]
+
+    def _newest_groups(self, where: str, args: tuple[Any, ...], limit: int | None) -> list[TreeNode]:
+        """The calls of the groups that can hold the `limit` newest calls (groups newest first, expanded until
+        the next group's newest call is older than the limit-th found)."""
+        sql = f"SELECT {_GROUP_COLUMNS}, last_started FROM tree_calls WHERE {where} ORDER BY last_started DESC"
+        found: list[TreeNode] = []
+        for row in self.db.execute(sql, args):
+            if limit is not None and len(found) >= limit:
+                found.sort(key=lambda n: n.started_at, reverse=True)
+                if row["last_started"] < found[limit - 1].started_at:
+                    break
+            found += _expand(tuple(row)[:6])
+        return list(reversed(found))  # oldest first, so that a later group's copy of a call wins in _merged
 
     def count(self, name: str, kind: str, status: str) -> int:
         """How many nodes named `name` of this kind ended with this status, over every recorded run."""
         row = self.db.execute("SELECT COUNT(*) FROM tree_nodes WHERE name = ? AND kind = ? AND status = ?",
                               (name, kind, status)).fetchone()
-        return int(row[0])
+        column = {"ok": "ok", "error": "errors"}.get(status)
+        if column is None:
+            return int(row[0])
+        grouped = self.db.execute(f"SELECT TOTAL({column}) FROM tree_calls WHERE name = ? AND kind = ?",
+                                  (name, kind)).fetchone()
+        return int(row[0]) + int(grouped[0])
 
     def run_nodes(self, run_id: str) -> list[TreeNode]:
         """Every node of run `run_id` and of the generated children under it, in the order they opened."""
-        return self._select(_IN_RUN, tuple(_in_run_args(run_id)), "started_at, seq")
+        args = tuple(_in_run_args(run_id))
+        merged = _merged(self._select(_IN_RUN, args, "started_at, seq"), self._groups(_IN_RUN, args))
+        return sorted(merged.values(), key=lambda n: (n.started_at, n.seq))
 
     def node(self, node_id: str) -> TreeNode | None:
         found = self._select("id = ?", (node_id,), "seq")
-        return found[0] if found else None
+        if found and found[0].status != "running":
+            return found[0]
+        # A finished call sits in its caller's groups; its id is the caller's id, a slash and its own part.
+        parent = node_id.rpartition("/")[0]
+        grouped = [n for n in self._groups("parent_id = ?", (parent,)) if n.id == node_id]
+        return grouped[-1] if grouped else (found[0] if found else None)
 
     def run_ids(self) -> list[str]:
         """Top-level runs with nodes, newest first."""

@@ -332,6 +332,22 @@ MIGRATIONS: tuple[Migration, ...] = (
     asked REAL NOT NULL,
     answered REAL
 """, indexes=(Index("human_questions_open", "human_questions (status, asked)"),)),)),
+    Migration(4, "org tree calls that finished before they were written, stored in groups", tables=(
+        Table("tree_calls", "orgtree_lang.orgtree.store", """
+    run_id TEXT NOT NULL,
+    parent_id TEXT NOT NULL,      -- the node that made the calls
+    name TEXT NOT NULL,           -- skill or pipeline name
+    kind TEXT NOT NULL CHECK(kind IN ('pipeline', 'skill')),
+    caller TEXT NOT NULL DEFAULT '',
+    first_started REAL NOT NULL,
+    last_started REAL NOT NULL,
+    ok INTEGER NOT NULL,          -- how many of the calls ended ok ...
+    errors INTEGER NOT NULL,      -- ... and how many with an error
+    calls TEXT NOT NULL           -- JSON: [[id, seq, status, inputs, output, error, started_at, duration_ms,
+                                  --         tokens, cost, detail], ...] (orgtree/store.py)
+""", indexes=(Index("tree_calls_by_name", "tree_calls (name, last_started)"),
+              Index("tree_calls_by_run", "tree_calls (run_id)"),
+              Index("tree_calls_by_parent", "tree_calls (parent_id)"))),)),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version

@@ -1,22 +1,72 @@
-"""Write a run's trace: one JSON object per line for each step, call, print and error."""
+"""Write a run's trace: one JSON object per line for each call, print and error (and each step, if asked)."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from orgtree_lang.runtime.config import ConfigError, config_section
 from orgtree_lang.runtime.values import display_short
 from orgtree_lang.syntax.spans import Span
 from orgtree_lang.vm.observe import QUIET_INTERVAL, RunObserver
 
 SUMMARY_CHARS = 200
+_SMALL_INT = 10**18
+
+# off: no trace file; calls: runs, pipeline/skill/model calls, prints, errors, blocks, messages; steps: also one
+# event per statement executed (the machine then stops at every statement, which costs several times the run).
+TRACE_LEVELS = ("off", "calls", "steps")
+DEFAULT_LEVEL = "calls"
+DEFAULT_MAX_MB = 64.0
+DEFAULT_KEEP = 2
+
+
+@dataclass(frozen=True)
+class TraceSettings:
+    """How much a run traces, and how large one trace file may grow before it is rotated.
+
+    Past `max_bytes` the file is renamed `trace.jsonl.1` (an older `.1` becomes `.2`, up to `keep` old files;
+    older ones are deleted) and a new one is started, so a run's trace never takes more than (keep + 1) files."""
+
+    level: str = DEFAULT_LEVEL
+    max_bytes: int = int(DEFAULT_MAX_MB * 2**20)
+    keep: int = DEFAULT_KEEP
+
+    @classmethod
+    def from_config(cls, config, level: str | None = None) -> TraceSettings:
+        """The `[trace]` table of orgtree.toml (`config`: its path or a ConfigSnapshot); `level`, when given (the
+        --trace-level flag), wins over the file's `level`."""
+        table = config_section("trace", config, types={"level": str, "max_mb": (int, float), "keep": int})
+        unknown = sorted(set(table) - {"level", "max_mb", "keep"})
+        if unknown:
+            raise ConfigError(f"{config}: [trace] has no setting {', '.join(unknown)}; "
+                              "its settings are level, max_mb and keep")
+        chosen = level or table.get("level", DEFAULT_LEVEL)
+        if chosen not in TRACE_LEVELS:
+            raise ConfigError(f"{config}: [trace] level must be one of {', '.join(TRACE_LEVELS)}, got {chosen!r}")
+        max_mb = table.get("max_mb", DEFAULT_MAX_MB)
+        keep = table.get("keep", DEFAULT_KEEP)
+        if max_mb <= 0 or keep < 0:
+            raise ConfigError(f"{config}: [trace] max_mb must be above 0 and keep 0 or more, "
+                              f"got max_mb = {max_mb!r}, keep = {keep!r}")
+        return cls(chosen, max(1024, int(max_mb * 2**20)), keep)
 
 
 def summarize(value: Any, limit: int = SUMMARY_CHARS) -> str:
     """A short display form of a value for traces and the org tree (only the part shown is rendered)."""
+    # The org tree summarizes every call's arguments and result: the common small values take a short cut to
+    # the text display_short gives them (a printable string needs no escape when it holds no quote or backslash).
+    kind = type(value)
+    if kind is str:
+        if len(value) <= limit - 2 and value.isprintable() and '"' not in value and "\\" not in value:
+            return f'"{value}"'
+    elif kind is int and limit >= 20 and -_SMALL_INT < value < _SMALL_INT:
+        return repr(value)
     try:
         return display_short(value, limit)
     except RecursionError:  # a list nested thousands deep: summaries must never stop the run
@@ -26,15 +76,24 @@ def summarize(value: Any, limit: int = SUMMARY_CHARS) -> str:
 class Tracer(RunObserver):
     """Appends trace events to a JSONL file; each event carries time, run id, frame and source location.
 
-    With `steps`, every statement is an event too (the machine then stops at every statement to report it)."""
+    At level `steps` every statement is an event too (the machine then stops at every statement to report it);
+    at `off` nothing is written and no file is made."""
 
-    def __init__(self, path: Path, run_id: str, steps: bool = True) -> None:
+    def __init__(self, path: Path, run_id: str, settings: TraceSettings = TraceSettings()) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self.run_id = run_id
-        self.steps = steps
-        self.step_interval = 0 if steps else QUIET_INTERVAL
-        self._handle: IO[str] | None = open(self.path, "a", encoding="utf-8")
+        self.settings = settings
+        self.steps = settings.level == "steps"
+        self.active = settings.level != "off"
+        self.step_interval = 0 if self.steps else QUIET_INTERVAL
+        self._handle: IO[str] | None = None
+        self._size = 0
+        self._children: dict[Path, Tracer] = {}  # the child traces this one opened, by file
+        self._blocks: set[str] = set()  # the ambiguous nodes being resolved now
+        if self.active:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._handle = open(self.path, "a", encoding="utf-8")
+            self._size = self._handle.tell()
 
     def emit(self, event: str, span: Span | None = None, frame: str | None = None, **fields: Any) -> None:
         if self._handle is None:
@@ -45,9 +104,34 @@ class Tracer(RunObserver):
         if span is not None:
             record["at"] = f"{span.file}:{span.line}"
         record.update(fields)
-        self._handle.write(json.dumps(record, default=str) + "\n")
+        line = json.dumps(record, default=str) + "\n"
+        if self._size + len(line) > self.settings.max_bytes and self._size > 0:
+            self._rotate()
+        self._handle.write(line)
+        self._size += len(line)
+
+    def _rotate(self) -> None:
+        """Start a new file: the current one becomes `.1`, `.1` becomes `.2`, ..., and the one past `keep` goes."""
+        self._handle.close()
+        old = [self.path.with_name(f"{self.path.name}.{n}") for n in range(1, self.settings.keep + 1)]
+        if old:
+            old[-1].unlink(missing_ok=True)
+            for newer, older in reversed(list(zip(old, old[1:]))):
+                if newer.exists():
+                    os.replace(newer, older)
+            os.replace(self.path, old[0])
+        self._handle = open(self.path, "w", encoding="utf-8")
+        self._size = 0
+
+    @property
+    def rotated(self) -> bool:
+        """True if this trace has older files (the run outgrew `max_bytes`): the file holds only its tail."""
+        return self.path.with_name(f"{self.path.name}.1").exists()
 
     def close(self) -> None:
+        for child in self._children.values():
+            child.close()
+        self._children.clear()
         if self._handle is not None:
             self._handle.close()
             self._handle = None
@@ -59,7 +143,11 @@ class Tracer(RunObserver):
         outputs from the journal and runs no child). One file per block in the program (each event names the
         child run): a block reached in a loop does not make a file per visit."""
         suffix = re.sub(r"[@#]\d+", "", node[len(parent_run_id) + 1:]).replace("/", ".")
-        return Tracer(self.path.with_name(f"{self.path.stem}.{suffix}.jsonl"), node, steps=self.steps)
+        path = self.path.with_name(f"{self.path.stem}.{suffix}.jsonl")
+        child = self._children.get(path)
+        if child is None or child._handle is None or child.run_id != node:
+            child = self._children[path] = Tracer(path, node, self.settings)
+        return child
 
     # ---- what the machine reports ------------------------------------------------------------
 
@@ -101,8 +189,26 @@ class Tracer(RunObserver):
                   outcome="caught" if caught else "raised")
 
     def block_started(self, state, frame, spec, inputs, node_id) -> None:
+        self._blocks.add(node_id)
         self.emit("ambiguous", spec.span, frame.pipeline, block=spec.name,
                   inputs={k: summarize(v, 80) for k, v in inputs.items()})
+
+    def block_ended(self, node_id, outputs, error) -> None:
+        self._blocks.discard(node_id)
+
+    def model_call_ended(self, spend, model, input_tokens, output_tokens, cost, started, error) -> None:
+        # The decomposer's calls for a block go to the block's child trace: a replay of this run takes the
+        # block's outputs from the journal and makes no model call, and this trace holds what a replay makes.
+        node_id = getattr(spend, "node", None)
+        if node_id is None:  # a skill's call (llm.ask): made for the node of the frame that called the skill
+            machine = spend.machine
+            frames = machine.state.frames if machine.state is not None else []
+            node_id = machine.node_id(frames[-1].node) if frames else None
+        target = self.for_child(node_id, self.run_id) if node_id in self._blocks else self
+        target.emit("model", None, None, for_node=node_id, model=model, tokens=input_tokens + output_tokens,
+                    input_tokens=input_tokens, output_tokens=output_tokens, cost=cost,
+                    duration_ms=round((time.time() - started) * 1000, 3),
+                    outcome="error" if error is not None else "ok")
 
     def task_started(self, state, task, frame) -> None:
         self.emit("node.spawn", task.frames[0].code.span_at(task.frames[0].pc), frame.pipeline, task=task.id,

@@ -1,0 +1,155 @@
+"""Content stored by its sha256 under `.orgtree/blobs/`, and JSON data whose big values are stored there once.
+
+`BlobStore` keeps immutable files: bytes in, a digest out, exact byte ranges back (the memory store keeps full
+texts there). `spill` replaces every string and every list or object of JSON data that is larger than a
+threshold by a reference, `{"$blob": {"sha256": ..., "bytes": ..., "kind": "str" | "json", "preview": ...}}`,
+storing its content once however often it is spilled; `resolve` puts the content back. The journal uses them
+for run inputs, results, step results and checkpoints, so a big value costs its size once per workspace."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from orgtree_lang.runtime.files import write_atomic
+
+INLINE_BYTES = 4096  # the default threshold: values larger than this are stored as blobs
+PREVIEW_CHARS = 120
+_TAG = "$blob"
+_USER_DICT = "$dict"  # runtime.values.encode's wrapper: its one key is the program's, never a reference
+
+
+class BlobStore:
+    """A folder of immutable files named by the sha256 of their bytes (`ab/cdef…`); writes are atomic."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def path(self, digest: str) -> Path:
+        return self.root / digest[:2] / digest[2:]
+
+    def put(self, data: bytes) -> str:
+        """Store `data` (once) and return its sha256; a crash leaves either the whole file or none."""
+        digest = hashlib.sha256(data).hexdigest()
+        target = self.path(digest)
+        if target.exists():
+            return digest
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(target, data)
+        return digest
+
+    def read(self, digest: str, start: int = 0, end: int | None = None) -> bytes:
+        """Bytes `start:end` of the blob `digest` (all of it by default)."""
+        path = self.path(digest)
+        try:
+            with open(path, "rb") as blob:
+                if end is None:
+                    blob.seek(start)
+                    return blob.read()
+                return os.pread(blob.fileno(), end - start, start)
+        except FileNotFoundError:
+            raise FileNotFoundError(f"the blob {digest} is missing from {self.root}; a run or the memory store "
+                                    f"refers to content that was deleted by hand") from None
+
+    def delete(self, digest: str) -> None:
+        self.path(digest).unlink(missing_ok=True)
+
+
+class Spiller:
+    """Spills and resolves the big values of JSON data through one BlobStore, above `threshold` characters.
+
+    A string seen again (the same object, as a value kept across checkpoints is) is not hashed again."""
+
+    def __init__(self, store: BlobStore, threshold: int = INLINE_BYTES) -> None:
+        self.store = store
+        self.threshold = threshold
+        self._known: dict[int, tuple[str, str, int]] = {}  # id(string) -> (the string, its digest, its bytes)
+
+    def spill(self, data: Any) -> Any:
+        """`data` with each string, list or object larger than the threshold replaced by a blob reference."""
+        return self._spill(data)[0]
+
+    def _spill(self, data: Any) -> tuple[Any, int]:
+        """The spilled data and about how many characters its JSON text takes."""
+        if type(data) is str:
+            if len(data) <= self.threshold:
+                return data, len(data) + 2
+            return self._reference(data, "str"), 200
+        if isinstance(data, list):
+            items, size = [], 2
+            for item in data:
+                spilled, item_size = self._spill(item)
+                items.append(spilled)
+                size += item_size + 2
+            return self._container(items, size)
+        if isinstance(data, dict):
+            if len(data) == 1 and _TAG in data:
+                return data, 200  # already a reference
+            if len(data) == 1 and _USER_DICT in data:  # a program's dict whose one key starts with "$"
+                inner, size = self._spill_fields(data[_USER_DICT])
+                return self._container({_USER_DICT: inner}, size + 12)
+            return self._container(*self._spill_fields(data))
+        return data, 24
+
+    def _spill_fields(self, data: dict) -> tuple[dict, int]:
+        fields, size = {}, 2
+        for key, value in data.items():
+            spilled, value_size = self._spill(value)
+            fields[key] = spilled
+            size += len(key) + value_size + 4
+        return fields, size
+
+    def _container(self, data: Any, size: int) -> tuple[Any, int]:
+        if size <= self.threshold:
+            return data, size
+        return self._reference(json.dumps(data), "json"), 200
+
+    def _reference(self, text: str, kind: str) -> dict[str, Any]:
+        known = self._known.get(id(text))
+        if known is not None and known[0] is text:
+            _, digest, size = known
+        else:
+            data = text.encode("utf-8", "surrogatepass")  # .pipe strings may hold any code point JSON can
+            digest, size = self.store.put(data), len(data)
+            if len(self._known) > 1024:
+                self._known.clear()
+            self._known[id(text)] = (text, digest, size)
+        return {_TAG: {"sha256": digest, "bytes": size, "kind": kind, "preview": text[:PREVIEW_CHARS]}}
+
+    def spill_text(self, text: str | None) -> str | None:
+        """A JSON text with its big values spilled (unchanged, and not parsed, when it is small)."""
+        if text is None or len(text) <= self.threshold:
+            return text
+        return json.dumps(self.spill(json.loads(text)))
+
+    def resolve(self, data: Any) -> Any:
+        """`data` with every blob reference replaced by its content."""
+        return resolve(data, self.store)
+
+    def resolve_text(self, text: str | None) -> str | None:
+        """A JSON text with its references resolved (unchanged, and not parsed, when it has none)."""
+        if text is None or _TAG not in text:
+            return text
+        return json.dumps(resolve(json.loads(text), self.store))
+
+
+def resolve(data: Any, store: BlobStore) -> Any:
+    """`data` with every blob reference replaced by its content (read from `store`)."""
+    if isinstance(data, list):
+        return [resolve(item, store) for item in data]
+    if isinstance(data, dict):
+        if len(data) == 1 and _TAG in data:
+            ref = data[_TAG]
+            text = store.read(ref["sha256"]).decode("utf-8", "surrogatepass")
+            return text if ref["kind"] == "str" else resolve(json.loads(text), store)
+        if len(data) == 1 and _USER_DICT in data:
+            return {_USER_DICT: {key: resolve(value, store) for key, value in data[_USER_DICT].items()}}
+        return {key: resolve(value, store) for key, value in data.items()}
+    return data
+
+
+def is_reference(data: Any) -> bool:
+    return isinstance(data, dict) and len(data) == 1 and _TAG in data
