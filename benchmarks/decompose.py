@@ -12,17 +12,22 @@ Uses examples/ambiguous_triage.pipe with the scripted models in examples/models/
 3. The synthesis request (`Decomposer._request` plus the system message) for a block input of 1 KB and of
    10 MB. Input values are summarized to SUMMARY_CHARS characters in the prompt, so both must stay within
    PROMPT_BUDGET tokens (the script exits 1 otherwise) and be about the same size.
+4. Today's flow against the data-driven one ([decompose] data_driven = true: design, design review, code,
+   simulation, code review) on the same scripted scenarios (SCENARIOS): model calls, tokens, and whether the
+   saved module answers hidden cases right. The data-driven flow must get them all right (exit 1 otherwise).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 from orgtree_lang.compile.api import compile_source
-from orgtree_lang.decompose.decomposer import LANGUAGE_NOTES, Decomposer
+from orgtree_lang.decompose.decomposer import LANGUAGE_NOTES, DecomposeSettings, Decomposer
 from orgtree_lang.decompose.prompt import CONTEXT_SHARE, build_request
 from orgtree_lang.models.scripted import ScriptedModel
 from orgtree_lang.models.tokens import count_tokens
@@ -93,6 +98,93 @@ def synthesis_tokens(registry, size: int) -> tuple[int, int, float]:
     return request.tokens, len(request.text), seconds
 
 
+# ---- today's flow against the data-driven one ----------------------------------------------------
+
+FLOW_PARENT = '''use text
+
+pipeline main(report: str) -> str:
+    ambiguous classify(report: str) -> label: str:
+        """Label the report: bug if it mentions a crash (in any letter case), else question."""
+    return label
+'''
+DESIGN = '''```pipe
+examples:
+    classify("It crashed on start") -> "bug"
+    classify("CRASH when saving") -> "bug"
+    classify("How do I log in?") -> "question"
+expect label == "bug" or label == "question", "one of the two labels"
+```'''
+RIGHT = '''```pipe
+use text
+
+pipeline main(report: str) -> str:
+    if text.contains(text.lower(report), "crash"):
+        return "bug"
+    return "question"
+```
+example-2: resolved: lower-cased first
+c1: resolved: lower-cased first'''
+# A plausible first module that fails a hidden case (a crash in capitals).
+WRONG = RIGHT.replace("text.lower(report)", "report")
+ACCEPT = json.dumps({"concerns": [], "summary": "fits the spec"})
+CONCERN = json.dumps({"concerns": [{"id": "c1", "severity": "blocking", "spec_basis": "in any letter case",
+                                    "evidence": "`CRASH` in capitals is missed", "suggested_fix": "lower-case it"}],
+                      "summary": "one problem"})
+HIDDEN = {"CRASH!": "bug", "it Crashed twice": "bug", "crash": "bug", "Where is the manual?": "question",
+          "": "question"}
+# name: (first module, whether the code reviewer, reading, catches the case-sensitive test when it sees it)
+SCENARIOS = {
+    "right first module": (RIGHT, False),
+    "wrong first, reader misses it": (WRONG, False),
+    "wrong first, reader catches it": (WRONG, True),
+}
+
+
+def flow_run(workspace: Path, registry, first: str, catches: bool, data_driven: bool):
+    """Decompose FLOW_PARENT once; the counters, and how many HIDDEN cases the saved module gets right."""
+    rules = [{"match": {"contains": "First, the design"}, "reply": DESIGN},
+             {"match": {"contains": "The design is settled"}, "reply": first},
+             {"match": {"contains": "Write a module"}, "reply": first},
+             {"match": {"contains": "Running the module on its examples"}, "reply": RIGHT},
+             {"match": {"contains": "A reviewer raised these concerns"}, "reply": RIGHT}]
+    # The design review accepts; the code review raises the concern only on a module that has the bug.
+    reviews = [{"match": {"contains": "The design of `classify`"}, "reply": ACCEPT},
+               *([{"match": {"contains": "text.contains(report,"}, "reply": CONCERN}] if catches else []),
+               {"reply": ACCEPT}]
+    (workspace / "author.json").write_text(json.dumps(rules))
+    (workspace / "reviewer.json").write_text(json.dumps(reviews))
+    author = Counting(ScriptedModel.from_file(workspace / "author.json", role="author"))
+    reviewer = Counting(ScriptedModel.from_file(workspace / "reviewer.json", role="reviewer"))
+    program = compile_source(FLOW_PARENT, "triage.pipe", registry).program
+    settings = dataclasses.replace(DecomposeSettings(), data_driven=data_driven)
+    right = 0
+    for report, expected in HIDDEN.items():
+        decomposer = Decomposer(author=author, reviewer=reviewer, registry=registry, workspace=workspace,
+                                parent_file="triage.pipe", parent_source=FLOW_PARENT, settings=settings)
+        machine = plain_machine(program, registry=registry, context=SkillContext(Workspace(workspace)),
+                                resolver=decomposer, printer=lambda line: None)
+        machine.start("main", {"report": report})
+        right += machine.run().result == expected
+    return author, reviewer, right
+
+
+def compare_flows(registry) -> bool:
+    """Print one row per scenario and flow; False if the data-driven flow missed a hidden case."""
+    print(f"{'scenario':<32} {'flow':<12} {'author':>6} {'reviewer':>8} {'calls':>6} {'prompt tokens':>14} "
+          f"{'completion':>10}  hidden cases right")
+    good = True
+    for name, (first, catches) in SCENARIOS.items():
+        for data_driven in (False, True):
+            with tempfile.TemporaryDirectory() as tmp:
+                author, reviewer, right = flow_run(Path(tmp), registry, first, catches, data_driven)
+            (ap, ac), (rp, rc) = author.tokens(), reviewer.tokens()
+            print(f"{name:<32} {'data-driven' if data_driven else 'today':<12} {len(author.calls):>6} "
+                  f"{len(reviewer.calls):>8} {len(author.calls) + len(reviewer.calls):>6} {ap + rp:>14,} "
+                  f"{ac + rc:>10,}  {right}/{len(HIDDEN)}")
+            good = good and (right == len(HIDDEN) or not data_driven)
+    return good
+
+
 def main() -> int:
     registry = default_registry(plugins=False)
     failed = False
@@ -124,6 +216,12 @@ def main() -> int:
     print(f"  ratio 10 MB / 1 KB: {big_tokens / small_tokens:.3f}; budget {PROMPT_BUDGET:,} tokens")
     if max(small_tokens, big_tokens) > PROMPT_BUDGET:
         print("FAIL: the synthesis prompt is over budget")
+        failed = True
+
+    print()
+    print("today's flow against the data-driven one, same scripted models (one decomposition, then 4 reuses)")
+    if not compare_flows(registry):
+        print("FAIL: the data-driven flow saved a module that misses a hidden case")
         failed = True
     return 1 if failed else 0
 

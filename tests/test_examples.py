@@ -30,6 +30,10 @@ def run_example(name: str, workspace: Path, *extra: str) -> PipeResult:
 
 
 EXPECTED: dict[str, str] = {
+    "contracts.pipe": """\
+AMT
+5.0
+""",
     "hello.pipe": """\
 hello, world!
 greeted world

@@ -16,7 +16,8 @@ EXAMPLES = card_examples()
 def test_the_card_has_an_example_for_each_part_it_promises() -> None:
     card = language_card()
     for heading in ("Modules, pipelines, calls, recursion", "Types, literals, statements, operators",
-                    "Strings, lists, dicts", "Records and type tests", "Errors", "F-strings and printing", "Idioms"):
+                    "Strings, lists, dicts", "Records and type tests", "Errors",
+                    "Examples, expectations, assumptions, tests", "F-strings and printing", "Idioms"):
         assert f"## {heading}" in card, heading
     assert len(EXAMPLES) >= 7
 
@@ -46,6 +47,13 @@ def test_every_card_example_runs_and_prints_what_it_says(example, tmp_path: Path
     outcome = run_compiled(compiled.program, tmp_path, registry())
     assert outcome.error is None, outcome.error
     assert output_lines(outcome.output) == example.output
+
+
+def test_the_card_stays_small_enough_for_every_prompt() -> None:
+    from orgtree_lang.models.tokens import count_tokens
+
+    # The author's and the reviewer's every request carry the card: it must leave room for the work itself.
+    assert count_tokens(language_card()) <= 2400
 
 
 def test_a_wrong_expectation_in_an_example_is_noticed(tmp_path: Path) -> None:

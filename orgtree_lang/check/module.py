@@ -40,6 +40,7 @@ class PipelineInfo:
     params: list[ParamInfo]
     returns: t.PipeType
     decl: n.Pipeline
+    kind: str = "pipeline"  # or "test": a `test` block or a pipeline example, run by `pipe test`
 
 
 @dataclass
@@ -51,6 +52,7 @@ class CheckedModule:
     uses: list[str]
     records: dict[str, RecordInfo]
     pipelines: dict[str, PipelineInfo]
+    tests: dict[str, PipelineInfo] = field(default_factory=dict)
     calls: dict[n.Call, CallTarget] = field(default_factory=dict)
     types: dict[n.TypeExpr, t.PipeType] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
@@ -66,10 +68,16 @@ def check(module: n.Module, registry, source: str) -> CheckedModule:
     _declare_records(module, checked, sink)
     _declare_uses(module, checked, registry, sink)
     _declare_pipelines(module, checked, sink)
+    from orgtree_lang.check.contracts import check_pipeline_contracts, example_tests, user_tests
     from orgtree_lang.check.pipeline import PipelineChecker
 
     for info in checked.pipelines.values():
-        PipelineChecker(checked, registry, sink, info).run()
+        checker = PipelineChecker(checked, registry, sink, info)
+        checker.run()
+        check_pipeline_contracts(checked, registry, sink, info, checker.assigned)
+    for name, decl in sorted(user_tests(module, sink) + example_tests(checked), key=lambda test: test[1].span.line):
+        checked.tests[name] = PipelineInfo(name, [], t.NONE, decl, kind="test")
+        PipelineChecker(checked, registry, sink, checked.tests[name]).run()
     if sink.has_errors:
         raise CompileError(sink.items, {module.file: source})
     checked.diagnostics = sink.items

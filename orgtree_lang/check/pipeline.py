@@ -6,6 +6,7 @@ import contextlib
 
 from orgtree_lang.check.branches import check_parallel, check_parallel_for
 from orgtree_lang.check.capabilities import capability_allowed
+from orgtree_lang.check.contracts import CONTRACT_STATEMENTS, check_block_contracts, contract_statement
 from orgtree_lang.check.module import CallTarget, CheckedModule, PipelineInfo, resolve_type
 from orgtree_lang.check.typing import ExprTyper
 from orgtree_lang.runtime.builtins import BUILTINS
@@ -206,6 +207,9 @@ class PipelineChecker:
             self._return(stmt)
         elif isinstance(stmt, n.Ambiguous):
             self._ambiguous(stmt)
+            check_block_contracts(self, stmt)
+        elif isinstance(stmt, CONTRACT_STATEMENTS):
+            contract_statement(self, stmt)
         elif isinstance(stmt, n.UseStmt) and self.report:
             self.sink.error("`use` inside a pipeline is allowed only in an ambiguous block, after its docstring",
                             stmt.span, "put `use` lines at the top of the module; inside an ambiguous block they "
@@ -321,7 +325,8 @@ class PipelineChecker:
                     'put a """description""" on the first line of the block: the decomposer solves the block from it',
                 )
             for extra in stmt.body:
-                self.sink.error("an ambiguous block holds only its docstring and `use` lines", extra.span,
+                self.sink.error("an ambiguous block holds only its docstring and `use` lines, then `examples:` and "
+                                "`expect` lines", extra.span,
                                 "the decomposer writes the steps; move code before or after the block")
             self._narrowing(stmt)
         seen: set[str] = set()

@@ -25,6 +25,24 @@ class CallSite:
     kwnames: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, eq=False)
+class BlockExample:
+    """One `examples:` line of an ambiguous block: constant input values and the outputs they must give."""
+
+    inputs: dict[str, Any]
+    outputs: dict[str, Any]
+    line: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"inputs": {k: encode(v) for k, v in self.inputs.items()},
+                "outputs": {k: encode(v) for k, v in self.outputs.items()}, "line": self.line}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> BlockExample:
+        return cls({k: decode(v) for k, v in data["inputs"].items()},
+                   {k: decode(v) for k, v in data["outputs"].items()}, data.get("line", 0))
+
+
 @dataclass(frozen=True)
 class AmbiguousSpec:
     """Everything the decomposer is told about an ambiguous block."""
@@ -36,6 +54,22 @@ class AmbiguousSpec:
     uses: tuple[str, ...]  # the capabilities a generated child may have at most
     pipeline: str
     span: Span
+    examples: tuple[BlockExample, ...] = ()  # stated by the program's author, or by the decomposer's design step
+    expects: tuple[tuple[str, str], ...] = ()  # (condition as .pipe source, why) over inputs and outputs
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """One `assume`, `expect` or example check: what a failure says, and which locals' values it shows."""
+
+    kind: str  # assume | expect | example
+    text: str  # the condition, or the example's call, as .pipe source
+    reason: str
+    slots: tuple[int, ...] = ()
+    labels: tuple[str, ...] = ()  # what a failure calls each slot's value: a name, or an operand's source
+
+    def to_json(self) -> list[Any]:
+        return [self.kind, self.text, self.reason, list(self.slots), list(self.labels)]
 
 
 @dataclass(frozen=True)
@@ -69,6 +103,7 @@ class CodeObject:
     varnames: list[str] = field(default_factory=list)
     calls: list[CallSite] = field(default_factory=list)
     ambiguous: list[AmbiguousSpec] = field(default_factory=list)
+    checks: list[CheckSpec] = field(default_factory=list)
     line_table: list[tuple[int, int, int, int, int]] = field(default_factory=list)  # (first pc, line, col, end_line, end_col)
     span: Span | None = None
     max_stack: int = 0
@@ -102,6 +137,7 @@ class Program:
     uses: tuple[str, ...]
     records: dict[str, RecordSpec]
     pipelines: dict[str, CodeObject]
+    tests: dict[str, CodeObject] = field(default_factory=dict)  # `test` blocks and pipeline examples, by name
 
     def entry(self, name: str | None = None) -> CodeObject:
         """The pipeline `pipe run` starts: `name`, else `main`, else the only pipeline."""
@@ -130,6 +166,7 @@ class Program:
                 for r in self.records.values()
             ],
             "pipelines": [_code_json(c) for c in self.pipelines.values()],
+            "tests": [_code_json(c) for c in self.tests.values()],
         }
 
     def dumps(self) -> str:
@@ -146,7 +183,8 @@ class Program:
             for r in data["records"]
         }
         pipelines = {c["name"]: _code_from_json(c, file) for c in data["pipelines"]}
-        return cls(file, data["source_hash"], tuple(data["uses"]), records, pipelines)
+        tests = {c["name"]: _code_from_json(c, file) for c in data.get("tests", [])}
+        return cls(file, data["source_hash"], tuple(data["uses"]), records, pipelines, tests)
 
     @classmethod
     def loads(cls, text: str) -> Program:
@@ -169,9 +207,12 @@ def _code_json(code: CodeObject) -> dict[str, Any]:
         "calls": [_call_json(c) for c in code.calls],
         "ambiguous": [
             {"name": a.name, "doc": a.doc, "inputs": [[k, str(v)] for k, v in a.inputs],
-             "outputs": [[k, str(v)] for k, v in a.outputs], "uses": list(a.uses), "span": a.span.to_list()}
+             "outputs": [[k, str(v)] for k, v in a.outputs], "uses": list(a.uses), "span": a.span.to_list(),
+             **({"examples": [e.to_json() for e in a.examples]} if a.examples else {}),
+             **({"expects": [list(e) for e in a.expects]} if a.expects else {})}
             for a in code.ambiguous
         ],
+        **({"checks": [c.to_json() for c in code.checks]} if code.checks else {}),
         "line_table": [list(row) for row in code.line_table],
         "span": code.span.to_list() if code.span else None,
         "max_stack": code.max_stack,
@@ -197,7 +238,10 @@ def _code_from_json(data: dict[str, Any], file: str) -> CodeObject:
     code.ambiguous = [
         AmbiguousSpec(a["name"], a["doc"], tuple((k, t.parse(v)) for k, v in a["inputs"]),
                       tuple((k, t.parse(v)) for k, v in a["outputs"]), tuple(a["uses"]), code.name,
-                      Span.from_list(file, a["span"]))
+                      Span.from_list(file, a["span"]),
+                      tuple(BlockExample.from_json(e) for e in a.get("examples", ())),
+                      tuple(tuple(e) for e in a.get("expects", ())))
         for a in data["ambiguous"]
     ]
+    code.checks = [CheckSpec(c[0], c[1], c[2], tuple(c[3]), tuple(c[4])) for c in data.get("checks", ())]
     return code

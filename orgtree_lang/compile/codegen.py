@@ -6,7 +6,9 @@ from dataclasses import dataclass
 
 from orgtree_lang.check.branches import branch_outputs
 from orgtree_lang.check.module import CheckedModule, PipelineInfo
+from orgtree_lang.check.pipeline import falls_through
 from orgtree_lang.compile.code import AmbiguousSpec, CallSite, CodeObject, Param, Program, RecordSpec
+from orgtree_lang.compile.contracts import ContractEmitter, block_examples, source_text
 from orgtree_lang.compile.opcodes import CODE
 from orgtree_lang.compile.stack import compute_max_stack
 from orgtree_lang.syntax import nodes as n
@@ -22,7 +24,8 @@ def generate(checked: CheckedModule, source_hash: str) -> Program:
         if name not in ("Error", "Handle")  # made by the runtime, never built by a program
     }
     pipelines = {name: _PipelineCompiler(checked, info).compile() for name, info in checked.pipelines.items()}
-    return Program(checked.module.file, source_hash, tuple(checked.uses), records, pipelines)
+    tests = {name: _PipelineCompiler(checked, info).compile() for name, info in checked.tests.items()}
+    return Program(checked.module.file, source_hash, tuple(checked.uses), records, pipelines, tests)
 
 
 def constant_value(expr: n.Expr):
@@ -79,7 +82,7 @@ class _Block:
     continue_label: _Label | None = None
 
 
-class _PipelineCompiler:
+class _PipelineCompiler(ContractEmitter):
     def __init__(self, checked: CheckedModule, info: PipelineInfo) -> None:
         self.checked = checked
         self.info = info
@@ -108,6 +111,7 @@ class _PipelineCompiler:
         self.branch_fixups: list[tuple[int, list[_Label], list[list[int]]]] = []
         self.label_pcs: set[int] = set()
         self.last_span: Span | None = None
+        self.renames: dict[str, str] = {}  # names an ambiguous block's `expect` reads from hidden locals
 
     # -- emission helpers
 
@@ -118,6 +122,8 @@ class _PipelineCompiler:
         last = _last_line_span(decl.body) if decl.body else decl.name_span
         end = Span(decl.span.file, last.end_line, last.end_col, last.end_line, last.end_col)
         self._emit(CODE["LOAD_CONST"], self._const(None), end)
+        if falls_through(decl.body):  # else the end is never reached: every path returns or fails
+            self._post_conditions(end)
         self._emit(CODE["RETURN"], None, end)
         for pc, label in self.fixups:
             if isinstance(self.code.args[pc], list):
@@ -438,15 +444,12 @@ class _PipelineCompiler:
             self._emit(CODE["LOAD_CONST"], self._const(None), s.span)
         else:
             self._expr(s.value)
+        self._post_conditions(s.span)
         self._emit(CODE["RETURN"], None, s.span)
 
     def _Ambiguous(self, s: n.Ambiguous) -> None:
         types = self.checked.types
-        for item in s.inputs:
-            if item.default is not None:
-                self._expr(item.default)
-            else:
-                self._emit(CODE["LOAD_LOCAL"], self._slot(item.name), item.span)
+        self._block_inputs(s)
         spec = AmbiguousSpec(
             name=s.name,
             doc=s.doc or "",
@@ -455,11 +458,14 @@ class _PipelineCompiler:
             uses=tuple(u.name for u in s.uses) or tuple(self.checked.uses),
             pipeline=self.info.name,
             span=s.span,
+            examples=block_examples(s),
+            expects=tuple((source_text(e.condition), e.reason.value) for e in s.expects),
         )
         self.code.ambiguous.append(spec)
         self._emit(CODE["AMBIGUOUS"], len(self.code.ambiguous) - 1, s.span)
         for out in s.outputs:
             self._emit(CODE["STORE_LOCAL"], self._slot(out.name), out.span)
+        self._block_expects(s)
 
     # -- expressions
 
@@ -470,7 +476,7 @@ class _PipelineCompiler:
         self._emit(CODE["LOAD_CONST"], self._const(e.value), e.span)
 
     def _Name(self, e: n.Name) -> None:
-        self._emit(CODE["LOAD_LOCAL"], self._slot(e.id), e.span)
+        self._emit(CODE["LOAD_LOCAL"], self._slot(self.renames.get(e.id, e.id)), e.span)
 
     def _FString(self, e: n.FString) -> None:
         if not e.parts:

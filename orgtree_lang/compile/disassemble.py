@@ -12,7 +12,7 @@ def disassemble(program: Program) -> str:
     for name, record in program.records.items():
         fields = ", ".join(f"{f}: {ft}" for f, ft in record.fields)
         parts.append(f"record {name}({fields})")
-    for code in program.pipelines.values():
+    for code in (*program.pipelines.values(), *program.tests.values()):
         parts.append(disassemble_code(code))
     return "\n\n".join(parts) + "\n"
 
@@ -68,4 +68,7 @@ def _explain(code: CodeObject, opcode, arg) -> str:
     if kind == "ambiguous":
         spec = code.ambiguous[arg]
         return f"({spec.name}: {', '.join(n for n, _ in spec.inputs)} -> {', '.join(n for n, _ in spec.outputs)})"
+    if kind == "check":
+        check = code.checks[arg]
+        return f"({check.kind} {check.text})"
     return ""

@@ -31,6 +31,8 @@ OPERAND_DOCS = {
     "call": "an index into `calls`, the call sites (kind, name, positional count, keyword names).",
     "attr": "the field or key name as text.",
     "ambiguous": "an index into `ambiguous`, the specs of the code object's ambiguous blocks.",
+    "check": "an index into `checks`: kind (assume, expect, example), the condition as source, its reason, and "
+             "the local slots whose values a failure shows.",
     "branch": "the index of the first instruction of a parallel loop's body.",
     "branches": "one pair per branch of a parallel block: the index of its first instruction, and the local "
                 "slots it copies back into the frame when it ends.",

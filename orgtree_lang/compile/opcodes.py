@@ -14,7 +14,7 @@ class Opcode:
     code: int
     name: str
     operand: str  # what the argument means: none, const, local, locals, jump, count, binop, binop_const,
-    # compare, compare_jump, local_jump, unary, call, attr, ambiguous, branches
+    # compare, compare_jump, local_jump, unary, call, attr, ambiguous, check, branch, branches
 
     def jump_target(self, arg) -> int:
         """Where a jumping instruction goes (fused instructions keep the target second)."""
@@ -103,6 +103,10 @@ _TABLE = [
      "Enter a try block whose handler starts at `arg`; the handler starts with the Error record on the stack."),
     ("POP_TRY", "none", "--", _fixed(0), None, "Leave the innermost try block of this frame."),
     ("FAIL", "none", "message --", _fixed(-1), None, "Raise a catchable runtime error with the given message."),
+    # Contracts (`assume`, `expect`, examples): one check instruction reads its spec from `checks`.
+    ("CHECK", "check", "cond --", _fixed(-1), None,
+     "Pop a bool; if it is false, raise the error of check `arg` (an assumption, expectation or example that "
+     "does not hold), naming the condition, its reason and the values of the locals it reads."),
     ("RETURN", "none", "value --", _fixed(-1), None, "Return the top of the stack to the calling frame."),
     # ---- people are nodes (docs/org.md) ----
     ("ASK_HUMAN", "call", "args... -- answer", _call_effect, None,

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from orgtree_lang.compile.code import AmbiguousSpec
+from orgtree_lang.decompose.dataflow import ExampleFlow
+from orgtree_lang.decompose.design import spec_with_contracts
 from orgtree_lang.decompose.extract import ExtractError, extract_module
 from orgtree_lang.decompose.goal import Goal, skill_docs
 from orgtree_lang.decompose.inputs import MEMORY_THRESHOLD, described_inputs, remember_inputs
@@ -57,6 +59,9 @@ class DecomposeSettings:
     ask_human: bool = True  # a review disagreement the parent's author does not settle goes to a person
     max_research: int = 1  # research children per writing, for "needs research" answers (0: fail at once)
     research_module: str = ""  # the research child's source; "" is the stdlib's research.pipe
+    data_driven: bool = False  # design (examples, expectations) and its review before the code (decompose/dataflow.py)
+    simulation_rounds: int = 2  # failed simulations sent back to the author before the code review
+    review_outputs: bool = False  # a reviewer checks each block's outputs at run time (decompose/output_review.py)
 
     @property
     def limits(self) -> ChildLimits:
@@ -71,7 +76,11 @@ class DecomposeSettings:
             "similarity": (int, float), "child_max_steps": int, "child_max_seconds": (int, float),
             "max_output_chars": int, "child_max_memory": int, "max_statements": int,
             "memory_threshold": int, "protocol": bool, "ask_human": bool,
-            "max_research": int, "research_module": str})
+            "max_research": int, "research_module": str, "data_driven": bool, "simulation_rounds": int,
+            "review_outputs": bool})
+        if section.get("simulation_rounds", 0) < 0:
+            raise ConfigError(f"{path}: [decompose] simulation_rounds must be 0 or more, got "
+                              f"{section['simulation_rounds']!r}")
         for key in ("child_max_steps", "child_max_seconds", "max_output_chars", "child_max_memory", "max_statements",
                     "memory_threshold"):
             if key in section and section[key] <= 0:
@@ -242,21 +251,33 @@ class Decomposer:
                                         "window (or raise [decompose] context_share)") from None
         conversation = uuid.uuid4().hex
         self._research = lambda need: self._researched(need, spec, block, reviewer)
-        messages = [Message("system", LANGUAGE_NOTES), Message("user", request.text)]
+        flow = ExampleFlow(self, spec, _generated_context(block.context))
+        messages = [Message("system", LANGUAGE_NOTES), Message("user", flow.opening(request.text))]
         attempts = AttemptLog(self.workspace)
+
+        def ask(text: str, phase: str) -> tuple[str, str]:
+            messages.append(Message("user", text))
+            answers: list[str] = []
+            revised = self._valid_module(spec, digest, messages, conversation, author, attempts, phase,
+                                         answers=answers)
+            return revised, answers[-1] if answers else ""
+
         try:
-            body = self._valid_module(spec, digest, messages, conversation, author, attempts, "write")
+            if flow.designs:
+                flow.design_step(messages, conversation, author, reviewer, attempts, digest, block)
+            body = flow.checked(self._valid_module(spec, digest, messages, conversation, author, attempts, "write"),
+                                ask, block.note)
 
             def revise(artifact: str, concerns) -> tuple[str, dict[str, str]]:
                 listing = "\n".join(f"- {c.id} ({c.severity}): {c.evidence} Suggested: {c.suggested_fix}"
                                     for c in concerns)
-                messages.append(Message("user", f"A reviewer raised these concerns about the module:\n{listing}\n"
-                                                "Reply with the revised module in one ```pipe block, then one line "
-                                                "per concern: `ID: resolved: why` or `ID: rejected: why`."))
-                answer_holder: list[str] = []
-                revised = self._valid_module(spec, digest, messages, conversation, author, attempts, "revise",
-                                             answers=answer_holder)
-                return revised, _resolutions(answer_holder[-1] if answer_holder else "", concerns)
+                revised, answer = ask(f"A reviewer raised these concerns about the module:\n{listing}\n"
+                                      "Reply with the revised module in one ```pipe block, then one line "
+                                      "per concern: `ID: resolved: why` or `ID: rejected: why`.", "revise")
+                resolutions = _resolutions(answer, concerns)
+                revised = flow.checked(revised, ask, block.note)
+                flow.record(ledger, subject, conversation)
+                return flow.artifact(revised), resolutions
 
             with ConcernLedger.for_workspace(self.workspace) as ledger:
                 # Each writing of a module is reviewed afresh: concerns settled for an earlier module are not
@@ -264,25 +285,26 @@ class Decomposer:
                 base = f"{Path(self.parent_file).name}:{spec.name}:{digest}"
                 subject = review_subject(block, ledger, base)
                 block.note(f"in review ({subject})")
+                flow.record(ledger, subject, conversation)
                 goal = self.goal.describe(spec, self.parent_file, self.parent_source)
 
                 def context(artifact: str) -> str:
                     return "\n\n".join(part for part in (goal, skill_docs(artifact, self.registry)) if part)
 
                 def review(artifact: str, rounds: int):
-                    return review_loop(subject, spec_text(spec), artifact, language=language_card(),
+                    return review_loop(subject, flow.spec_text(spec_text(spec)), artifact, language=language_card(),
                                        author=author, reviewer=reviewer, revise=revise, ledger=ledger,
                                        max_rounds=rounds, author_conversation=conversation, context=context)
 
                 trail: list[str] = []
                 try:
-                    outcome = review(body, self.settings.max_review_rounds)
+                    outcome = review(flow.artifact(body), self.settings.max_review_rounds)
                 except ReviewError as failed:
                     judges = judges_for(author, self.parent_author, self._human(block))
                     if not failed.open_concerns or failed.outcome is None or not judges:
                         raise
                     outcome, trail = escalate(failed, judges, subject=subject, ledger=ledger,
-                                              spec_text=spec_text(spec), goal=goal, revise=revise,
+                                              spec_text=flow.spec_text(spec_text(spec)), goal=goal, revise=revise,
                                               review_again=lambda artifact: review(artifact, 1), note=block.note)
         finally:
             attempts.close()
@@ -297,9 +319,10 @@ class Decomposer:
             "concerns": ", ".join(f"{k} {v}" for k, v in outcome.counts.items()),
             "prompt-tokens": f"{request.tokens} of {request.budget} allowed (+ {request.fixed_tokens} of language card)",
             **({"escalated": "; ".join(trail)} if trail else {}),
+            **flow.provenance(),
             "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         }
-        return self.store.save(self.parent_file, spec.name, outcome.artifact, provenance, self.registry)
+        return self.store.save(self.parent_file, spec.name, flow.saved(outcome.artifact), provenance, self.registry)
 
     def _researched(self, need, spec: AmbiguousSpec, block, reviewer) -> str:
         """Run the research child on the author's questions, have its findings reviewed as insights, and return
@@ -417,7 +440,16 @@ class Decomposer:
         if limits.output_chars is not None and output_size(outputs, limits.output_chars) > limits.output_chars:
             raise self._over_limits(spec, saved, limits.describe("output"), None)
         reshaper = model_reshaper(author, block.records, uuid.uuid4().hex) if author is not None else None
-        return fit_outputs(outputs, spec, block.records, reshaper)
+        outputs = fit_outputs(outputs, spec, block.records, reshaper)
+        if self.settings.review_outputs and self.reviewer is not None:
+            from orgtree_lang.decompose.output_review import outputs_subject, review_outputs
+
+            block.note("reviewing its outputs")
+            review_outputs(self._metered(block)[1], spec, block.inputs, outputs,
+                           spec_text=spec_with_contracts(f"The step `{spec.name}`:\n{spec.doc}", spec),
+                           workspace=self.workspace,
+                           subject=outputs_subject(self.parent_file, spec, spec_hash(spec)), node=block.node)
+        return outputs
 
     def _over_limits(self, spec: AmbiguousSpec, saved: SavedModule, limit: str, err: PipeRuntimeError | None):
         """The error for a child that went over a generated module's limit, after marking its module so that later

@@ -11,7 +11,8 @@ OUTPUTS_RECORD = "Outputs"
 
 
 def spec_hash(spec: AmbiguousSpec) -> str:
-    """Identical for blocks with the same name, typed inputs and outputs, docstring and capabilities."""
+    """Identical for blocks with the same name, typed inputs and outputs, docstring, capabilities, and stated
+    examples and expectations."""
     canonical = {
         "name": spec.name,
         "inputs": [[name, str(ptype)] for name, ptype in spec.inputs],
@@ -19,6 +20,11 @@ def spec_hash(spec: AmbiguousSpec) -> str:
         "doc": spec.doc.strip(),
         "uses": sorted(spec.uses),
     }
+    # Stated examples and expectations are part of the spec; a block without them hashes as it always did.
+    if spec.examples:
+        canonical["examples"] = [example.to_json() | {"line": 0} for example in spec.examples]
+    if spec.expects:
+        canonical["expects"] = [list(expect) for expect in spec.expects]
     text = json.dumps(canonical, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
 

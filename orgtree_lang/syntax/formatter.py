@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from orgtree_lang.syntax import contracts as c
 from orgtree_lang.syntax import nodes as n
 from orgtree_lang.syntax.parser import parse, source_comments
 
@@ -121,6 +122,11 @@ class _Printer:
                 self._line("", "use " + ", ".join(u.name for u in item), span.line, item[-1].span.end_line)
             elif isinstance(item, n.RecordDecl):
                 self._record(item)
+            elif isinstance(item, c.TestDecl):
+                self._line("", f"test {_string_text(item.name)}:", item.span.line, item.span.line)
+                if item.doc is not None:
+                    self._docstring(item.doc, INDENT)
+                self._block(item.body, INDENT, item.span.line)
             else:
                 self._pipeline(item)
             previous = item
@@ -146,7 +152,23 @@ class _Printer:
         self._line("", f"pipeline {p.name}({params}){returns}:", p.span.line, header_end)
         if p.doc is not None:
             self._docstring(p.doc, INDENT)
+        self._contracts(p.examples, p.expects, INDENT)
         self._block(p.body, INDENT, p.span.line)
+
+    def _contracts(self, examples: tuple, expects: tuple, indent: str) -> None:
+        """The `examples:` block and `expect` lines after a docstring."""
+        if examples:
+            self._line(indent, "examples:", examples[0].span.line - 1, examples[0].span.line - 1)
+            for example in examples:
+                self._line(indent + INDENT, self.example(example), example.span.line, example.span.end_line)
+        for expect in expects:
+            self._stmt(expect, indent)
+
+    def example(self, e: c.Example) -> str:
+        args = [self.expr(a) for a in e.args] + [f"{k.name}={self.expr(k.value)}" for k in e.keywords]
+        results = [self.expr(e.result)] if e.result is not None else \
+            [f"{k.name}={self.expr(k.value)}" for k in e.outputs]
+        return f"{e.name}({', '.join(args)}) -> {', '.join(results)}"
 
     def _docstring(self, doc: str, indent: str) -> None:
         text = doc.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
@@ -221,7 +243,10 @@ class _Printer:
             if s.uses:
                 line = s.uses[0].span.line
                 self._line(indent + INDENT, "use " + ", ".join(u.name for u in s.uses), line, s.uses[-1].span.line)
+            self._contracts(s.examples, s.expects, indent + INDENT)
             self._block(s.body, indent + INDENT, s.span.line)
+        elif isinstance(s, c.Examples):
+            self._contracts(s.items, (), indent)
         else:
             self._comments_before(s.span.line, indent)
             exploded = self._commented_items(s, indent)
@@ -331,6 +356,9 @@ class _Printer:
             return "return" if s.value is None else f"return {self.expr(s.value)}"
         if isinstance(s, n.UseStmt):
             return "use " + ", ".join(u.name for u in s.names)
+        if isinstance(s, (c.Expect, c.Assume)):
+            word = "expect" if isinstance(s, c.Expect) else "assume"
+            return f"{word} {self.expr(s.condition)}, {self.expr(s.reason)}"
         raise TypeError(f"cannot format {type(s).__name__}")
 
     # -- expressions
@@ -409,9 +437,18 @@ def _last_line(stmt: n.Stmt) -> int:
     elif isinstance(stmt, n.Try):
         blocks = [stmt.body, stmt.handler]
     elif isinstance(stmt, n.Ambiguous):
-        return stmt.span.line if stmt.doc is None else max(stmt.span.line, *(o.span.end_line for o in stmt.outputs))
+        contracts = [x.span.end_line for x in (*stmt.examples, *stmt.expects)]
+        header = stmt.span.line if stmt.doc is None else max(stmt.span.line, *(o.span.end_line for o in stmt.outputs))
+        return max([header, *contracts])
+    elif isinstance(stmt, c.Examples):
+        return stmt.items[-1].span.end_line
     last_block = [b for b in blocks if b]
     return _last_line(last_block[-1][-1]) if last_block else stmt.span.end_line
+
+
+def _string_text(value: str) -> str:
+    """A string literal for `value` in double quotes."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
 def _constant_text(value) -> str:

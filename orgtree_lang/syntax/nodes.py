@@ -393,6 +393,8 @@ class Ambiguous(Stmt):
     doc: str | None
     body: tuple[Stmt, ...]  # everything after the docstring and `use` lines; must be empty
     uses: tuple[Use, ...] = ()  # `use` lines in the block: the module may use only these (within the parent's)
+    examples: tuple = ()  # contracts.Example: inputs -> expected outputs, for the decomposer and `pipe test`
+    expects: tuple = ()  # contracts.Expect: post-conditions over inputs and outputs
 
 
 @node
@@ -445,6 +447,8 @@ class Pipeline(Node):
     doc: str | None
     body: tuple[Stmt, ...]
     name_span: Span
+    examples: tuple = ()  # contracts.Example, after the docstring
+    expects: tuple = ()  # contracts.Expect: post-conditions checked at every return (`result` is the value)
 
 
 @node
@@ -454,4 +458,5 @@ class Module(Node):
     uses: tuple[Use, ...]
     records: tuple[RecordDecl, ...]
     pipelines: tuple[Pipeline, ...]
-    items: tuple[Node, ...]  # uses, records and pipelines in source order (for the formatter)
+    items: tuple[Node, ...]  # uses, records, pipelines and tests in source order (for the formatter)
+    tests: tuple = ()  # contracts.TestDecl: `test "name":` blocks, run by `pipe test`

@@ -12,7 +12,7 @@ from orgtree_lang.syntax.diagnostics import Diagnostic
 from orgtree_lang.syntax.spans import Span
 
 # Words kept for constructs of later versions; using them as names is an error now.
-RESERVED = frozenset({"assume", "expect", "import"})
+RESERVED = frozenset({"import"})
 
 TOKEN_NAMES = {
     "NAME": "a name", "INT": "a number", "FLOAT": "a number", "STRING": "a string",

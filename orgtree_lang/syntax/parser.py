@@ -15,6 +15,7 @@ from lark.exceptions import LarkError, UnexpectedInput
 from lark.indenter import DedentError, Indenter
 
 from orgtree_lang.syntax import nodes as n
+from orgtree_lang.syntax.contracts import ContractRules, TestDecl, take_contracts
 from orgtree_lang.syntax.diagnostics import CompileError, Diagnostic, DiagnosticSink
 from orgtree_lang.syntax.parse_errors import RESERVED, parse_error_diagnostic
 from orgtree_lang.syntax.python_habits import find_habits
@@ -24,7 +25,7 @@ from orgtree_lang.syntax.spans import Span
 KEYWORDS = frozenset(
     {"use", "record", "pipeline", "if", "elif", "else", "while", "for", "in", "break", "continue",
      "pass", "try", "except", "fail", "return", "ambiguous", "and", "or", "not", "is", "true", "false", "none",
-     "parallel", "spawn", "await", "cancel", "send", "on"}
+     "parallel", "spawn", "await", "cancel", "send", "on", "assume", "expect"}
 )
 SOFT_KEYWORDS = ("label", "goto")
 # Python's names for types, in a type test, with the .pipe name to write instead.
@@ -150,7 +151,7 @@ def parse_expr(text: str, file: str, line: int, col: int, sink: DiagnosticSink) 
 # ---- tree to nodes -------------------------------------------------------
 
 @v_args(meta=True)
-class _Builder(Transformer):
+class _Builder(ContractRules):
     """Builds nodes from Lark's parse tree; collects problems Lark cannot see (reserved words, f-strings)."""
 
     def __init__(self, file: str, sink: DiagnosticSink, line_offset: int = 0, col_offset: int = 0) -> None:
@@ -198,7 +199,8 @@ class _Builder(Transformer):
             flat.extend(item if isinstance(item, list) else [item])
         records = tuple(i for i in flat if isinstance(i, n.RecordDecl))
         pipelines = tuple(i for i in flat if isinstance(i, n.Pipeline))
-        return n.Module(self._span(meta), self.file, uses, records, pipelines, tuple(flat))
+        tests = tuple(i for i in flat if isinstance(i, TestDecl))
+        return n.Module(self._span(meta), self.file, uses, records, pipelines, tuple(flat), tests)
 
     def use_decl(self, meta, names):
         return list(names)
@@ -232,7 +234,9 @@ class _Builder(Transformer):
     def pipeline_decl(self, meta, children):
         name, params, returns, body = children
         doc, body = _split_doc(body)
-        return n.Pipeline(self._span(meta), self._ident(name), tuple(params or ()), returns, doc, body, self._tok(name))
+        examples, expects, body = take_contracts(body)
+        return n.Pipeline(self._span(meta), self._ident(name), tuple(params or ()), returns, doc, body, self._tok(name),
+                          examples, expects)
 
     def params(self, meta, children):
         return [c for c in children if c is not None]
@@ -397,8 +401,9 @@ class _Builder(Transformer):
         while rest and isinstance(rest[0], n.UseStmt):
             uses.extend(rest[0].names)
             rest = rest[1:]
+        examples, expects, rest = take_contracts(rest)
         return n.Ambiguous(self._span(meta), self._ident(name), tuple(inputs or ()), tuple(outputs), doc, rest,
-                           tuple(uses))
+                           tuple(uses), examples, expects)
 
     def use_stmt(self, meta, names):
         return n.UseStmt(self._span(meta), tuple(names))

@@ -11,6 +11,7 @@ from orgtree_lang.runtime.values import RecordValue, display, is_kind, strict_co
 from orgtree_lang.syntax import types as t
 from orgtree_lang.vm.blocks import resolve_block
 from orgtree_lang.vm.calls import call_args, call_skill
+from orgtree_lang.vm.checks import op_check
 from orgtree_lang.vm.memory import check_value
 from orgtree_lang.vm.handles import await_task, cancel_task, spawn
 from orgtree_lang.vm.messages import (end_handler, install_handler, leave_handler, receive_message,
@@ -237,6 +238,7 @@ HANDLERS: dict[str, Callable] = {
     "FORMAT": _op_format, "INDEX": _op_index, "SLICE": _op_slice, "GET_ATTR": _op_get_attr, "UNPACK": _op_unpack,
     "GET_ITER": _op_get_iter, "CALL_SKILL": call_skill, "MAKE_RECORD": _op_make_record,
     "AMBIGUOUS": resolve_block, "SETUP_TRY": _op_setup_try, "POP_TRY": _op_pop_try, "FAIL": _op_fail,
+    "CHECK": op_check,
     "ASK_HUMAN": ask_human,
     "PARALLEL": start_parallel, "END_BRANCH": end_branch, "SPAWN": spawn, "AWAIT": await_task,
     "CANCEL": cancel_task, "PARALLEL_FOR": start_parallel_for, "SEND": send_message, "RECEIVE": receive_message,

@@ -1,0 +1,212 @@
+"""The data-driven writing of a module: design and its review, then simulation whose failures go back to the
+author as concerns with evidence, then review of the code with the execution evidence, then save with the tests."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Callable
+
+from orgtree_lang.compile.code import AmbiguousSpec
+from orgtree_lang.decompose.design import (CODE_REQUEST, DESIGN_REQUEST, Design, parse_design, review_artifact,
+                                           spec_with_contracts)
+from orgtree_lang.decompose.simulate import (Case, CaseResult, evidence_text, module_part, simulate, with_tests,
+                                             without_evidence)
+from orgtree_lang.runtime.errors import PipeRuntimeError
+
+# ask(message, phase) -> (the validated module, the author's whole answer): one more turn of the author's conversation.
+Ask = Callable[[str, str], tuple[str, str]]
+
+SIMULATION_FAILED = """Running the module on its examples (side effects sealed) failed:
+{listing}
+Reply with the corrected module in one ```pipe block, then one line per concern: `ID: resolved: why`, or
+`ID: rejected: why` if the example itself contradicts the spec."""
+
+
+class ExampleFlow:
+    """One writing of a module, seen through its examples. Inert (every method a pass-through) when the block has
+    no examples and `[decompose] data_driven` is off, so the classic flow is unchanged."""
+
+    def __init__(self, decomposer, spec: AmbiguousSpec, context) -> None:
+        self.spec = spec
+        self.registry = decomposer.registry
+        self.settings = decomposer.settings
+        self.workspace = decomposer.workspace
+        self.parent_file = decomposer.parent_file
+        self.parent_source = decomposer.parent_source
+        self.context = context
+        self.design = Design.of_spec(spec)
+        self.results: list[CaseResult] = []
+        self.pending: list[tuple[object, str | None]] = []  # simulation concerns to record, with the author's answer
+        self.rejected: set[str] = set()
+        self.design_subject = ""
+        self.simulations = 0
+        self.caught = 0  # failing cases found by simulation, before any code review
+
+    @property
+    def designs(self) -> bool:
+        return bool(self.settings.data_driven)
+
+    @property
+    def cases(self) -> list[Case]:
+        return [Case(dict(e.inputs), dict(e.outputs), source)
+                for e, source in zip(self.design.examples, self.design.sources)]
+
+    @property
+    def checked_spec(self) -> AmbiguousSpec:
+        """The block's spec with every expectation the tests check: the program's and the design's."""
+        import dataclasses
+
+        return dataclasses.replace(self.spec, expects=tuple(self.design.expects))
+
+    def spec_text(self, text: str) -> str:
+        return spec_with_contracts(text, self.spec)
+
+    # ---- design --------------------------------------------------------------------------------
+
+    def opening(self, request_text: str) -> str:
+        """The author's first message: the request, the examples the program states, and the design step."""
+        parts = [request_text]
+        if self.design.examples or self.design.expects:
+            parts.append("The program states these examples and expectations in the block; the module is run on "
+                         f"them before review:\n```pipe\n{self.design.text(self.spec)}\n```")
+        if self.designs:
+            parts.append(DESIGN_REQUEST)
+        return "\n\n".join(parts)
+
+    def design_step(self, messages: list, conversation: str, author, reviewer, attempts, digest: str, block) -> None:
+        """Have the author state the design, have it reviewed against the spec, and ask for the code."""
+        from orgtree_lang.decompose.journaled import review_subject
+        from orgtree_lang.models.base import Message
+        from orgtree_lang.review.ledger import ConcernLedger
+        from orgtree_lang.review.reviewer import review_loop
+        from orgtree_lang.decompose.prompt import spec_text
+        from orgtree_lang.syntax.card import language_card
+
+        note = block.note
+        note("designing examples and expectations")
+        first = self._valid_design(messages, conversation, author, attempts, digest, "design")
+        latest = [first]
+
+        def revise(artifact: str, concerns) -> tuple[str, dict[str, str]]:
+            from orgtree_lang.decompose.decomposer import _resolutions
+
+            listing = "\n".join(f"- {c.id} ({c.severity}): {c.evidence} Suggested: {c.suggested_fix}" for c in concerns)
+            messages.append(Message("user", f"A reviewer raised these concerns about the design:\n{listing}\nReply "
+                                            "with the revised design (the `examples:` and `expect` lines) in one "
+                                            "```pipe block, then one line per concern: `ID: resolved: why` or "
+                                            "`ID: rejected: why`."))
+            answers: list[str] = []
+            latest.append(self._valid_design(messages, conversation, author, attempts, digest, "design-revise",
+                                             answers))
+            return review_artifact(self.spec, latest[-1]), _resolutions(answers[-1] if answers else "", concerns)
+
+        with ConcernLedger.for_workspace(self.workspace) as ledger:
+            from pathlib import Path
+
+            base = f"{Path(self.parent_file).name}:{self.spec.name}:{digest}:design"
+            # Numbered like the code review's subject, and journaled: a resumed run reviews under the same one.
+            self.design_subject = review_subject(block, ledger, base)
+            note(f"design in review ({self.design_subject})")
+            review_loop(self.design_subject, self.spec_text(spec_text(self.spec)), review_artifact(self.spec, first),
+                        language=language_card(), author=author, reviewer=reviewer, revise=revise, ledger=ledger,
+                        max_rounds=self.settings.max_review_rounds, author_conversation=conversation)
+        self.design = Design.settled(self.spec, first, latest[-1])
+        messages.append(Message("user", CODE_REQUEST.format(design=self.design.text(self.spec))))
+
+    def _valid_design(self, messages: list, conversation: str, author, attempts, digest: str, phase: str,
+                      answers: list[str] | None = None) -> Design:
+        from orgtree_lang.models.base import Message
+
+        tries = self.settings.max_repairs + 1
+        problems: list[str] = []
+        for attempt in range(1, tries + 1):
+            answer = author.complete(messages, conversation_id=conversation).text
+            messages.append(Message("assistant", answer))
+            if answers is not None:
+                answers.append(answer)
+            design, problems = parse_design(answer, self.spec, self.registry, self.parent_source)
+            attempts.record(self.spec.name, digest, attempt, phase, author.name, conversation, answer, problems)
+            if not problems:
+                return design
+            messages.append(Message("user", "The design is not accepted yet:\n" + "\n\n".join(problems) +
+                                    "\nReply with the corrected design in one ```pipe block."))
+        raise PipeRuntimeError(
+            f"no valid design for ambiguous block `{self.spec.name}` after {tries} attempts; the last problems: "
+            f"{' | '.join(p.splitlines()[0] for p in problems)}", kind="ambiguous", catchable=False,
+            hint="make the block's docstring more precise, or turn [decompose] data_driven off")
+
+    # ---- simulation ----------------------------------------------------------------------------
+
+    def checked(self, body: str, ask: Ask, note=lambda text: None) -> str:
+        """Run `body` on the cases; send failures back through `ask` while simulation rounds remain."""
+        if not self.cases:
+            return body
+        from orgtree_lang.decompose.decomposer import _resolutions
+
+        for round_ in range(self.settings.simulation_rounds + 1):
+            note(f"simulating {len(self.cases)} example(s)")
+            self.simulations += 1
+            spec = self.checked_spec
+            self.results = simulate(with_tests(body, spec, self.cases), f"{spec.name}.pipe", spec, self.cases,
+                                    self.registry, self.context)
+            failed = [r for r in self.results if r.outcome == "failed"]
+            self.caught += len(failed)
+            concerns = [self._concern(r) for r in failed]
+            fresh = [c for c in concerns if c.id not in self.rejected]
+            if not fresh or round_ == self.settings.simulation_rounds:
+                self.pending += [(c, None) for c in fresh]
+                return body
+            listing = "\n".join(f"- {c.id}: {c.evidence}" for c in fresh)
+            body, answer = ask(SIMULATION_FAILED.format(listing=listing), "simulate")
+            answers = _resolutions(answer, fresh)
+            self.pending += [(c, answers[c.id]) for c in fresh]
+            self.rejected |= {c.id for c in fresh if answers[c.id].startswith("rejected")}
+        return body
+
+    def _concern(self, result: CaseResult):
+        from orgtree_lang.review.concerns import Concern
+
+        return Concern(id=f"example-{result.number}", severity="blocking",
+                       spec_basis=f"example {result.number} ({result.case.source}) of the block's examples",
+                       evidence=result.evidence(self.spec),
+                       suggested_fix="make the module give the expected outputs for this input")
+
+    def record(self, ledger, subject: str, conversation: str) -> None:
+        """Put the simulation's concerns (and the author's answers to them) in the code review's ledger."""
+        round_ = ledger.last_round(subject)
+        source = f"simulation-{uuid.uuid4().hex[:12]}"
+        for concern, answer in self.pending:
+            concern = concern.model_copy(update={"still_present": True})
+            ledger.raise_concern(subject, round_, concern, conversation, source)
+            if answer is not None:
+                action, _, why = answer.partition(": ")
+                settle = ledger.reject if action == "rejected" else ledger.resolve
+                settle(subject, concern.id, why or action, round=round_, conversation=conversation)
+        self.pending = []
+
+    # ---- review and save -----------------------------------------------------------------------
+
+    def artifact(self, body: str) -> str:
+        """What the code reviewer reads: the module, its examples as tests, and what running them gave."""
+        if not self.cases:
+            return body
+        return with_tests(body, self.checked_spec, self.cases) + "\n" + evidence_text(self.spec, self.results)
+
+    def saved(self, artifact: str) -> str:
+        """The module as saved: with its tests, without the evidence."""
+        if not self.cases:
+            return artifact
+        return with_tests(module_part(without_evidence(artifact)), self.checked_spec, self.cases)
+
+    def provenance(self) -> dict[str, str]:
+        if not self.cases:
+            return {}
+        sources = [c.source for c in self.cases]
+        counts = {k: sum(r.outcome == k for r in self.results) for k in ("passed", "failed", "inconclusive")}
+        found = {"examples": f"{len(sources)} ({sources.count('spec')} from the program, {sources.count('design')} "
+                             f"from the design, {sources.count('reviewer')} from the reviewer)",
+                 "simulation": f"{self.simulations} run(s); last: " + ", ".join(f"{k} {v}" for k, v in counts.items())
+                               + f"; failures caught before code review: {self.caught}"}
+        if self.design_subject:
+            found["design-review-subject"] = self.design_subject
+        return found

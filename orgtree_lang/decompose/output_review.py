@@ -1,0 +1,69 @@
+"""Leaf output review (`[decompose] review_outputs = true`): after a block ran, an independent reviewer red-teams
+its outputs against its spec for these inputs; blocking concerns fail the block."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+from orgtree_lang.compile.code import AmbiguousSpec
+from orgtree_lang.runtime.errors import PipeRuntimeError
+from orgtree_lang.runtime.values import display_short
+
+# Each value is shown up to this many characters: the reviewer judges outputs, not a whole input file.
+SHOWN_CHARS = 2000
+
+SYSTEM = """You are an independent reviewer. A step of a program has just run. You did not write it and you do not \
+see its code: you see its spec, the inputs it got and the outputs it gave. Red-team the outputs: find where they \
+do not meet the spec for these inputs.
+
+Rules:
+- The spec is fixed. Every concern must rest on a part of the spec: quote or name it in `spec_basis`; with \
+`spec_basis` "" it is recorded as out of scope and not acted on.
+- `blocking` means the outputs are wrong for these inputs; `minor` means worth noting only.
+- Answer with one JSON object and nothing else, matching this JSON schema:
+
+{schema}
+"""
+
+
+def review_outputs(reviewer, spec: AmbiguousSpec, inputs: dict[str, Any], outputs: dict[str, Any], *,
+                   spec_text: str, workspace: Path, subject: str, node: str) -> None:
+    """Ask `reviewer` (journaled and metered by the caller) about `outputs`; record its concerns under `subject`;
+    raise a catchable error naming the blocking ones."""
+    from orgtree_lang.models.base import Message
+    from orgtree_lang.review.concerns import VERDICT_SCHEMA, Verdict
+    from orgtree_lang.review.ledger import ConcernLedger
+
+    shown_inputs = "\n".join(f"- {k} = {display_short(v, SHOWN_CHARS)}" for k, v in inputs.items()) or "(none)"
+    shown_outputs = "\n".join(f"- {k} = {display_short(v, SHOWN_CHARS)}" for k, v in outputs.items())
+    messages = [Message("system", SYSTEM.format(schema=VERDICT_SCHEMA)),
+                Message("user", f"Output review of {subject}.\n\n## Spec\n{spec_text.strip()}\n\n## Inputs\n"
+                                f"{shown_inputs}\n\n## Outputs\n{shown_outputs}\n\nAnswer with one JSON object "
+                                "matching the schema in your instructions.")]
+    from orgtree_lang.models.base import ModelError
+
+    conversation = uuid.uuid4().hex
+    try:
+        verdict: Verdict = reviewer.complete(messages, schema=Verdict, conversation_id=conversation).parsed
+    except ModelError as err:
+        raise PipeRuntimeError(f"ambiguous block `{spec.name}`: reviewing its outputs: {err}", kind="model",
+                               catchable=False, hint=getattr(err, "hint", None)) from err
+    with ConcernLedger.for_workspace(workspace) as ledger:
+        round_ = ledger.last_round(subject) + 1
+        ledger.record_round(subject, round_, f"run:{node}", conversation, reviewer_model=reviewer.name,
+                            concerns=len(verdict.concerns), summary=verdict.summary)
+        for concern in verdict.concerns:
+            ledger.raise_concern(subject, round_, concern, f"run:{node}", conversation)
+    blocking = [c for c in verdict.concerns if c.severity == "blocking" and c.spec_basis]
+    if blocking:
+        listing = "; ".join(f"{c.id} ({c.spec_basis}): {c.evidence}" for c in blocking)
+        raise PipeRuntimeError(
+            f"ambiguous block `{spec.name}`: a reviewer rejected its outputs for these inputs: {listing}",
+            kind="ambiguous", hint=f"the concerns are in the ledger under {subject} (`pipe modules show NAME "
+                                   "--review` lists a module's review); fix the module, or catch this error")
+
+
+def outputs_subject(parent_file: str, spec: AmbiguousSpec, digest: str) -> str:
+    return f"{Path(parent_file).name}:{spec.name}:{digest}:outputs"
