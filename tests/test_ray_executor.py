@@ -32,8 +32,12 @@ LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 
 def start_cluster(temp: str, second_node: bool):
     """A head node with 1 CPU and, if asked, a second node with 1 CPU and its own resource `second`."""
+    from ray._common.utils import get_default_ray_temp_dir
     from ray.cluster_utils import Cluster
 
+    # Cluster writes the head's address to /tmp/ray/ray_current_cluster whatever temp_dir says, and does
+    # not make that folder: on a fresh machine it is missing.
+    os.makedirs(get_default_ray_temp_dir(), exist_ok=True)
     cluster = Cluster(initialize_head=True, connect=False, head_node_args={
         "num_cpus": 1, "node_ip_address": "127.0.0.1", "include_dashboard": False, "temp_dir": temp})
     if second_node:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 from orgtree_lang.runtime.errors import UsageError
@@ -48,13 +49,29 @@ def open_state_db(path: Path | str, *, synchronous: str = "FULL", timeout: float
         # Checked before anything is set, so that a newer workspace is left exactly as it was.
         if schema_version(db) > migrations[-1].version:
             raise StateSchemaError(path, schema_version(db), migrations[-1].version)
-        db.execute("PRAGMA journal_mode=WAL")
+        _enter_wal(db, timeout)
         db.execute(f"PRAGMA synchronous={synchronous}")
         migrate(db, path, migrations)
     except BaseException:
         db.close()
         raise
     return db
+
+
+def _enter_wal(db: sqlite3.Connection, timeout: float) -> None:
+    """Switch a database to WAL mode, waiting up to `timeout` for others that open the same new file at once.
+
+    SQLite answers `database is locked` at once, without its busy handler, when another connection is
+    switching the file's journal mode at the same moment."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as err:
+            if "locked" not in str(err) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 def schema_version(db: sqlite3.Connection) -> int:
