@@ -275,7 +275,11 @@ def test_a_driver_killed_while_ray_runs_its_call_is_resumed_on_ray(cluster, tmp_
     [run_id] = [p.name for p in (tmp_path / ".orgtree" / "runs").iterdir()]
     done = pipe("resume", run_id, "--executor", f"ray:{cluster.address}", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["done"]
+    # Prints are not journaled (docs/durability.md, Limits): a line printed after the last checkpoint may
+    # show again on the terminal, never twice in the run's recorded output.
+    assert done.stdout.splitlines() in (["done"], ["started", "done"])
+    shown = pipe("show", run_id, cwd=tmp_path)
+    assert shown.stdout.count("started") == 1, shown.stdout
 
 
 def test_a_lost_cluster_stops_the_run_with_a_clear_error_and_resume_finishes_it_locally(tmp_path, monkeypatch):
