@@ -54,12 +54,18 @@ def cluster():
     import ray
 
     running = start_cluster(temp, second_node=True)
+    # Ray puts the driver's working folder first on its workers' path: from a checkout, its orgtree_lang/
+    # (which has no stdlib: that is the top-level stdlib/ folder, installed as orgtree_lang.stdlib) would
+    # shadow the installed package.
+    previous = os.getcwd()
+    os.chdir(temp)
     try:
         ray.init(address=running.address, include_dashboard=False, log_to_driver=False)
         # The test skills live in this checkout, not in an installed package a worker could import.
         ray.cloudpickle.register_pickle_by_value(ray_skills)
         yield running
     finally:
+        os.chdir(previous)
         ray.shutdown()
         running.shutdown()
         shutil.rmtree(temp, ignore_errors=True)
