@@ -9,8 +9,6 @@ from orgtree_lang.cli.options import (EXIT_OK, add_budget_options, add_sub_verbs
                                       budget_from_args, positive_int)
 from orgtree_lang.runtime.errors import UsageError
 
-from orgtree_lang.mcp.settings import INSTALL_HINT
-
 
 def register(commands) -> None:
     mcp = add_verb(commands, "mcp", help="serve pipelines to MCP clients (MCP servers as skills: docs/mcp.md)",
@@ -45,6 +43,8 @@ def register(commands) -> None:
 
 def command_serve(args) -> int:
     import importlib.util
+
+    from orgtree_lang.mcp.settings import INSTALL_HINT
 
     if importlib.util.find_spec("mcp") is None:
         raise UsageError("`pipe mcp serve` needs the `mcp` Python SDK, which is not installed", hint=INSTALL_HINT)

@@ -77,7 +77,8 @@ def workspace_registry(root: Path | str, base=None, *, plugins: bool | None = No
             break
         pending = left
     registry.learned_problems = {m.skill_name: problems[m.skill_name] for m in pending}
-    from orgtree_lang.mcp.skills import add_servers
+    if (Path(root) / "orgtree.toml").is_file():
+        from orgtree_lang.mcp.skills import add_servers
 
-    add_servers(registry, root)
+        add_servers(registry, root)
     return registry

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
-from urllib.parse import urlsplit
 from typing import Any
+from urllib.parse import urlsplit
 
-from orgtree_lang.mcp.connection import McpConnection
 from orgtree_lang.mcp.settings import ServerSpec
 from orgtree_lang.runtime.errors import SkillError
 from orgtree_lang.runtime.skills import MISSING, Param, Skill
@@ -16,6 +16,7 @@ from orgtree_lang.runtime.values import conforms
 from orgtree_lang.syntax import types as T
 from orgtree_lang.syntax.types import PipeType
 
+RETRY_AFTER = 30.0  # seconds a server that failed to start is not started again
 _SCALARS = {"string": T.STR, "integer": T.INT, "number": T.FLOAT, "boolean": T.BOOL, "null": T.NONE}
 _NOT_A_NAME = re.compile(r"\W")
 
@@ -62,14 +63,26 @@ class McpServerSkills:
     def __init__(self, spec: ServerSpec, root: Path) -> None:
         self.spec = spec
         self.root = Path(root)
+        self._failed: tuple[float, SkillError] | None = None
+        from orgtree_lang.mcp.connection import McpConnection  # asyncio and threads: only for a workspace with servers
+
         self.connection = McpConnection(spec, log=Path(root) / ".orgtree" / "mcp" / f"{spec.name}.log")
 
     def load(self) -> list[Skill]:
+        """The server's tools as skills; a failure is raised again for RETRY_AFTER seconds without another start
+        (an editor's language server checks on every keystroke)."""
         from orgtree_lang.runtime.config import CONFIG_NAME
 
-        check_allowed(self.spec, self.root / CONFIG_NAME)
+        if self._failed is not None and time.monotonic() - self._failed[0] < RETRY_AFTER:
+            raise self._failed[1]
+        try:
+            check_allowed(self.spec, self.root / CONFIG_NAME)
+            tools = self.connection.tools()
+        except SkillError as err:
+            self._failed = (time.monotonic(), err)
+            raise
         skills: dict[str, Skill] = {}
-        for tool in self.connection.tools():
+        for tool in tools:
             built = self.skill(tool)
             skills.setdefault(built.name, built)
         return list(skills.values())
