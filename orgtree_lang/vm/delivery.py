@@ -42,7 +42,12 @@ def reissue(m) -> None:
     for call in m.state.calls:
         if call.order not in m.in_flight:
             call.started = time.perf_counter()
-            _submit(m, _skill(m, call.name), call)
+            if call.pipeline:
+                from orgtree_lang.vm.remote import submit_node
+
+                submit_node(m, call)
+            else:
+                _submit(m, _skill(m, call.name), call)
 
 
 def _skill(m, name: str):
@@ -107,6 +112,10 @@ def deliver_next(m) -> None:
         error = exc
     del m.in_flight[call.order]
     state.calls.pop(0)
+    if call.pipeline:
+        from orgtree_lang.vm.remote import deliver_node
+
+        return deliver_node(m, call, pending, step, value, error)
     if step is not None:
         m.services.effects.end(step, value, error)
     task = task_by_id(state, call.task)

@@ -32,6 +32,10 @@ def spawn(m, frame: Frame, stack: list, arg: int) -> int:
     state.tasks.append(task)
     m.observer.pipeline_called(state, frame, child)
     m.observer.task_started(state, task, frame)
+    from orgtree_lang.vm.remote import issue_node, runs_remote
+
+    if runs_remote(m, code.name):
+        issue_node(m, frame, task, child, frame.code.span_at(frame.pc - 1))
     stack.append(RecordValue(HANDLE_RECORD, {"task": task.id, "node": task.node, "pipeline": code.name}))
     return RELOAD  # the loop now has tasks: it recomputes where the scheduler's turns stop it
 
