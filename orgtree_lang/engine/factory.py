@@ -34,6 +34,7 @@ class MachineFactory:
     clock: Callable[[], float] = time.monotonic
     executor: Any = None  # vm.executor.Executor for slow skill calls; None runs them on the VM's thread
     spans: Any = None  # engine.otel.SpanObserver when the run is exported to OpenTelemetry (shared by children)
+    remote_nodes: bool = False  # vm/remote.py: `[executor] remote_nodes`
 
     def top(self, program) -> Machine:
         observers: list = [self._traced(), self._tree(), self.spans]
@@ -46,7 +47,8 @@ class MachineFactory:
         return Machine(program, Services(
             registry=self.registry, context=self.context, budget=self.budget, resolver=self.resolver,
             printer=self.printer, clock=self.clock, effects=self.effects, executor=self.executor,
-            observers=tuple(o for o in observers if o is not None), children=self.child))
+            observers=tuple(o for o in observers if o is not None), children=self.child,
+            remote_nodes=self.remote_nodes))
 
     def child(self, parent: Machine, block, program, resolver, budget: Budget, context: Any = None) -> Machine:
         tracer = self.tracer.for_child(block.node, parent.state.run_id) if self._traced() is not None else None
@@ -110,11 +112,13 @@ def build_run(program, root: Path, registry, options, run_id: str, *, effects=No
     from orgtree_lang.engine.executors import executor_settings, make_executor
 
     spans = options.otel.observer(run_id) if getattr(options, "otel", None) is not None else None
-    executor = make_executor(options.executor, executor_settings(root))
+    settings = executor_settings(root)
+    executor = make_executor(options.executor, settings)
     factory = MachineFactory(
         registry=registry, context=SkillContext(Workspace.for_run(root), run_id=run_id, models=options.models),
         budget=options.budget, resolver=options.decomposer, printer=_synced(options.printer, effects), effects=effects,
-        tracer=tracer, recorder=recorder, progress=options.progress, executor=executor, spans=spans)
+        tracer=tracer, recorder=recorder, progress=options.progress, executor=executor, spans=spans,
+        remote_nodes=bool(settings.get("remote_nodes")))
     return RunParts(factory.top(program), tracer, recorder, spans)
 
 

@@ -239,11 +239,9 @@ class RayExecutor:
 
     name = "ray"
 
-    def __init__(self, address: str | None = None, *, ship_env: tuple[str, ...] = (),
-                 remote_nodes: bool = False) -> None:
+    def __init__(self, address: str | None = None, *, ship_env: tuple[str, ...] = ()) -> None:
         self.address = address
         self.ship_env = ship_env
-        self.runs_nodes = remote_nodes  # spawned nodes whose pipeline can run anywhere run whole on the cluster
         self._node_task: Callable | None = None
         self.local = ThreadExecutor()
         self._task: Callable | None = None
@@ -260,7 +258,7 @@ class RayExecutor:
         ship_env = (settings or {}).get("ship_env", [])
         if not all(isinstance(name, str) for name in ship_env):
             raise ValueError(f"[executor] ship_env must list variable names, got {ship_env!r}")
-        return cls(argument or None, ship_env=tuple(ship_env), remote_nodes=bool((settings or {}).get("remote_nodes")))
+        return cls(argument or None, ship_env=tuple(ship_env))
 
     def submit(self, call: Callable[[], Any]):
         if isinstance(call, NodeCall):

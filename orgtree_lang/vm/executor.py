@@ -76,6 +76,7 @@ class NodeCall:
     key: str | None  # the node step's idempotency key (None outside a durable run)
     given: list  # records of steps it already ran (a resume or a retry after a lost worker)
     report: Callable[[dict], None] | None = None  # called from any thread with each new step's record
+    cpu: float = 1.0  # the share of a CPU its machine takes on a cluster
     done: Callable[[], None] | None = None
     cancelled: threading.Event = field(default_factory=threading.Event)  # `cancel` of a node run in this process
 

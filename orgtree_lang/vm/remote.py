@@ -1,6 +1,6 @@
 """Remote spawned nodes: a `spawn` whose pipeline can run anywhere runs whole on the executor, as one journaled step.
 
-When the run's executor runs nodes (`[executor] remote_nodes = true` with Ray, docs/ray.md) and the spawned
+When the run has `[executor] remote_nodes = true` (docs/ray.md) and the spawned
 pipeline (with every pipeline it calls or spawns) calls only pure or remote skills and asks nothing of the
 driver (no ambiguous block, no person, no message), the spawn becomes a slow call of kind `node`: numbered
 when it is spawned, handed to the executor, delivered in issue order like any slow call. Its task has no code
@@ -53,7 +53,7 @@ def node_skills(m, pipeline: str) -> list | None:
 
 def runs_remote(m, pipeline: str) -> bool:
     """Whether a spawn of `pipeline` runs whole on the executor."""
-    return getattr(m.services.executor, "runs_nodes", False) and node_skills(m, pipeline) is not None
+    return m.services.remote_nodes and m.services.executor is not None and node_skills(m, pipeline) is not None
 
 
 def issue_node(m, spawner, task: Task, child, line_span: Span) -> None:
@@ -103,8 +103,10 @@ def submit_node(m, call: Call) -> None:
     def ended() -> None:
         call.finished = time.perf_counter()
 
+    # A node that only waits (its skills ask for a fraction of a CPU) asks for as much; any other a whole CPU.
+    cpu = max((skill.cpu for skill in skills if not skill.pure), default=1.0)
     node = NodeCall(m.program.dumps(), call.name, call.kwargs, skills, m.context, budget_left(m), key, given,
-                    report, done=ended)
+                    report, cpu=cpu, done=ended)
     m.in_flight[call.order] = (m.services.executor.submit(node), step, node)
 
 
