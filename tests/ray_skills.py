@@ -48,13 +48,15 @@ def registry() -> SkillRegistry:
 
 @skill("ledger.wait", slow=True, remote=True, cpu=0.1)
 def wait(folder: str, seconds: float) -> None:
-    """Wait `seconds`, logging `start end pid` (wall clock) to `folder`/waits, for the fractional-CPU test.
+    """Wait `seconds`, then log the CPU share Ray gave the task to `folder`/waits (the fractional-CPU test).
 
     Args:
         folder: A folder the test reads.
         seconds: How long to wait.
     """
-    started = time.time()
+    import ray
+
     time.sleep(seconds)
+    cpu = ray.get_runtime_context().get_assigned_resources().get("CPU")
     with open(Path(folder) / "waits", "a", encoding="utf-8") as out:
-        out.write(f"{started} {time.time()} {os.getpid()}\n")
+        out.write(f"{cpu} {os.getpid()}\n")

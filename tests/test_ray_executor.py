@@ -317,17 +317,15 @@ def test_a_lost_cluster_stops_the_run_with_a_clear_error_and_resume_finishes_it_
     assert done.stdout.splitlines() == ["done"]  # "started" was printed by the first attempt, not again
 
 
-def test_waiting_skills_ask_ray_for_a_fraction_of_a_cpu_so_more_wait_at_once_than_the_cluster_has_cpus(
-        cluster, tmp_path) -> None:
+def test_a_waiting_skill_asks_ray_for_the_cpu_share_it_declares(cluster, tmp_path) -> None:
     program = tmp_path / "waits.pipe"
     program.write_text("use ledger\n\npipeline main(folder: str) -> int:\n"
-                       "    done = for i in range(6) parallel:\n        ledger.wait(folder, 5.0)\n        i\n"
+                       "    done = for i in range(3) parallel:\n        ledger.wait(folder, 0.2)\n        i\n"
                        "    return len(done)\n")
-    state = _durable_run(program, tmp_path, f"ray:{cluster.address}", "waits").state
-    assert state.result == 6
-    spans = [tuple(map(float, line.split()[:2])) for line in (tmp_path / "waits").read_text().splitlines()]
-    most = max(sum(1 for start, end in spans if start <= moment < end) for moment, _ in spans)
-    assert most > 2, spans  # the cluster has 2 CPUs: whole-CPU tasks would wait at most 2 at a time
+    assert _durable_run(program, tmp_path, f"ray:{cluster.address}", "waits").state.result == 3
+    lines = [line.split() for line in (tmp_path / "waits").read_text().splitlines()]
+    assert [cpu for cpu, _ in lines] == ["0.1"] * 3  # ledger.wait says cpu=0.1; a task's default is 1
+    assert str(os.getpid()) not in {pid for _, pid in lines}
 
 
 # ---- remote nodes: `[executor] remote_nodes = true` runs whole spawned nodes on the cluster --------------------

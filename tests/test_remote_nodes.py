@@ -122,6 +122,20 @@ def test_the_steps_budget_of_the_run_stops_a_remote_node(tmp_path) -> None:
     assert (tmp_path / "tally").read_text().split() == ["go", "spun:1.1"]
 
 
+def test_a_remote_node_stopped_by_the_steps_budget_goes_on_in_a_resume_without_repeating_its_steps(tmp_path):
+    source = ("use tally\n\npipeline count(folder: str) -> int:\n    tally.add(folder, \"go\")\n    n = 0\n"
+              "    for i in range(6000):\n        n += 1\n    tally.add(folder, \"end\")\n    return n\n\n"
+              "pipeline main(folder: str) -> int:\n    h = spawn count(folder)\n    return await h\n")
+    with pytest.raises(PipeRuntimeError, match="steps budget exceeded"):
+        _run(tmp_path, "short", source, budget=Budget(max_steps=5000))
+    assert (tmp_path / "tally").read_text().splitlines() == ["go short:1.1"]
+    resumed = durable_runs.resume(tmp_path, "short", registry(), RunOptions(budget=Budget(max_steps=100_000)))
+    assert resumed.state.result == 6000
+    # The node ran again from its start, given its first step's record: "go" was not written again.
+    assert (tmp_path / "tally").read_text().splitlines() == ["go short:1.1", "end short:1.2"]
+    assert [kind for _, kind, _, _ in _steps(tmp_path, "short")] == ["node"]
+
+
 CANCELLED = '''\
 use tally, time
 

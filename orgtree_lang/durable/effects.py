@@ -265,7 +265,7 @@ class EffectLog:
         from orgtree_lang.durable.node_steps import NodeSteps
 
         if self._nodes is None:
-            self._nodes = NodeSteps(self.journal.path.parent, sync=self.journal._power)
+            self._nodes = NodeSteps(self.journal.path.parent, sync=self.journal.fsyncs)
         return self._nodes
 
     def sync(self) -> None:

@@ -138,8 +138,21 @@ def deliver_node(m, call: Call, pending, step, value: Any, error: Exception | No
     from orgtree_lang.vm.scheduler import ended, switch, task_by_id
 
     state = m.state
-    if step is not None and not (isinstance(error, PipeRuntimeError) and not error.catchable):
-        # A lost cluster or a budget is no outcome of the node: a resume runs it again (with its reported steps).
+    lost = isinstance(error, PipeRuntimeError) and not error.catchable
+    budget = None if error is not None else (value["error"] or {}).get("budget")
+    if lost or budget:
+        # A lost cluster or a budget is no outcome of the node: nothing is journaled, the run stops saved with
+        # the node still to run, and a resume (on a cluster that is up, with more budget) runs it again.
+        state.calls.insert(next((i for i, c in enumerate(state.calls) if c.order > call.order), len(state.calls)),
+                           call)
+        m._suspend()
+        if lost:
+            raise error
+        used = {"steps": state.steps + m.steps_elsewhere() + value["steps"], "seconds": m.seconds_used(),
+                "skill_calls": state.skill_calls + m.ancestors[1] + m.meter.skill_calls + len(value["calls"])}
+        raise budget_exceeded(budget, getattr(m.budget, f"max_{budget}"), used.get(budget, 0), Span(*call.span),
+                              where=f"in remote node {call.node} (spawned at line {call.span[1]})")
+    if step is not None:
         m.services.effects.end(step, value, error)
     task = task_by_id(state, call.task)
     switch(m, task)
@@ -147,10 +160,7 @@ def deliver_node(m, call: Call, pending, step, value: Any, error: Exception | No
     where = getattr(pending, "where", None)
     if where:
         m.observer.annotate(m.node_id(child.node), detail=where)
-    failure = None
     if error is not None:
-        if isinstance(error, PipeRuntimeError) and not error.catchable:
-            raise error
         failure = {"message": getattr(error, "message", f"{type(error).__name__}: {error}"),
                    "kind": getattr(error, "kind", "executor")}
     else:
@@ -163,12 +173,6 @@ def deliver_node(m, call: Call, pending, step, value: Any, error: Exception | No
                                     made["result"], made["failure"], now - made["ms"] / 1000, None, where=where)
         m.meter.add({"steps": value["steps"]})
         failure = value["error"]
-    if failure is not None and failure.get("budget"):
-        name = failure["budget"]
-        used = {"steps": state.steps + m.steps_elsewhere(), "seconds": m.seconds_used(),
-                "skill_calls": state.skill_calls + m.ancestors[1] + m.meter.skill_calls}.get(name, 0)
-        raise budget_exceeded(name, getattr(m.budget, f"max_{name}"), used, Span(*call.span),
-                              where=f"in remote node {child.node} (spawned at line {call.span[1]})")
     if failure is None:
         task.result, task.status = value["value"], "done"
         m.observer.pipeline_returned(state, child, task.result, False)
