@@ -22,7 +22,8 @@ from orgtree_lang.vm.executor import Finished, NodeCall
 from orgtree_lang.vm.tasks import Call, Task
 
 # What only the driver can do: resolve a block (models, the decomposer), ask a person, exchange messages.
-_DRIVER_ONLY = frozenset(CODE[name] for name in ("AMBIGUOUS", "ASK_HUMAN", "SEND", "RECEIVE", "ON_MESSAGE"))
+_DRIVER_ONLY = frozenset(CODE[name] for name in
+                         ("AMBIGUOUS", "ASK_HUMAN", "SEND", "SEND_PARENT", "RECEIVE", "ON_MESSAGE"))
 _CALLS = frozenset(CODE[name] for name in ("CALL_PIPELINE", "SPAWN"))
 _CALL_SKILL = CODE["CALL_SKILL"]
 

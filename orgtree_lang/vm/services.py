@@ -53,3 +53,10 @@ class Services:
     # Spawned nodes that can run anywhere run whole on the executor, as one journaled step each (vm/remote.py);
     # `[executor] remote_nodes` of orgtree.toml, read the same way by a run, its resume and its replay.
     remote_nodes: bool = False
+    routes: dict[str, str] = field(default_factory=dict)  # orgtree.toml's [org] routes: topic -> pipeline
+    # Posts a note to the human node (`send "human", value`): (note, key) -> None; the engine puts it in the
+    # workspace's inbox, once per key. None: the note stays in the run's message log only.
+    notify: Callable[[dict[str, Any], str], None] | None = None
+    # A durable run's queued messages from outside (`pipe send`; durable.inbound.Inbound): .wait(seconds) -> the
+    # oldest not taken or None, .done(id) once it is journaled. None: nothing can come from outside.
+    inbound: Any = None
