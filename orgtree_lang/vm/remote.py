@@ -24,8 +24,6 @@ from orgtree_lang.vm.tasks import Call, Task
 # What only the driver can do: resolve a block (models, the decomposer), ask a person, exchange messages.
 _DRIVER_ONLY = frozenset(CODE[name] for name in
                          ("AMBIGUOUS", "ASK_HUMAN", "SEND", "SEND_PARENT", "RECEIVE", "ON_MESSAGE"))
-_CALLS = frozenset(CODE[name] for name in ("CALL_PIPELINE", "SPAWN"))
-_CALL_SKILL = CODE["CALL_SKILL"]
 
 
 def node_skills(m, pipeline: str) -> list | None:
@@ -38,17 +36,18 @@ def node_skills(m, pipeline: str) -> list | None:
         if code.name in seen:
             continue
         seen.add(code.name)
-        for op, arg in zip(code.ops, code.args):
-            if op in _DRIVER_ONLY:
-                return None
-            if op == _CALL_SKILL:
-                name = code.calls[arg].name
-                skill = registry.get(name) if registry is not None else None
+        if any(op in _DRIVER_ONLY for op in code.ops):
+            return None
+        for site in code.calls:  # every call the pipeline makes, whatever instruction makes it
+            if site.kind == "skill":
+                skill = registry.get(site.name) if registry is not None else None
                 if skill is None or not (skill.pure or skill.remote):
                     return None
-                skills[name] = skill
-            elif op in _CALLS:
-                todo.append(code.calls[arg].name)
+                skills[site.name] = skill
+            elif site.kind == "pipeline":
+                todo.append(site.name)
+            elif site.kind not in ("builtin", "record"):  # a person, a message: the driver's
+                return None
     return list(skills.values())
 
 
