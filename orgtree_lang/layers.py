@@ -44,6 +44,8 @@ LAYERS: tuple[Layer, ...] = (
     Layer("pool", ("pool",), "call history, bug reports, promotion, learned skills"),
     Layer("engine", ("engine",), "the run factory: assembles registries, services and machines"),
     Layer("lsp", ("lsp",), "the language server: the real parser, checker and formatter answering an editor"),
+    Layer("viewer", ("viewer",),
+          "`pipe serve`: the web run viewer over a workspace's state.db, journals, modules and memory"),
     Layer("cli", ("cli",), "the `pipe` command"),
 )
 

