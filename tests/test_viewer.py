@@ -124,6 +124,25 @@ def test_a_reply_and_a_resume_with_the_token_continue_the_run(tmp_path):
         assert again.status_code == 200 and "answered h2" in again.json()["message"]
 
 
+def test_the_scratchpad_and_insight_pages_show_what_agents_wrote(tmp_path):
+    from orgtree_lang.memory.insights import InsightPool
+    from orgtree_lang.memory.scratchpad import Scratchpad
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with Scratchpad.for_workspace(workspace, on_recover=lambda r: None) as pad:
+        pad.note("planner", "split the <work> in two")
+    with InsightPool.for_workspace(workspace) as pool:
+        pool.propose_add("retry flaky fetches once", "3 of 40 fetches failed then passed", author="coder",
+                         tags=["web"])
+    with Server(workspace) as server:
+        notes = httpx.get(f"{server.url}pad").text
+        insights = httpx.get(f"{server.url}insights").text
+    assert "<td>planner</td>" in notes and "split the &lt;work&gt; in two" in notes  # escaped, not markup
+    assert "retry flaky fetches once" in insights and "3 of 40 fetches failed then passed" in insights
+    assert "<td>proposed</td>" in insights and "<td>pending</td>" in insights
+
+
 def test_serve_refuses_a_folder_that_does_not_exist(tmp_path):
     result = pipe("serve", "--workspace", tmp_path / "nowhere")
     assert result.returncode == 2 and "no such workspace folder" in result.stderr
