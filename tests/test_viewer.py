@@ -120,8 +120,13 @@ def test_a_reply_and_a_resume_with_the_token_continue_the_run(tmp_path):
         shown = wait_for(lambda: (lambda s: s if s["status"] == "waiting" and s["steps"] > 8 else None)(
             show(workspace, run_id)), "the resumed run asking its second question")
         assert "Who signs off release 2.1.0?" in json.dumps(shown["waiting"])
-        again = httpx.post(f"{server.url}actions/reply", json={"run": run_id, "text": "yes"}, headers=headers)
+        again = httpx.post(f"{server.url}actions/reply", json={"run": run_id, "text": "Ada"}, headers=headers)
         assert again.status_code == 200 and "answered h2" in again.json()["message"]
+        httpx.post(f"{server.url}actions/resume", json={"run": run_id}, headers=headers)
+        wait_for(lambda: show(workspace, run_id)["status"] == "done", "the resumed run finishing")
+        done = httpx.post(f"{server.url}actions/resume", json={"run": run_id}, headers=headers)
+    assert done.status_code == 409 and "is done: there is nothing to resume" in done.json()["message"]
+    assert (workspace / "release.log").read_text().endswith("shipped 2.1.0, signed off by Ada\n")
 
 
 def test_the_scratchpad_and_insight_pages_show_what_agents_wrote(tmp_path):

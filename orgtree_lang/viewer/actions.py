@@ -10,13 +10,22 @@ import subprocess
 import sys
 from pathlib import Path
 
+from orgtree_lang.runtime.errors import UsageError
 from orgtree_lang.viewer.page import Site
 
 RESUME_LOG = "serve-resume.log"  # in the run's folder: what the resumed `pipe resume` printed
 
 
-class Refused(Exception):
+class Refused(UsageError):
     """An action the viewer will not do; the message says why and what would allow it."""
+
+    status = 403  # the HTTP status of the answer: not allowed
+
+
+class Pointless(Refused):
+    """An action that is allowed but cannot apply to the run as it is now (resuming a finished run)."""
+
+    status = 409
 
 
 def check_allowed(site: Site, token: str | None) -> None:
@@ -37,7 +46,7 @@ def reply(site: Site, run: str, message: str | None, text: str) -> str:
     from orgtree_lang.durable.people import reply as record_reply
 
     if not run or not text.strip():
-        raise Refused("a reply needs the run and a non-empty answer")
+        raise Pointless("a reply needs the run and a non-empty answer")
     done = record_reply(site.workspace, run, message or None, text)
     shown = json.dumps(done.value) if not isinstance(done.value, str) else repr(done.value)
     return f"answered {done.question.ref} of run {done.run_id} with {shown}"
@@ -45,11 +54,17 @@ def reply(site: Site, run: str, message: str | None, text: str) -> str:
 
 def resume(site: Site, run: str, running: list[subprocess.Popen]) -> str:
     """Start `pipe resume RUN` for the workspace; `running` keeps the process so the server can reap it."""
-    from orgtree_lang.durable.runs import find_run, is_locked
+    from orgtree_lang.durable.journal import Journal
+    from orgtree_lang.durable.runs import effective_status, find_run
 
     run_dir = find_run(site.workspace, run)
-    if is_locked(run_dir):
-        raise Refused(f"run {run_dir.name} is running already")
+    journal = Journal.open(run_dir)
+    try:
+        status = effective_status(run_dir, journal.meta())
+    finally:
+        journal.close()
+    if status in ("running", "done"):
+        raise Pointless(f"run {run_dir.name} is {status}: there is nothing to resume")
     with (run_dir / RESUME_LOG).open("ab") as log:
         # -P: the workspace is the working folder, and a folder named like a package there must not shadow it.
         process = subprocess.Popen([sys.executable, "-P", "-m", "orgtree_lang.cli.main", "resume", run_dir.name,

@@ -101,11 +101,11 @@ def build_app(site: Site, *, poll_seconds: float = POLL_SECONDS):
                 raise actions.Refused("an action's body is a JSON object") from None
             if not isinstance(fields, dict):
                 raise actions.Refused("an action's body is a JSON object")
-            said = await run_in_threadpool(action, {k: str(v) for k, v in fields.items()})
-        except actions.Refused as err:
-            return JSONResponse({"ok": False, "message": str(err)}, status_code=403, headers=_HEADERS)
-        except PipeError as err:
-            return JSONResponse({"ok": False, "message": str(err)}, status_code=409, headers=_HEADERS)
+            said = await run_in_threadpool(action, {k: str(v) for k, v in fields.items() if v is not None})
+        except PipeError as err:  # refused here, or by the code `pipe reply` and `pipe resume` share
+            said = str(err) + (f"; {err.hint}" if err.hint else "")
+            return JSONResponse({"ok": False, "message": said}, status_code=getattr(err, "status", 409),
+                                headers=_HEADERS)
         return JSONResponse({"ok": True, "message": said}, headers=_HEADERS)
 
     async def reply(request):

@@ -110,7 +110,7 @@ def _questions(site: Site, view: RunView) -> str:
         return ""
     items = []
     for asked, posted in view.questions:
-        ref = posted.ref if posted is not None else f"step {asked['seq']}"
+        ref = posted.ref if posted is not None else ""  # not in the inbox yet: a reply names no question
         answered = posted is not None and posted.status == "answered"
         state = f"answered {esc(json.dumps(posted.answer))}" if answered else "open"
         form = ""
@@ -119,7 +119,7 @@ def _questions(site: Site, view: RunView) -> str:
                     f'value="{esc(view.meta["run_id"])}"><input type="hidden" name="message" value="{esc(ref)}">'
                     f'<input name="text" placeholder="{"yes or no" if asked["kind"] == "approve" else "answer"}" '
                     f'aria-label="answer to {esc(ref)}"><button>reply</button></form>')
-        items.append(f'<li class="question"><code>{esc(ref)}</code> {esc(asked["kind"])} at '
+        items.append(f'<li class="question"><code>{esc(ref or "?")}</code> {esc(asked["kind"])} at '
                      f'{esc(asked["file"])}:{esc(asked["line"])} ({esc(asked["node"])}): '
                      f'<q>{esc(asked["text"])}</q> <span class="state">[{state}]</span>{form}</li>')
     resume = ""
