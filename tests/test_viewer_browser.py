@@ -44,15 +44,22 @@ def runs(tmp_path_factory):
     return finished_runs(tmp_path_factory.mktemp("browser"))
 
 
-def screenshot(page, tmp_path: Path, name: str) -> Path:
-    path = tmp_path / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
-    print(f"viewer screenshot: {path}")
-    assert path.stat().st_size > 10_000  # a rendered page, not an empty image
-    return path
+@pytest.fixture
+def screenshot(tmp_path, capsys):
+    """Save the page as tmp_path/NAME.png and print its path past pytest's capture, so every run shows it."""
+
+    def take(page, name: str) -> Path:
+        path = tmp_path / f"{name}.png"
+        page.screenshot(path=str(path), full_page=True)
+        with capsys.disabled():
+            print(f"\nviewer screenshot: {path}")
+        assert path.stat().st_size > 10_000  # a rendered page, not an empty image
+        return path
+
+    return take
 
 
-def test_a_finished_run_shows_its_tree_values_trace_and_generated_module(page, runs, tmp_path):
+def test_a_finished_run_shows_its_tree_values_trace_and_generated_module(page, runs, screenshot):
     with Server(runs.workspace) as server:
         page.goto(server.url)
         page.get_by_role("link", name=runs.triage).click()
@@ -64,7 +71,7 @@ def test_a_finished_run_shows_its_tree_values_trace_and_generated_module(page, r
         panel = page.locator("#node-detail")
         panel.get_by_text("scripted:models/triage_author.yaml").first.wait_for()
         assert 'label="bug"' in panel.locator("pre.output").inner_text()
-        screenshot(page, tmp_path, "finished-run")
+        screenshot(page, "finished-run")
         panel.get_by_role("link", name="ambiguous_triage/classify.pipe").click()
         source = page.locator("pre.source")
         source.wait_for()
@@ -72,7 +79,7 @@ def test_a_finished_run_shows_its_tree_values_trace_and_generated_module(page, r
         keyword = source.locator("span.tok-keyword", has_text="pipeline")
         assert keyword.evaluate("e => getComputedStyle(e).fontWeight") == "600"  # coloured as the CSS says
         assert page.get_by_text("phrases are matched case-sensitively").is_visible()
-        screenshot(page, tmp_path, "module")
+        screenshot(page, "module")
 
 
 def test_the_messages_of_a_run_are_shown(page, runs):
@@ -83,7 +90,7 @@ def test_the_messages_of_a_run_are_shown(page, runs):
         assert rows.nth(0).inner_text().split("\t")[1:5] == ["main", "main/worker#1", "message", '"polish"']
 
 
-def test_a_live_run_updates_the_page_without_a_reload(page, tmp_path):
+def test_a_live_run_updates_the_page_without_a_reload(page, tmp_path, screenshot):
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (tmp_path / "gate.pipe").write_text(GATE_PROGRAM)
@@ -99,7 +106,7 @@ def test_a_live_run_updates_the_page_without_a_reload(page, tmp_path):
             assert waiting.first.get_attribute("data-status") == "running"
             assert page.locator(".summary .status").inner_text() == "running"
             page.evaluate("window.notReloaded = true")
-            screenshot(page, tmp_path, "live-run-running")
+            screenshot(page, "live-run-running")
             updates = int(page.locator("body").get_attribute("data-updates") or 0)
             (workspace / "go.txt").write_text("go")
             page.locator(".summary .status", has_text="done").wait_for()
@@ -107,7 +114,7 @@ def test_a_live_run_updates_the_page_without_a_reload(page, tmp_path):
             assert page.locator("code.result").inner_text().startswith('"went on after ')
             assert page.evaluate("window.notReloaded") is True  # the same page, changed in place
             assert int(page.locator("body").get_attribute("data-updates")) > updates
-            screenshot(page, tmp_path, "live-run-done")
+            screenshot(page, "live-run-done")
     finally:
         out, err = stop(run)
     assert run.returncode == 0, err
@@ -121,7 +128,7 @@ def test_a_read_only_page_offers_no_reply(page, runs):
         assert page.get_by_text("start the viewer with --allow-actions").is_visible()
 
 
-def test_a_person_answers_and_resumes_a_waiting_run_from_the_page(page, tmp_path):
+def test_a_person_answers_and_resumes_a_waiting_run_from_the_page(page, tmp_path, screenshot):
     workspace, run_id = approval_run(tmp_path)
     with Server(workspace, "--allow-actions") as server:
         page.goto(f"{server.url}runs/{run_id}#token={server.token}")
@@ -139,5 +146,5 @@ def test_a_person_answers_and_resumes_a_waiting_run_from_the_page(page, tmp_path
         page.locator(".summary .status", has_text="done").wait_for()
         assert page.locator("code.result").inner_text() == '"2.1.0 shipped, signed off by Ada"'
         assert page.evaluate("window.notReloaded") is True
-        screenshot(page, tmp_path, "answered-run")
+        screenshot(page, "answered-run")
     assert "shipped 2.1.0, signed off by Ada" in (workspace / "release.log").read_text()
