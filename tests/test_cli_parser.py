@@ -82,6 +82,13 @@ def test_skills_takes_a_skill_name_or_an_action():
     history = parser.parse_args(["skills", "history", "text.split", "--limit", "3"])
     assert (history.action, history.name, history.limit) == ("history", "text.split", 3)
     assert history.handler is not shown.handler
+    assert history.workspace == "."
+
+
+@pytest.mark.parametrize("argv", [["skills", "--workspace", "w", "history", "text.split"],
+                                  ["skills", "history", "text.split", "--workspace", "w"]])
+def test_skills_actions_take_the_workspace_before_or_after_the_action(argv):
+    assert build_parser().parse_args(argv).workspace == "w"
 
 
 def test_skills_refuses_two_names(capsys):

@@ -112,5 +112,8 @@ def plain_summary(text: str, target_tokens: int) -> str:
 @pytest.mark.parametrize("target", [5, 40, 400])
 def test_the_extractive_summarizer_chooses_what_its_formula_says(target):
     odd = "The Kelvin sign \u212aelvin and \u0130stanbul lower to ASCII letters. Ties tie. Ties tie. the the the.\n"
-    for text in corpus() + [odd * 5]:
+    # Every line break str.splitlines knows, a closing mark at a line's end, and whitespace that is no line break.
+    breaks = ("Carriage returns.\r\nForm feed.\x0cNext (paren.)\nTab\x1fsep. \x1e Record sep!\x85Next line?"
+              "\u2028Line sep.\u2029Para sep.\x0bVertical tab.  \n\n  Indented \"quote.\"  End")
+    for text in corpus() + [odd * 5, breaks * 3, "\n\n", "... \n x"]:
         assert ExtractiveSummarizer().summarize(text, target, Tokenizer("gpt-4o")) == plain_summary(text, target)

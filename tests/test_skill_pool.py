@@ -156,6 +156,17 @@ def test_promote_and_export_from_the_cli(root, tmp_path, capsys):
     assert "learned.exclaim" in capsys.readouterr().out
 
 
+def test_promote_refuses_a_bad_skill_name_as_a_usage_error_before_asking_the_reviewer(root, tmp_path, capsys):
+    save_generated(root, FIXED)
+    promoter(tmp_path, True, [True, True])
+    model = f"scripted:{tmp_path / 'promoter.json'}"
+    assert main(["skills", "promote", "shout", "--name", "Bad Name", "--workspace", str(root),
+                 "--review-model", model]) == 2
+    err = capsys.readouterr().err
+    assert "`Bad Name` cannot name a learned skill" in err and "internal error" not in err
+    assert not PoolStore.for_workspace(root).promotions()
+
+
 # ---- history -------------------------------------------------------------------------------------
 
 

@@ -13,13 +13,16 @@ _WORKSPACE_HELP = "the workspace whose runs asked (default: this folder)"
 
 
 def register(commands) -> None:
-    inbox = add_verb(commands, "inbox", handler=command_inbox, help="list the questions that wait for a person",
-                     description="List the open questions of the workspace: the runs waiting for a person (status "
-                                 "`waiting`, exit 75), and questions runtime code asked outside a run. Answer one "
-                                 "with `pipe reply`.",
-                     examples=["pipe inbox", "pipe inbox --json"])
+    inbox = add_verb(commands, "inbox", handler=command_inbox,
+                     help="list the questions that wait for a person, and the notes runs sent",
+                     description="List the open questions of the workspace (the runs waiting for a person, status "
+                                 "`waiting`, exit 75, and questions runtime code asked outside a run; answer one with "
+                                 "`pipe reply`) and the unread notes runs sent with `send \"human\", value` (they "
+                                 "need no answer; `--read` files them).",
+                     examples=["pipe inbox", "pipe inbox --json", "pipe inbox --read n4 n5", "pipe inbox --read all"])
     add_workspace_option(inbox, help=_WORKSPACE_HELP)
     inbox.add_argument("--json", action="store_true", help="print JSON")
+    inbox.add_argument("--read", nargs="+", metavar="NOTE", help="mark notes read (n<id>, or `all`)")
 
     reply = add_verb(
         commands, "reply", handler=command_reply, help="answer a question a run asked, and optionally resume it",
@@ -52,21 +55,30 @@ def command_inbox(args) -> int:
     from orgtree_lang.runtime.state_db import state_db_path
 
     path = state_db_path(Path(args.workspace))
-    questions = []
+    questions, notes = [], []
     if path.is_file():
         with Inbox(path) as inbox:
-            questions = inbox.open_questions()
+            if args.read:
+                done = inbox.mark_read(args.read)
+                print(f"marked {len(done)} note{'s' if len(done) != 1 else ''} read", file=sys.stderr)
+                return EXIT_OK
+            questions, notes = inbox.open_questions(), inbox.unread_notes()
     if args.json:
-        print(json.dumps([q.to_json() for q in questions], indent=1))
+        print(json.dumps([q.to_json() for q in questions] + [n.to_json() for n in notes], indent=1))
         return EXIT_OK
-    if not questions:
-        print(f"no open questions in {Path(args.workspace).resolve()}", file=sys.stderr)
+    if not questions and not notes:
+        print(f"no open questions or unread notes in {Path(args.workspace).resolve()}", file=sys.stderr)
         return EXIT_OK
     now = time.time()
-    print(f"{'ID':<5} {'RUN':<13} {'KIND':<8} {'AGE':>6}  {'ASKED AT':<24} QUESTION")
-    for q in questions:
-        where = f"{Path(q.file).name}:{q.line} {q.node}" if q.file else q.node
-        print(f"{q.ref:<5} {q.run_id or '-':<13} {q.kind:<8} {_age(now - q.asked):>6}  {where:<24} {q.question}")
+    rows = [(q.asked, q.ref, q.run_id, q.kind, q.file, q.line, q.node, q.question) for q in questions] + \
+        [(n.sent, n.ref, n.run_id, "note", n.file, n.line, n.node, n.text if n.topic == "note" else f"[{n.topic}] {n.text}")
+         for n in notes]
+    print(f"{'ID':<5} {'RUN':<13} {'KIND':<8} {'AGE':>6}  {'FROM':<24} TEXT")
+    for at, ref, run_id, kind, file, line, node, text in sorted(rows, key=lambda row: row[0]):
+        where = f"{Path(file).name}:{line} {node}" if file else node
+        print(f"{ref:<5} {run_id or '-':<13} {kind:<8} {_age(now - at):>6}  {where:<24} {text}")
+    if notes:
+        print("notes need no answer: `pipe inbox --read all` files them", file=sys.stderr)
     return EXIT_OK
 
 

@@ -31,7 +31,8 @@ def register(commands) -> None:
     def action(name: str, handler, help: str, examples: list[str]) -> argparse.ArgumentParser:
         parser = add_verb(actions, name, handler=handler, help=help, description=help,
                           examples=examples)
-        add_workspace_option(parser)
+        # No default here: `pipe skills --workspace DIR history …` keeps the DIR given before the action.
+        add_workspace_option(parser, default=argparse.SUPPRESS)
         return parser
 
     history = action("history", history_command, "show every recorded call of a skill or module, newest first",

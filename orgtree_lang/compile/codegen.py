@@ -25,7 +25,8 @@ def generate(checked: CheckedModule, source_hash: str) -> Program:
     }
     pipelines = {name: _PipelineCompiler(checked, info).compile() for name, info in checked.pipelines.items()}
     tests = {name: _PipelineCompiler(checked, info).compile() for name, info in checked.tests.items()}
-    return Program(checked.module.file, source_hash, tuple(checked.uses), records, pipelines, tests)
+    return Program(checked.module.file, source_hash, tuple(checked.uses), records, pipelines, tests,
+                   dict(checked.routes))
 
 
 def constant_value(expr: n.Expr):
@@ -429,7 +430,10 @@ class _PipelineCompiler(ContractEmitter):
         if not to_parent:
             self._expr(s.target)
         self._expr(s.body)
-        self._emit(CODE["SEND"], 1 if to_parent else 2, s.span)
+        if s.topic is not None:
+            self._expr(s.topic)
+        count = (1 if to_parent else 2) + (s.topic is not None)
+        self._emit(CODE["SEND_PARENT" if to_parent else "SEND"], count, s.span)
 
     def _Cancel(self, s: n.Cancel) -> None:
         self._expr(s.value)

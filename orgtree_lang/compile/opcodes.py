@@ -113,9 +113,11 @@ _TABLE = [
      "Put the question of call site `arg` (`ask(\"human\", q)` or `approve(q)`) to the human node: push its "
      "journaled answer, or stop the run, left at this instruction, to wait for one."),
     # ---- messages (docs/org.md; vm/messages.py) ----
-    ("SEND", "count", "target body -- | body --", lambda arg, code: -arg, None,
-     "Put the body on top of the stack in the mailbox of the node whose Handle is below it (`arg` 2), or of "
-     "this node's parent (`arg` 1)."),
+    ("SEND", "count", "target body topic? --", lambda arg, code: -arg, None,
+     "Send a message: `arg` 2 pops target and body, 3 also a topic. The target is a Handle (that node's mailbox), "
+     "a route's topic (its live node, started if there is none) or \"human\" (a note in `pipe inbox`)."),
+    ("SEND_PARENT", "count", "body topic? --", lambda arg, code: -arg, None,
+     "Send the body to this node's parent: `arg` 1 pops the body, 2 a body and a topic."),
     ("RECEIVE", "call", "timeout? -- message", _call_effect, None,
      "Take the oldest message of this node's mailbox (a Message record); with none, the node waits for one "
      "(call site `arg` may give `timeout=`)."),

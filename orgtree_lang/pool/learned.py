@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orgtree_lang.runtime.errors import PipeRuntimeError, SkillError
+from orgtree_lang.runtime.errors import PipeRuntimeError, SkillError, UsageError
 from orgtree_lang.runtime.files import write_atomic
 
 NAMESPACE = "learned"
@@ -41,7 +41,7 @@ def skills_dir(root: Path | str) -> Path:
 
 def check_name(name: str) -> str:
     if not _NAME.match(name):
-        raise SkillError(f"`{name}` cannot name a learned skill: use lower-case letters, digits and `_`",
+        raise UsageError(f"`{name}` cannot name a learned skill: use lower-case letters, digits and `_`",
                          hint="e.g. rank_files; pick one with --name")
     return name
 

@@ -348,6 +348,20 @@ MIGRATIONS: tuple[Migration, ...] = (
 """, indexes=(Index("tree_calls_by_name", "tree_calls (name, last_started)"),
               Index("tree_calls_by_run", "tree_calls (run_id)"),
               Index("tree_calls_by_parent", "tree_calls (parent_id)"))),)),
+    # `send "human", value` (docs/org.md): notes to people that need no answer, listed by `pipe inbox`.
+    Migration(5, "the human node's notes: what runs tell people without asking", tables=(
+        Table("human_notes", "orgtree_lang.orgtree.inbox", """
+    id INTEGER PRIMARY KEY AUTOINCREMENT,  -- shown as n<id>
+    key TEXT NOT NULL UNIQUE,              -- <run id>:<journal step> (or :m<message id> in a run without a journal)
+    run_id TEXT,
+    node TEXT NOT NULL DEFAULT '',         -- the node that sent it (main/desk#2)
+    topic TEXT NOT NULL DEFAULT 'note',
+    text TEXT NOT NULL,
+    file TEXT NOT NULL DEFAULT '',
+    line INTEGER NOT NULL DEFAULT 0,
+    status TEXT NOT NULL CHECK(status IN ('unread', 'read')),
+    sent REAL NOT NULL
+""", indexes=(Index("human_notes_unread", "human_notes (status, sent)"),)),)),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version
