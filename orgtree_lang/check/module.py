@@ -158,6 +158,10 @@ def _declare_uses(module: n.Module, checked: CheckedModule, registry, sink: Diag
             continue
         if use.name not in namespaces and registry.get(use.name) is None:
             hint = did_you_mean(use.name, sorted(namespaces) + registry.names())
+            if use.name.startswith("mcp.") and use.name.count(".") == 1:
+                server = use.name.split(".")[1]
+                hint = (f"{hint + ' Else: ' if hint else ''}MCP servers are declared in the workspace's orgtree.toml:"
+                        f" add a table [mcp.servers.{server}] with `command = [...]` or `url = \"...\"` (docs/mcp.md)")
             sink.error(f"unknown skill or namespace `{use.name}`", use.span,
                        hint or "`pipe skills` lists every skill that is installed")
         checked.uses.append(use.name)
