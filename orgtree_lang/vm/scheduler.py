@@ -304,13 +304,16 @@ def pick(m) -> bool:
 
 
 def _next_ready(state) -> Task | None:
-    tasks = state.tasks
+    """The first ready task (in task order) with an id after the current one's, else the first ready one."""
     current = state.current
-    after = [t for t in tasks if t.id > current and t.status == "ready"]
-    if after:
-        return after[0]
-    before = [t for t in tasks if t.id <= current and t.status == "ready"]
-    return before[0] if before else None
+    first = None
+    for task in state.tasks:  # one pass: this runs at the end of every turn
+        if task.status == "ready":
+            if task.id > current:
+                return task
+            if first is None:
+                first = task
+    return first
 
 
 def turn_over(m) -> bool:
