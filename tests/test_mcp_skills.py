@@ -95,6 +95,31 @@ def test_the_budget_counts_mcp_calls(workspace):
     assert len(calls(workspace)) == 1
 
 
+def test_parallel_branches_overlap_their_mcp_calls(workspace):
+    (workspace / "naps.pipe").write_text(
+        'use mcp.notes\n\npipeline main() -> str:\n    parallel:\n'
+        '        a = mcp.notes.nap(1.5, "a")\n        b = mcp.notes.nap(1.5, "b")\n        c = mcp.notes.nap(1.5, "c")\n'
+        '    return a + b + c\n')
+    result = pipe("run", "naps.pipe", "--json", cwd=workspace)
+    assert result.returncode == 0, result.stderr
+    envelope = json.loads(result.stdout)
+    assert envelope["output"] == "abc"
+    assert len(calls(workspace)) == 3
+    assert envelope["usage"]["seconds"] < 3.0  # one after another they take 4.5 s
+
+
+def test_a_tool_call_longer_than_the_timeout_is_an_error_that_names_the_setting(workspace):
+    config = workspace / "orgtree.toml"
+    config.write_text(config.read_text() + "timeout = 0.5\n")
+    (workspace / "nap.pipe").write_text('use mcp.notes\n\npipeline main() -> str:\n    return mcp.notes.nap(5, "late")\n')
+    started = time.monotonic()
+    result = pipe("run", "nap.pipe", cwd=workspace)
+    assert result.returncode == 70
+    assert "did not run the tool `nap` within 0.5 s" in result.stderr
+    assert "raise `timeout` in [mcp.servers.notes]" in result.stderr
+    assert time.monotonic() - started < 30
+
+
 def test_checking_a_program_without_mcp_starts_no_server(tmp_path):
     marker = tmp_path / "started"
     command = json.dumps([sys.executable, "-c", f"open({str(marker)!r}, 'w')"])
