@@ -177,3 +177,31 @@ def test_streamable_http_on_localhost(workspace):
         server.terminate()
         server.wait(timeout=10)
     assert [run["status"] for run in runs(workspace)] == ["done"]
+
+
+def test_a_served_pipeline_resolves_its_ambiguous_block_with_the_models_given(tmp_path):
+    """examples/ambiguous_triage.pipe with the scripted author and reviewer of examples/models/ (their story is in
+    tests/test_examples.py): the module written for `classify` answers `feature` for a request."""
+    import shutil
+
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    shutil.copytree(examples, tmp_path / "examples", ignore=shutil.ignore_patterns("__pycache__"))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    from mcp import StdioServerParameters
+
+    server = StdioServerParameters(
+        command=sys.executable, cwd=str(tmp_path), env={"PIPE_NO_PLUGINS": "1", "PYTHONSAFEPATH": "1"},
+        args=["-m", "orgtree_lang.cli.main", "mcp", "serve", "--workspace", str(workspace),
+              str(tmp_path / "examples" / "ambiguous_triage.pipe"),
+              "--model", "scripted:examples/models/triage_author.yaml",
+              "--review-model", "scripted:examples/models/triage_reviewer.yaml"])
+
+    async def work(client):
+        return await client.call_tool("ambiguous_triage", {"report": "Please add CSV export"})
+
+    result = session(server, work)
+    assert not result.is_error, result.content[0].text
+    assert result.structured_content == {"result": "feature"}
+    assert [run["status"] for run in runs(workspace)] == ["done"]
+    assert list((workspace / ".orgtree" / "modules").rglob("*.pipe"))  # the module written for the block

@@ -316,3 +316,27 @@ def test_a_program_that_uses_an_mcp_server_is_not_cached(tmp_path):
     assert not cache.exists() or list(cache.iterdir()) == []
     compile_source('pipeline main() -> str:\n    return "x"\n', "b.pipe", registry, cache)
     assert len(list(cache.iterdir())) == 1
+
+
+def test_the_decomposer_is_shown_the_tools_of_a_server_the_block_may_use():
+    from orgtree_lang.compile.code import AmbiguousSpec
+    from orgtree_lang.decompose.prompt import allowed_skills
+    from orgtree_lang.runtime.skills import SkillRegistry, make_skill
+    from orgtree_lang.syntax.spans import Span
+
+    def ping(text: str) -> str:
+        """Answer."""
+        return text
+
+    def failing():
+        from orgtree_lang.runtime.errors import SkillError
+
+        raise SkillError("MCP server `down` failed to start")
+
+    registry = SkillRegistry()
+    registry.add_lazy("mcp.box", "key", lambda: [make_skill(ping, name="mcp.box.ping")])
+    registry.add_lazy("mcp.down", "key", failing)
+    registry.add_lazy("mcp.other", "key", lambda: [make_skill(ping, name="mcp.other.ping")])
+    spec = AmbiguousSpec("answer", "Answer.", (), (), ("mcp.box", "mcp.down"), "main", Span("a.pipe", 1, 1, 1, 1))
+    assert [skill.name for skill in allowed_skills(spec, registry)] == ["mcp.box.ping"]
+    assert registry.lazy_namespaces() == ["mcp.down", "mcp.other"]  # a server the block may not use is not started

@@ -115,9 +115,12 @@ def _schema(ptype, program, depth: int = 0) -> dict:
     return json_schema(ptype)
 
 
-def run_tool(tool: ExposedTool, arguments: dict[str, Any], root: Path, registry, printer=None) -> ToolOutcome:
+def run_tool(tool: ExposedTool, arguments: dict[str, Any], root: Path, registry, printer=None,
+             services=None) -> ToolOutcome:
     """Run the tool's pipeline with `arguments` as a durable run of the workspace (listed by `pipe runs`); a bad
-    argument or a failed run is an outcome with the .pipe error message, never an exception."""
+    argument or a failed run is an outcome with the .pipe error message, never an exception.
+
+    `services(tool)` gives the run's models and decomposer (as `pipe run` makes them), fresh for each call."""
     from orgtree_lang.engine.runner import RunOptions, new_run_id, run_program
     from orgtree_lang.runtime.errors import PipeError
     from orgtree_lang.runtime.inputs import check_inputs
@@ -129,8 +132,12 @@ def run_tool(tool: ExposedTool, arguments: dict[str, Any], root: Path, registry,
     except PipeError as err:
         return ToolOutcome(None, error=_message(err, tool))
     run_id = new_run_id()
+    try:
+        models, decomposer = services(tool) if services is not None else (None, None)
+    except PipeError as err:
+        return ToolOutcome(None, error=_message(err, tool))
     options = RunOptions(entry=tool.entry, inputs=dict(arguments), workspace=root, registry=registry,
-                         run_id=run_id, durable=True, printer=printer)
+                         run_id=run_id, durable=True, printer=printer, models=models, decomposer=decomposer)
     if tool.budget is not None:
         options.budget = tool.budget
     try:
