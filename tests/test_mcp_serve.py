@@ -141,11 +141,13 @@ def test_learned_skills_and_the_configured_pipelines_are_served(workspace):
     (workspace / "orgtree.toml").write_text('[mcp]\nexpose = ["tools/triage.pipe:shout"]\n')
 
     async def work(client):
-        tools = sorted(tool.name for tool in (await client.list_tools()).tools)
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
         return tools, await client.call_tool("learned_double", {"n": 21})
 
     tools, doubled = session(serve_command(workspace), work)
-    assert tools == ["learned_double", "shout"]
+    assert sorted(tools) == ["learned_double", "shout"]
+    assert tools["learned_double"].description == "Double a number."  # the learned skill's own description
+    assert tools["learned_double"].input_schema["properties"] == {"n": {"type": "integer"}}
     assert doubled.structured_content == {"result": 42}
     assert [run["status"] for run in runs(workspace)] == ["done"]
 
