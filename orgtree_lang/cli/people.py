@@ -40,10 +40,30 @@ def register(commands) -> None:
 
     add_attempt_options(reply)
 
+    send = add_verb(
+        commands, "send", handler=command_send, help="send a message into a run from outside",
+        usage="pipe send [-h] [--to NODE] [--topic TOPIC] [--json] RUN TEXT",
+        description="Queue TEXT as a message to run RUN, sent by `human`: to node NODE (`pipe tree RUN` shows "
+                    "them; default: the run's main node), or with --topic alone to the node of that route. The run "
+                    "takes it when nothing in it can happen any more: every node waits (in receive(), an await or "
+                    "a parallel block) and no call is in flight; a receive(timeout=S) then waits up to S seconds "
+                    "for one. What the run took is journaled, so resume and replay see the same message at the "
+                    "same place. A run that is not running gets it when `pipe resume` continues it.",
+        examples=['pipe send 3f2a "stop after this batch"',
+                  """pipe send 3f2a --topic billing --json '{"amount": 30}'""",
+                  "pipe send 3f2a --to main/worker#1 pause"])
+    send.add_argument("run", metavar="RUN", help="a run id (or a unique prefix of one)")
+    send.add_argument("text", metavar="TEXT", help="the message's body (a str; with --json, a JSON value)")
+    send.add_argument("--to", metavar="NODE", help="the node that gets it (default: the run's main node)")
+    send.add_argument("--topic", metavar="TOPIC", help="its topic; without --to, a route's topic reaches that route")
+    send.add_argument("--json", action="store_true", help="read TEXT as a JSON value (a number, list, object ...)")
+    add_workspace_option(send, help="the workspace of the run (default: this folder)")
+
     messages = add_verb(commands, "messages", handler=command_messages, help="list the messages a run's nodes sent",
                         description="List the messages of RUN in the order they were sent: id, sender, receiver, "
                                     "topic, body, when it was sent and received (the run's statement count), or "
-                                    "`queued` while it waits in a mailbox.",
+                                    "`queued` while it waits in a mailbox (`undelivered`, with the reason, for a "
+                                    "message from `pipe send` whose node was gone).",
                         examples=["pipe messages 3f2a", "pipe messages 3f2a --json"])
     messages.add_argument("run", metavar="RUN", help="a run id (or a unique prefix of one)")
     add_workspace_option(messages, help=_WORKSPACE_HELP)
@@ -71,8 +91,8 @@ def command_inbox(args) -> int:
         return EXIT_OK
     now = time.time()
     rows = [(q.asked, q.ref, q.run_id, q.kind, q.file, q.line, q.node, q.question) for q in questions] + \
-        [(n.sent, n.ref, n.run_id, "note", n.file, n.line, n.node, n.text if n.topic == "note" else f"[{n.topic}] {n.text}")
-         for n in notes]
+        [(n.sent, n.ref, n.run_id, "note", n.file, n.line, n.node,
+          n.text if n.topic == "note" else f"[{n.topic}] {n.text}") for n in notes]
     print(f"{'ID':<5} {'RUN':<13} {'KIND':<8} {'AGE':>6}  {'FROM':<24} TEXT")
     for at, ref, run_id, kind, file, line, node, text in sorted(rows, key=lambda row: row[0]):
         where = f"{Path(file).name}:{line} {node}" if file else node
@@ -110,6 +130,34 @@ def command_reply(args) -> int:
     return command_resume(args)
 
 
+def command_send(args) -> int:
+    from orgtree_lang.durable.inbound import check_can_receive, queue_message
+    from orgtree_lang.durable.journal import Journal
+    from orgtree_lang.durable.runs import effective_status, find_run
+    from orgtree_lang.runtime.errors import UsageError
+
+    body = args.text
+    if args.json:
+        try:
+            body = json.loads(args.text)
+        except ValueError as err:
+            raise UsageError(f"--json: TEXT is not a JSON value ({err})", hint="quote it: --json '{\"amount\": 30}'")
+    run_dir = find_run(Path(args.workspace), args.run)
+    journal = Journal.open(run_dir)
+    try:
+        meta = journal.meta()
+    finally:
+        journal.close()
+    check_can_receive(meta)
+    queue_message(run_dir, body, to=args.to, topic=args.topic)
+    to = args.to or (f"the route of topic {args.topic!r}" if args.topic else "its main node")
+    print(f"queued for run {meta['run_id']} ({to}); the run takes it when every node of it waits"
+          + ("" if effective_status(run_dir, meta) == "running"
+             else f": continue it with `pipe resume {meta['run_id']}`"),
+          file=sys.stderr)
+    return EXIT_OK
+
+
 def command_messages(args) -> int:
     from orgtree_lang.durable.journal import Journal
     from orgtree_lang.durable.runs import find_run, view_meta
@@ -130,9 +178,10 @@ def command_messages(args) -> int:
         return EXIT_OK
     print(f"{'ID':>4}  {'FROM':<20} {'TO':<20} {'TOPIC':<10} {'SENT':>6} {'RECEIVED':>8}  BODY")
     for m in sent:
-        received = "queued" if m["received"] is None else f"{m['received']:.0f}"
+        received = "undelivered" if m.get("undelivered") else "queued" if m["received"] is None \
+            else f"{m['received']:.0f}"
         print(f"{m['id']:>4}  {m['sender']:<20} {m['to']:<20} {m['topic']:<10} {m['sent_at']:>6.0f} {received:>8}  "
-              f"{display_short(decode(m['body']), 60)}")
+              f"{display_short(decode(m['body']), 60)}" + (f"  ({m['undelivered']})" if m.get("undelivered") else ""))
     return EXIT_OK
 
 

@@ -36,6 +36,7 @@ class MachineFactory:
     spans: Any = None  # engine.otel.SpanObserver when the run is exported to OpenTelemetry (shared by children)
     routes: dict | None = None  # orgtree.toml's [org] routes (topic -> pipeline)
     notify: Callable[[dict, str], None] | None = None  # posts `send "human", ...` notes to the inbox
+    inbound: Any = None  # durable.inbound.Inbound: the messages `pipe send` queued for the run
 
     def top(self, program) -> Machine:
         observers: list = [self._traced(), self._tree(), self.spans]
@@ -49,7 +50,7 @@ class MachineFactory:
             registry=self.registry, context=self.context, budget=self.budget, resolver=self.resolver,
             printer=self.printer, clock=self.clock, effects=self.effects, executor=self.executor,
             observers=tuple(o for o in observers if o is not None), children=self.child,
-            routes=dict(self.routes or {}), notify=self.notify))
+            routes=dict(self.routes or {}), notify=self.notify, inbound=self.inbound))
 
     def child(self, parent: Machine, block, program, resolver, budget: Budget, context: Any = None) -> Machine:
         tracer = self.tracer.for_child(block.node, parent.state.run_id) if self._traced() is not None else None
@@ -121,8 +122,17 @@ def build_run(program, root: Path, registry, options, run_id: str, *, effects=No
         registry=registry, context=SkillContext(Workspace.for_run(root), run_id=run_id, models=options.models),
         budget=options.budget, resolver=options.decomposer, printer=_synced(options.printer, effects), effects=effects,
         tracer=tracer, recorder=recorder, progress=options.progress, executor=executor, spans=spans, routes=routes,
-        notify=_note_poster(root, run_id))
+        notify=_note_poster(root, run_id), inbound=_inbound(effects))
     return RunParts(factory.top(program), tracer, recorder, spans)
+
+
+def _inbound(effects):
+    """A durable run's queue of messages from outside (none for a replay: it reads every decision back)."""
+    if effects is None or effects.mode == "replay":
+        return None
+    from orgtree_lang.durable.inbound import Inbound
+
+    return Inbound(effects.journal.path.parent, effects.journal)
 
 
 def _note_poster(root: Path, run_id: str) -> Callable[[dict, str], None]:

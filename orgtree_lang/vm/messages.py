@@ -11,7 +11,7 @@ from orgtree_lang.runtime.values import RecordValue, decode, encode
 from orgtree_lang.syntax import types as t
 from orgtree_lang.vm.blocks import MOVED, RELOAD
 from orgtree_lang.vm.calls import call_args
-from orgtree_lang.vm.scheduler import WAIT, cancelled_error, current_task
+from orgtree_lang.vm.scheduler import WAIT, cancelled_error, current_task, enter_tasks
 from orgtree_lang.vm.tasks import LIVE, Task
 
 TOPIC = "message"  # the topic of a message sent to a Handle or `parent` without `topic=` (docs/org.md)
@@ -62,20 +62,23 @@ def _topic(topic: Any) -> str:
     return topic
 
 
-def new_message(m, frame, to: str, body: Any, topic: str) -> dict[str, Any]:
-    """A message in the run's log (not yet in any mailbox): id, sender, receiver, topic, body, logical times."""
+def new_message(m, frame, to: str, body: Any, topic: str, sender: str | None = None) -> dict[str, Any]:
+    """A message in the run's log (not yet in any mailbox): id, sender, receiver, topic, body, logical times.
+    The sender is the current node unless `sender` names another (`human` for `pipe send`)."""
     state = m.state
-    me = _me(m)
-    message = {"id": len(state.messages) + 1, "sender": me.node if me is not None else frame.node,
+    if sender is None:
+        me = _me(m)
+        sender = me.node if me is not None else frame.node
+    message = {"id": len(state.messages) + 1, "sender": sender,
                "to": to, "topic": topic, "body": encode(body), "sent_at": float(state.steps), "received": None}
     state.messages.append(message)
     return message
 
 
-def deliver(m, frame, target: Task, body: Any, topic: str) -> None:
+def deliver(m, frame, target: Task, body: Any, topic: str, sender: str | None = None) -> None:
     """Append a new message to `target`'s mailbox."""
     state = m.state
-    message = new_message(m, frame, target.node, body, topic)
+    message = new_message(m, frame, target.node, body, topic, sender)
     state.mailboxes.setdefault(_mailbox_key(target), []).append(message["id"])
     if target.status == "receiving":
         target.status = "ready"
@@ -133,6 +136,11 @@ def receive_message(m, frame, stack: list, arg: int) -> int | None:
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0):
         raise PipeRuntimeError(f"receive(timeout=...) needs a number of seconds of at least 0, got {timeout!r}",
                                kind="type")
+    if me is None and m.services.effects is not None and m.place is None:
+        # A durable run may get a message from outside (`pipe send`): it waits as a task, and the scheduler
+        # takes outside messages when nothing else can happen (vm/outside.py).
+        me = enter_tasks(m)
+        key = _mailbox_key(me)
     if me is not None and me.cancel:
         call_args(site, stack)
         raise cancelled_error(me)

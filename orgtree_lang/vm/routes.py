@@ -20,10 +20,10 @@ from orgtree_lang.vm.tasks import LIVE, Task
 
 def route_table(m) -> dict[str, str | None]:
     """Topic -> pipeline: the module's `route` lines, with orgtree.toml's `[org] routes` winning."""
-    return {**m.program.routes, **{k: v for k, v in m.services.routes.items()}}
+    return {**m.program.routes, **m.services.routes}
 
 
-def route_message(m, frame, topic: str, body: Any, label: str | None) -> int | None:
+def route_message(m, frame, topic: str, body: Any, label: str | None, sender: str | None = None) -> int | None:
     """Send to the node of route `topic`: its live node's mailbox, or a new node started with the message."""
     state = m.state
     routes = route_table(m)
@@ -39,9 +39,9 @@ def route_message(m, frame, topic: str, body: Any, label: str | None) -> int | N
                                                  'the module, or name it in orgtree.toml\'s [org] routes')
     live = next((task for task in state.tasks if task.route == topic and task.status in LIVE), None)
     if live is not None:
-        deliver(m, frame, live, body, label or topic)
+        deliver(m, frame, live, body, label or topic, sender)
         return None
-    message = new_message(m, frame, "", body, label or topic)
+    message = new_message(m, frame, "", body, label or topic, sender)
     _start_route_node(m, topic, pipeline, message)
     return RELOAD  # the loop now has tasks: it recomputes where the scheduler's turns stop it
 

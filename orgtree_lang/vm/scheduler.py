@@ -287,8 +287,9 @@ def pick(m) -> bool:
             state.tasks, state.frames, state.current = [], main.frames, 0
             return True
         from orgtree_lang.vm.messages import blocked_at, fire_timeout
+        from orgtree_lang.vm.outside import take_outside
 
-        if fire_timeout(state):
+        if take_outside(m) or fire_timeout(state):
             continue
         raise PipeRuntimeError("every task of the run is waiting and nothing can wake any of them (a deadlock): "
                                + blocked_at(state), kind="deadlock", catchable=False,

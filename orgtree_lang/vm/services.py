@@ -54,3 +54,6 @@ class Services:
     # Posts a note to the human node (`send "human", value`): (note, key) -> None; the engine puts it in the
     # workspace's inbox, once per key. None: the note stays in the run's message log only.
     notify: Callable[[dict[str, Any], str], None] | None = None
+    # A durable run's queued messages from outside (`pipe send`; durable.inbound.Inbound): .wait(seconds) -> the
+    # oldest not taken or None, .done(id) once it is journaled. None: nothing can come from outside.
+    inbound: Any = None
