@@ -1,4 +1,5 @@
-"""The org tree as text: one line per node, children indented under their parent, repeated skill calls folded."""
+"""The org tree as text: one line per node, children indented under their parent, repeated skill calls folded,
+and the messages each node sent as edges under it."""
 
 from __future__ import annotations
 
@@ -38,18 +39,25 @@ def build_tree(nodes: list[TreeNode]) -> list[Branch]:
     return roots
 
 
-def render_tree(nodes: list[TreeNode], *, every_skill_call: bool = False, max_depth: int | None = None) -> list[str]:
-    """Lines of text for `pipe tree`; consecutive calls of one skill under one parent fold into one line."""
+def render_tree(nodes: list[TreeNode], *, every_skill_call: bool = False, max_depth: int | None = None,
+                messages: list[dict] = (), run_id: str = "") -> list[str]:
+    """Lines of text for `pipe tree`; consecutive calls of one skill under one parent fold into one line.
+
+    `messages` (a run's message log, vm/messages.py: sender and receiver as node paths of run `run_id`) are
+    drawn as edges under the node that sent them: one line per receiver, `→ main/worker#1 "stop"`."""
     lines: list[str] = []
+    edges = message_edges(messages, run_id)
 
     def walk(branch: Branch, prefix: str, last: bool, depth: int, top: bool) -> None:
         connector = "" if top else ("└─ " if last else "├─ ")
         lines.append(prefix + connector + _describe(branch))
+        inner = prefix + ("" if top else ("   " if last else "│  "))
+        for edge in edges.get(branch.node.id, ()):
+            lines.append(inner + ("│  " if branch.children else "   ") + edge)
         if max_depth is not None and depth >= max_depth:
             if branch.children:
-                lines.append(prefix + ("" if top else ("   " if last else "│  ")) + f"… {len(branch.children)} more")
+                lines.append(inner + f"… {len(branch.children)} more")
             return
-        inner = prefix + ("" if top else ("   " if last else "│  "))
         groups = branch.children if every_skill_call else _fold_skill_calls(branch.children)
         for i, child in enumerate(groups):
             end = i == len(groups) - 1
@@ -100,11 +108,30 @@ def _describe(branch: Branch) -> str:
         text += f"  [{node.detail}]"
     if node.inputs:
         text += f"  in: {node.inputs}"
-    if node.status == "error" and node.error:
-        text += f"  error: {node.error}"
+    if node.status in ("error", "cancelled", "interrupted") and node.error:
+        text += f"  {'error' if node.status == 'error' else 'why'}: {node.error}"
     elif node.output:
         text += f"  out: {node.output}"
     return text
+
+
+def message_edges(messages: list[dict], run_id: str, shown: int = 3) -> dict[str, list[str]]:
+    """For each sending node's id, one line per node it sent messages to, in the order of the first message:
+    the bodies of the first `shown` messages, how many there were, and how many still wait in a mailbox."""
+    from orgtree_lang.runtime.values import decode, display_short
+
+    by_edge: dict[tuple[str, str], list[dict]] = {}
+    for message in messages:
+        by_edge.setdefault((message["sender"], message["to"]), []).append(message)
+    edges: dict[str, list[str]] = defaultdict(list)
+    for (sender, to), sent in by_edge.items():
+        bodies = ", ".join(display_short(decode(m["body"]), 40) for m in sent[:shown])
+        count = f" ×{len(sent)}:" if len(sent) > 1 else ""
+        more = ", …" if len(sent) > shown else ""
+        queued = sum(m.get("received") is None for m in sent)
+        waits = f"  ({queued} not received)" if queued else ""
+        edges[f"{run_id}/{sender}"].append(f"→ {to}{count} {bodies}{more}{waits}")
+    return edges
 
 
 def _describe_calls(group: list[Branch]) -> str:
