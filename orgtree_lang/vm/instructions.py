@@ -33,6 +33,8 @@ def _power(a, b):
 
 
 def _repeat(a, b):
+    if type(a) is int and type(b) is int:  # the common case first: a number cannot outgrow the limit
+        return a * b
     if isinstance(a, (str, list)) and isinstance(b, int) and len(a) * b > MAX_SEQUENCE:
         times = f"{b}" if b < 10**18 else "that many"  # a huge count has too many digits to print
         raise PipeRuntimeError(f"repeating a {type(a).__name__} {times} times exceeds the limit of "
