@@ -198,10 +198,10 @@ class RunSession:
 
     def _tree_progress(self, event: str, node) -> None:
         """Live progress of the org tree on stderr: one line as each ambiguous block opens, moves on, and ends;
-        on a terminal, one as each parallel branch starts and ends."""
+        on a terminal, one as each parallel branch starts and ends, and as a node starts or stops waiting."""
         if node.kind != "ambiguous":
             branch = node.id.rsplit("/", 1)[-1].startswith("parallel#")
-            if self.progress is not None and branch and event in ("open", "close"):
+            if self.progress is not None and (branch and event in ("open", "close") or event == "state"):
                 self._branch_progress(event, node)
             return
         self._clear()
@@ -258,8 +258,10 @@ class RunSession:
         where = node.id.split("/", 1)[-1]
         if event == "open":
             text = f"  ⇉ {where}: {node.name} started"
+        elif event == "state":  # an open node starts or stops waiting (a message, a person)
+            text = f"  ⋯ {where}: {node.status}"
         else:
-            outcome = "✓" if node.status == "ok" else "✗"
+            outcome = {"ok": "✓", "cancelled": "⊘"}.get(node.status, "✗")
             text = f"  {outcome} {where}: {node.name} {node.status if node.status == 'ok' else node.error} in " \
                    f"{(node.duration_ms or 0) / 1000:.2f} s"
         print(text, file=sys.stderr, flush=True)

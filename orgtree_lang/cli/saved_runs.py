@@ -136,6 +136,9 @@ def command_show(args) -> int:
     recorded = run_tree(Path(args.workspace), meta["run_id"])
     nodes = sorted(nodes | {path for path in recorded if not path.endswith("#more")})
     interrupted = sorted(path for path, node in recorded.items() if node.status == "interrupted")
+    # What a node that is not plainly running or finished is doing, or how it ended: waiting, receiving, cancelled.
+    states = {path: node.status for path, node in recorded.items()
+              if node.status in ("waiting", "receiving", "cancelled", "interrupted")}
     inputs = to_plain(decode(meta.get("inputs", {})))
     defaults = to_plain(decode(meta.get("defaults", {})))
     if args.steps:
@@ -146,7 +149,7 @@ def command_show(args) -> int:
                           "printed": meta.get("output", []), "error": meta.get("error"), "nodes": nodes,
                           "steps": meta.get("steps", 0), "journaled_steps": len(steps),
                           "attempts": meta.get("attempts", 0), "parent_run": meta.get("parent_run"),
-                          "interrupted": interrupted,
+                          "interrupted": interrupted, "states": states,
                           "waiting": meta.get("waiting", []) if status == "waiting" else []}, indent=1))
         return EXIT_OK
     print(f"run {meta['run_id']}: {status}, {meta.get('steps', 0)} steps, {len(steps)} journaled, "
@@ -175,7 +178,7 @@ def command_show(args) -> int:
     for node in nodes:
         own = [r for r in steps.values() if r.node == node]
         errors = sum(not r.ok for r in own)
-        mark = "  <- failed here" if node == failed_node else ("  (interrupted)" if node in interrupted else "")
+        mark = "  <- failed here" if node == failed_node else (f"  ({states[node]})" if node in states else "")
         depth = node.count("/")
         print(f"  {'  ' * depth}{node.rsplit('/', 1)[-1]}  [{len(own)} step(s){f', {errors} error(s)' if errors else ''}]"
               f"  {node}{mark}")
@@ -183,7 +186,7 @@ def command_show(args) -> int:
 
 
 def run_tree(root: Path, run_id: str) -> dict:
-    """The pipeline and ambiguous nodes of a run's org tree, reconciled with its journal, by journal path."""
+    """The pipeline, branch and ambiguous nodes of a run's org tree, reconciled with its journal, by journal path."""
     from orgtree_lang.durable.reconcile import reconciled_tree
     from orgtree_lang.orgtree.store import TreeStore
     from orgtree_lang.runtime.state_db import state_db_path
@@ -194,7 +197,7 @@ def run_tree(root: Path, run_id: str) -> dict:
     with TreeStore(path) as store:
         nodes = reconciled_tree(root, run_id, store.run_nodes(run_id))
     return {node.id[len(run_id) + 1:]: node for node in nodes
-            if node.kind in ("pipeline", "ambiguous") and node.id.startswith(run_id + "/")}
+            if node.kind in ("pipeline", "branch", "ambiguous") and node.id.startswith(run_id + "/")}
 
 
 def _attempt(args, action, source_for_errors) -> int:

@@ -12,9 +12,11 @@ from orgtree_lang.runtime.errors import UsageError
 def register(commands) -> None:
     tree = add_verb(
         commands, "tree", handler=command_tree, help="show a run's org tree",
-        description="Show the org tree of RUN (default: the latest run): every pipeline call, skill call and "
-                    "ambiguous block with the generated child run under it, with status, duration, model tokens "
-                    "and cost (a node's figures include everything under it).",
+        description="Show the org tree of RUN (default: the latest run): every pipeline call, parallel branch, "
+                    "skill call and ambiguous block with the generated child run under it, with its state (running, "
+                    "waiting for a person, receiving a message, ok, error, cancelled, interrupted), duration, model "
+                    "tokens and cost (a node's figures include everything under it), and the messages each node "
+                    "sent (`→ main/worker#1 \"stop\"`).",
         examples=["pipe tree", "pipe tree 3f2a --depth 2 --every-call"])
     tree.add_argument("run", nargs="?", metavar="RUN", help="a run id or a unique prefix of one (default: latest)")
     add_workspace_option(tree)
@@ -62,6 +64,23 @@ def command_tree(args) -> int:
     summary = ", ".join(f"{sum(c.values())} {kind} node{'s' if sum(c.values()) != 1 else ''}"
                         for kind, c in sorted(counts.items()))
     print(f"run {run_id}: {summary}")
-    for line in render_tree(nodes, every_skill_call=args.every_call, max_depth=args.depth):
+    for line in render_tree(nodes, every_skill_call=args.every_call, max_depth=args.depth,
+                            messages=_messages(root, run_id), run_id=run_id):
         print(line)
     return EXIT_OK
+
+
+def _messages(root: Path, run_id: str) -> list[dict]:
+    """The messages run `run_id`'s nodes sent, as its journal last saved them (none without a journal)."""
+    from orgtree_lang.durable.journal import Journal, JournalError
+    from orgtree_lang.durable.runs import find_run, view_meta
+
+    try:
+        run_dir = find_run(root, run_id)
+        journal = Journal.open(run_dir)
+    except JournalError:
+        return []
+    try:
+        return view_meta(run_dir, journal).get("messages", [])
+    finally:
+        journal.close()

@@ -1,5 +1,5 @@
 """A run's org tree made to agree with its journal after a crash: nodes not written yet appear, and nodes a dead
-process left running are interrupted."""
+process left open are interrupted."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from orgtree_lang.durable.journal import Journal, StepRecord
-from orgtree_lang.orgtree.store import TreeNode
+from orgtree_lang.orgtree.store import OPEN, TreeNode
 
 INTERRUPTED = "interrupted"
 STALE = "its process ended before it did"
@@ -19,13 +19,15 @@ _NUMBERED = re.compile(r"[#@]\d+$")
 
 
 def reconciled(run_id: str, nodes: list[TreeNode], steps: dict[int, StepRecord], *,
-               up_to_seq: int | None = None) -> list[TreeNode]:
-    """`nodes` of run `run_id` (no process runs it) with the journal's `steps` folded in: a node still `running`
-    is interrupted, and every node and skill call the journal has but the tree lacks is added (only for steps
+               up_to_seq: int | None = None, waiting: bool = False) -> list[TreeNode]:
+    """`nodes` of run `run_id` (no process runs it) with the journal's `steps` folded in: a node still open
+    (running, or receiving a message) is interrupted, and so is one `waiting` for a person unless the run still
+    waits (`waiting`); every node and skill call the journal has but the tree lacks is added (only for steps
     numbered up to `up_to_seq`, if given), in the order of the journal."""
     have = {node.id: node for node in nodes}
+    stale = ("running", "receiving") if waiting else OPEN
     out = [dataclasses.replace(node, status=INTERRUPTED, detail=node.detail or STALE)
-           if node.status == "running" else node for node in nodes]
+           if node.status in stale else node for node in nodes]
     seq = max((node.seq for node in nodes), default=0)
     recorded_calls: dict[tuple[str, str], int] = {}
     for node in nodes:
@@ -119,7 +121,7 @@ def _error_text(record: StepRecord) -> str:
 def reconciled_tree(root: Path, run_id: str, nodes: list[TreeNode]) -> list[TreeNode]:
     """`nodes` as `pipe tree` shows them: reconciled with the journal unless a process is running the run now."""
     from orgtree_lang.durable.journal import JournalError
-    from orgtree_lang.durable.runs import find_run, is_locked
+    from orgtree_lang.durable.runs import effective_status, find_run, is_locked
 
     top = run_id.split("/", 1)[0]
     try:
@@ -134,9 +136,10 @@ def reconciled_tree(root: Path, run_id: str, nodes: list[TreeNode]) -> list[Tree
         return nodes
     try:
         steps = journal.steps()
+        waiting = effective_status(run_dir, journal.meta()) == "waiting"
     finally:
         journal.close()
-    return reconciled(top, nodes, steps)
+    return reconciled(top, nodes, steps, waiting=waiting)
 
 
 def repair_before_resume(root: Path, run_id: str, journal: Journal, up_to_seq: int | None) -> None:

@@ -36,14 +36,22 @@ class TreeObserver(RunObserver):
                            inputs=_inputs(frame.code.params, frame.locals))
 
     def frames_attached(self, state, parent_node) -> None:
-        # The nodes still open when the state was saved are running again.
-        parent = parent_node
-        for frame in state.frames:
-            node_id = f"{state.run_id}/{frame.node}"
-            before = self.recorder.recorded(node_id)  # keep the caller and inputs of the first opening
-            self.recorder.open(node_id, state.run_id, parent, frame.pipeline, "pipeline",
-                               caller=before.caller if before else "", inputs=before.inputs if before else "")
-            parent = node_id
+        # The nodes still open when the state was saved are running again: the frames of every task.
+        for task in state.tasks or [None]:
+            frames = state.frames if task is None else task.frames
+            for i, frame in enumerate(frames):
+                node_id = f"{state.run_id}/{frame.node}"
+                before = self.recorder.recorded(node_id)  # keep the caller and inputs of the first opening
+                if i == 0 and (task is None or task.kind == "main"):
+                    parent = parent_node
+                elif before is not None:
+                    parent = before.parent_id
+                else:  # a node's path extends its parent's
+                    parent = f"{state.run_id}/{frame.node.rpartition('/')[0]}"
+                branch = frame.node.rpartition("/")[2].startswith("parallel#")
+                kind = before.kind if before else ("branch" if branch else "pipeline")
+                self.recorder.open(node_id, state.run_id, parent, before.name if before else frame.pipeline, kind,
+                                   caller=before.caller if before else "", inputs=before.inputs if before else "")
 
     def pipeline_called(self, state, caller, frame) -> None:
         self.recorder.open(f"{state.run_id}/{frame.node}", state.run_id, f"{state.run_id}/{caller.node}",
@@ -58,8 +66,10 @@ class TreeObserver(RunObserver):
 
     def run_stopped(self, state, error) -> None:
         if error is not None:
-            for frame in reversed(state.frames):
-                self.recorder.close(f"{state.run_id}/{frame.node}", "error", error=error.message)
+            # The run failed: the nodes of every task still open end with it (a deadlock leaves several).
+            for frames in [state.frames] + [task.frames for task in state.tasks if task.frames is not state.frames]:
+                for frame in reversed(frames):
+                    self.recorder.close(f"{state.run_id}/{frame.node}", "error", error=error.message)
         self.recorder.flush()
 
     def at_statement(self, state, frame) -> None:
@@ -91,17 +101,26 @@ class TreeObserver(RunObserver):
     def task_started(self, state, task, frame) -> None:
         if task.kind == "spawn":
             return  # its pipeline node (opened as a call) is the node
-        # A branch is recorded as a pipeline node (named after it) until the tree table knows more kinds.
         self.recorder.open(f"{state.run_id}/{task.node}", state.run_id, f"{state.run_id}/{frame.node}", task.label,
-                           "pipeline", caller=frame.pipeline)
+                           "branch", caller=frame.pipeline)
 
     def task_ended(self, state, task) -> None:
-        # A branch that failed leaves the frames it was in (pipelines it called) open: they end with it.
+        status = {"done": "ok", "cancelled": "cancelled"}.get(task.status, "error")
+        error = task.error["message"] if task.error else ("cancelled" if status == "cancelled" else None)
+        # A branch that failed or was cancelled leaves the frames it was in (pipelines it called) open: they end
+        # with it, and as it did.
         if task.status != "done":
             for frame in reversed(task.frames[1:] if task.kind == "branch" else task.frames):
-                self.recorder.close(f"{state.run_id}/{frame.node}", "error", error=task.error["message"]
-                                    if task.error else "cancelled")
+                self.recorder.close(f"{state.run_id}/{frame.node}", status, error=error)
         if task.kind == "spawn":
             return
-        error = task.error["message"] if task.error else ("cancelled" if task.status == "cancelled" else None)
-        self.recorder.close(f"{state.run_id}/{task.node}", "ok" if task.status == "done" else "error", error=error)
+        self.recorder.close(f"{state.run_id}/{task.node}", status, error=error)
+
+    def receiving(self, state, task, waiting) -> None:
+        if task.frames:
+            self.recorder.mark(f"{state.run_id}/{task.frames[-1].node}", "receiving" if waiting else "running")
+
+    def human_waiting(self, state, question) -> None:
+        # The whole run stops until a person answers (docs/org.md): every node open in it waits with it.
+        for node_id in self.recorder.open_nodes():
+            self.recorder.mark(node_id, "waiting")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from orgtree_lang.orgtree.store import TreeNode, TreeStore, row_of
+from orgtree_lang.orgtree.store import OPEN, TreeNode, TreeStore, row_of
 
 FLUSH_EVERY = 2000  # changed nodes held before they are written
 FLUSH_SECONDS = 1.0  # ... or this long since the last write, so `pipe tree` can follow a running run
@@ -24,8 +24,9 @@ class TreeRecorder:
     tree's. (A writer thread was measured too: SQLite gives up Python's lock for every row it inserts, and
     taking it back from a busy VM cost more than the insert.)
 
-    `listener(event, node)` is called with "open" and "close" for pipeline and ambiguous nodes (not for skill
-    calls, which are many): `pipe run` uses it to show the tree's progress."""
+    `listener(event, node)` is called with "open" and "close" for pipeline, branch and ambiguous nodes (not for
+    skill calls, which are many), "note" when a node's detail changes and "state" when an open node starts or
+    stops waiting (`mark`): `pipe run` uses it to show the tree's progress."""
 
     def __init__(self, store: TreeStore | None, *, listener: Callable[[str, TreeNode], None] | None = None,
                  clock: Callable[[], float] = time.time, max_skill_nodes: int = MAX_SKILL_NODES,
@@ -66,7 +67,7 @@ class TreeRecorder:
         self._seq += 1
         node = TreeNode(node_id, run_id, parent_id, self._seq, name, kind, caller, "running", inputs, "", None,
                         self.clock(), None)
-        if kind == "pipeline" and parent_id is not None:
+        if kind in ("pipeline", "branch") and parent_id is not None:
             # Kept, not yet marked changed: a call that ends before the next write is written once, finished.
             self.nodes[node_id] = node
             self._opened.append(node)
@@ -82,14 +83,28 @@ class TreeRecorder:
             return self.nodes[node_id]
         return self.store.node(node_id) if self.store is not None else None
 
+    def mark(self, node_id: str, status: str) -> None:
+        """An open node starts or stops waiting: `status` is one of store.OPEN (running, waiting, receiving)."""
+        node = self.nodes.get(node_id)
+        if node is None or node.status not in OPEN or node.status == status:
+            return
+        node.status = status
+        self._touch(node)
+        if self.listener is not None:
+            self.listener("state", node)
+
+    def open_nodes(self) -> list[str]:
+        """The ids of the nodes open in this process (running, waiting or receiving), in the order they opened."""
+        return [node.id for node in sorted(self.nodes.values(), key=lambda n: n.seq) if node.status in OPEN]
+
     def close(self, node_id: str, status: str, *, output: str = "", error: str | None = None) -> TreeNode | None:
-        """Finish node `node_id` as "ok" or "error"; None if it was never opened here."""
+        """Finish node `node_id` as "ok", "error" or "cancelled"; None if it was never opened here."""
         if node_id in self._unrecorded:
             run_id, caller = self._unrecorded.pop(node_id)
             self._count_overflow(run_id, self._entries[run_id], "(pipeline calls)", caller, status, "pipeline")
             return None
         node = self.nodes.get(node_id)
-        if node is None or node.status != "running":
+        if node is None or node.status not in OPEN:
             return node
         node.status, node.output, node.error = status, output, error
         node.duration_ms = round((self.clock() - node.started_at) * 1000, 3)
@@ -178,8 +193,8 @@ class TreeRecorder:
     def flush(self) -> None:
         """Write every node changed since the last flush."""
         self._last_flush = self.clock()
-        for node in self._opened:  # those still running are written as running (`pipe tree` shows them)
-            if node.status == "running" and node.id not in self._dirty:
+        for node in self._opened:  # those still open are written as such (`pipe tree` shows them)
+            if node.status in OPEN and node.id not in self._dirty:
                 self._dirty[node.id] = node
         self._opened = []
         rows = []
@@ -190,7 +205,7 @@ class TreeRecorder:
                 node.detail = f"{ok} ok, {error} error"
                 node.output = f"{ok + error} more call{'s' if ok + error != 1 else ''}, not recorded one by one"
             rows.append(row_of(node))
-            if node.status == "running" and node.kind != "ambiguous":
+            if node.status in OPEN and node.kind != "ambiguous":
                 self._running_written.add(node.id)
         self._dirty.clear()
         finished, self._rows = self._rows, []
@@ -200,7 +215,7 @@ class TreeRecorder:
     def close_open(self, status: str = "error", error: str | None = None) -> None:
         """At the end of a run: finish every node still running (the run failed or was stopped there)."""
         for node in list(self.nodes.values()):
-            if node.status == "running":
+            if node.status in OPEN:
                 self.close(node.id, status, error=error)
         self.flush()
 

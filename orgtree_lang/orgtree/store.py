@@ -8,18 +8,19 @@ loop of a thousand trivial calls then costs SQLite one row, not a thousand, and 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, fields
 from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any
 
 from orgtree_lang.runtime.state_db import Transaction, open_state_db, state_db_path
 
-KINDS = ("pipeline", "skill", "ambiguous")
-STATUSES = ("running", "ok", "error", "interrupted")  # interrupted: the process running it died first
-# state.db's tree_nodes CHECK allows running, ok and error (migration 1, which cannot change): an interrupted node
-# is stored as an error whose text starts with this mark, and read back as interrupted.
-_INTERRUPTED_MARK = "[interrupted] "
+KINDS = ("pipeline", "skill", "ambiguous", "branch")  # branch: of a parallel block or loop (docs/org.md)
+# A node is open while running, waiting (its run waits for a person's answer) or receiving (it waits in
+# `receive` for a message); it ended ok, with an error, cancelled (by `cancel`, or a failed sibling branch), or
+# interrupted (the process running it died first: durable/reconcile.py says so once no process holds the run).
+OPEN = ("running", "waiting", "receiving")
+STATUSES = (*OPEN, "ok", "error", "cancelled", "interrupted")
 
 
 @dataclass(slots=True)
@@ -81,10 +82,10 @@ def _grouped(rows: list[tuple]) -> list[tuple]:
     out = []
     for (run_id, parent_id, name, kind, caller), members in groups.items():
         starts = list(map(_STARTED, members))
-        errors = list(map(_STATUS, members)).count("error")
+        statuses = list(map(_STATUS, members))
         calls = json.dumps(list(map(_CALL, members)), separators=(",", ":"))
-        out.append((run_id, parent_id, name, kind, caller, min(starts), max(starts), len(members) - errors, errors,
-                    calls))
+        out.append((run_id, parent_id, name, kind, caller, min(starts), max(starts), statuses.count("ok"),
+                    statuses.count("error"), calls))
     return out
 
 
@@ -101,21 +102,9 @@ def _merged(*sources: list[TreeNode]) -> dict[str, TreeNode]:
     for nodes in sources:
         for node in nodes:
             before = merged.get(node.id)
-            if before is None or before.status == "running" or node.status != "running":
+            if before is None or before.status in OPEN or node.status not in OPEN:
                 merged[node.id] = node
     return merged
-
-
-def _stored(node: TreeNode) -> TreeNode:
-    if node.status != "interrupted":
-        return node
-    return replace(node, status="error", error=_INTERRUPTED_MARK + (node.error or ""))
-
-
-def _read(node: TreeNode) -> TreeNode:
-    if node.status == "error" and node.error is not None and node.error.startswith(_INTERRUPTED_MARK):
-        node.status, node.error = "interrupted", node.error[len(_INTERRUPTED_MARK):] or None
-    return node
 
 
 class TreeStore:
@@ -140,7 +129,7 @@ class TreeStore:
 
     def write(self, nodes: list[TreeNode]) -> None:
         """Insert or replace `nodes` in one transaction (a resumed run rewrites the nodes it runs again)."""
-        self.write_rows([_ROW(_stored(node)) for node in nodes])
+        self.write_rows([_ROW(node) for node in nodes])
 
     def write_rows(self, rows: list[tuple], finished_calls: list[tuple] = ()) -> None:
         """In one transaction: insert or replace `rows` (tuples in TreeNode's field order) as nodes, and add
@@ -161,7 +150,7 @@ class TreeStore:
         sql = f"SELECT {', '.join(_COLUMNS)} FROM tree_nodes WHERE {where} ORDER BY {order}"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        return [_read(TreeNode(**dict(row))) for row in self.db.execute(sql, args)]
+        return [TreeNode(**dict(row)) for row in self.db.execute(sql, args)]
 
     def calls(self, name: str | None = None, run_id: str | None = None, limit: int | None = 100) -> list[TreeNode]:
         """Calls of skill or pipeline `name` (any, if None), newest first; only run `run_id`'s if given."""
@@ -210,7 +199,7 @@ class TreeStore:
 
     def node(self, node_id: str) -> TreeNode | None:
         found = self._select("id = ?", (node_id,), "seq")
-        if found and found[0].status != "running":
+        if found and found[0].status not in OPEN:
             return found[0]
         # A finished call sits in its caller's groups; its id is the caller's id, a slash and its own part.
         parent = node_id.rpartition("/")[0]

@@ -20,7 +20,9 @@ To add a table (or an index, or a column), append one `Migration` to `MIGRATIONS
     )),
 
 An index on an existing table goes in `indexes=(Index(...),)`; a column is added with
-`statements=("ALTER TABLE run_notes ADD COLUMN at REAL NOT NULL DEFAULT 0",)`. Never edit a
+`statements=("ALTER TABLE run_notes ADD COLUMN at REAL NOT NULL DEFAULT 0",)`. What ALTER TABLE cannot change
+(a CHECK constraint) takes a `Rebuild`: the table is made again under its new declaration from a SELECT over the
+old one, which says how each old row reads in the new shape (migration 6). Never edit a
 migration that has shipped: workspaces at its version have already run it. tests/test_state_schema.py checks
 that the migrations are numbered 1, 2, 3 ..., that every table and index a migrated database holds is
 declared here, and that the committed workspace of fa31da4 (tests/fixtures/workspace_v0) still migrates.
@@ -58,20 +60,38 @@ class Table:
 
 
 @dataclass(frozen=True)
+class Rebuild:
+    """An existing table made again under a new declaration (`table`, same name): `select` reads every row of the
+    old table as a row of the new one (its columns in the new table's order); the old table and its indexes go."""
+
+    table: Table
+    select: str
+
+    def sql(self) -> list[str]:
+        name, columns = self.table.name, self.table.columns
+        rebuilt = f"{name}_rebuilt"
+        return [f"CREATE TABLE {rebuilt} ({columns})", f"INSERT INTO {rebuilt} {self.select}", f"DROP TABLE {name}",
+                f"ALTER TABLE {rebuilt} RENAME TO {name}", *(index.create(False) for index in self.table.indexes)]
+
+
+@dataclass(frozen=True)
 class Migration:
-    """One step from version `version - 1` to `version`: tables to create, indexes on older tables, statements."""
+    """One step from version `version - 1` to `version`: tables to create, indexes on older tables, tables
+    rebuilt, statements."""
 
     version: int
     summary: str
     tables: tuple[Table, ...] = ()
     indexes: tuple[Index, ...] = ()
     statements: tuple[str, ...] = ()
+    rebuilds: tuple[Rebuild, ...] = ()
 
     def sql(self) -> list[str]:
         # Migration 1 meets databases that already hold some of its tables (version 0); later ones never do.
         baseline = self.version == 1
         return ([statement for table in self.tables for statement in table.create(baseline)]
-                + [index.create(baseline) for index in self.indexes] + list(self.statements))
+                + [index.create(baseline) for index in self.indexes]
+                + [statement for rebuild in self.rebuilds for statement in rebuild.sql()] + list(self.statements))
 
 
 _CONCERNS = Table("concerns", "orgtree_lang.review.ledger", """
@@ -301,6 +321,32 @@ _FS_APPENDS = Table("fs_appends", "orgtree_lang.stdlib.fs_ledger", """
     done   INTEGER NOT NULL DEFAULT 0
 """, indexes=(Index("fs_appends_pending", "fs_appends(path) WHERE done = 0"),))
 
+# Version 5 of the org tree's tables: the same columns, with a `branch` kind and the organization's node states.
+_TREE_NODES_V5 = Table("tree_nodes", "orgtree_lang.orgtree.store", _TREE_NODES.columns.replace(
+    "CHECK(kind IN ('pipeline', 'skill', 'ambiguous'))", "CHECK(kind IN ('pipeline', 'skill', 'ambiguous', 'branch'))"
+).replace("CHECK(status IN ('running', 'ok', 'error'))",
+          "CHECK(status IN ('running', 'ok', 'error', 'waiting', 'receiving', 'cancelled', 'interrupted'))"),
+    indexes=_TREE_NODES.indexes)
+_TREE_CALLS_V5_COLUMNS = """
+    run_id TEXT NOT NULL,
+    parent_id TEXT NOT NULL,      -- the node that made the calls
+    name TEXT NOT NULL,           -- skill, pipeline or branch name
+    kind TEXT NOT NULL CHECK(kind IN ('pipeline', 'skill', 'branch')),
+    caller TEXT NOT NULL DEFAULT '',
+    first_started REAL NOT NULL,
+    last_started REAL NOT NULL,
+    ok INTEGER NOT NULL,          -- how many of the calls ended ok ...
+    errors INTEGER NOT NULL,      -- ... and how many with an error (the others were cancelled)
+    calls TEXT NOT NULL           -- JSON: [[id, seq, status, inputs, output, error, started_at, duration_ms,
+                                  --         tokens, cost, detail], ...] (orgtree/store.py)
+"""
+_TREE_CALLS_V5 = Table("tree_calls", "orgtree_lang.orgtree.store", _TREE_CALLS_V5_COLUMNS, indexes=(
+    Index("tree_calls_by_name", "tree_calls (name, last_started)"), Index("tree_calls_by_run", "tree_calls (run_id)"),
+    Index("tree_calls_by_parent", "tree_calls (parent_id)")))
+# How version 4 named a branch node, and said that a node was cancelled (vm/scheduler.py then).
+_BRANCH_NAME = "({name} GLOB 'branch [0-9]* (line [0-9]*)' OR {name} GLOB 'iteration [0-9]* (line [0-9]*)')"
+_CANCELLED = "(coalesce({error}, '') = 'cancelled' OR coalesce({error}, '') LIKE '% was cancelled')"
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "the tables every module created for itself before state.db had a version (fa31da4)", tables=(
         _CONCERNS, _CONCERN_EVENTS, _REVIEW_ROUNDS, _TREE_NODES, _DECOMPOSE_ATTEMPTS, _RESEARCH_NEEDS,
@@ -362,14 +408,40 @@ MIGRATIONS: tuple[Migration, ...] = (
     status TEXT NOT NULL CHECK(status IN ('unread', 'read')),
     sent REAL NOT NULL
 """, indexes=(Index("human_notes_unread", "human_notes (status, sent)"),)),)),
+    # The organization's node states (docs/org.md). Version 4 stored an interrupted node as an error whose text
+    # starts with `[interrupted] `, a cancelled one as an error saying it was cancelled, and a parallel branch as
+    # a pipeline node named `branch K (line L)` or `iteration K (line L)`: each old row is read as what it was.
+    Migration(6, "org tree nodes: the branch kind, and the states waiting, receiving, cancelled, interrupted",
+              rebuilds=(Rebuild(_TREE_NODES_V5, f"""SELECT id, run_id, parent_id, seq, name,
+    CASE WHEN kind = 'pipeline' AND {_BRANCH_NAME.format(name="name")} THEN 'branch' ELSE kind END,
+    caller,
+    CASE WHEN status = 'error' AND substr(error, 1, 14) = '[interrupted] ' THEN 'interrupted'
+         WHEN status = 'error' AND {_CANCELLED.format(error="error")} THEN 'cancelled' ELSE status END,
+    inputs, output,
+    CASE WHEN status = 'error' AND substr(error, 1, 14) = '[interrupted] ' THEN nullif(substr(error, 15), '')
+         ELSE error END,
+    started_at, duration_ms, tokens, cost, detail FROM tree_nodes"""),
+                        Rebuild(_TREE_CALLS_V5, f"""SELECT run_id, parent_id, name,
+    CASE WHEN kind = 'pipeline' AND {_BRANCH_NAME.format(name="name")} THEN 'branch' ELSE kind END,
+    caller, first_started, last_started,
+    (SELECT count(*) FROM json_each(calls) WHERE json_extract(value, '$[2]') = 'ok'),
+    (SELECT count(*) FROM json_each(calls) WHERE json_extract(value, '$[2]') = 'error'
+        AND NOT {_CANCELLED.format(error="json_extract(value, '$[5]')")}),
+    (SELECT json_group_array(CASE WHEN json_extract(value, '$[2]') = 'error'
+                                       AND {_CANCELLED.format(error="json_extract(value, '$[5]')")}
+                                  THEN json_set(value, '$[2]', 'cancelled') ELSE json(value) END)
+       FROM (SELECT value FROM json_each(calls) ORDER BY key))
+    FROM tree_calls"""))),
 )
+
 
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
 
 def declared_tables(migrations: tuple[Migration, ...] = MIGRATIONS) -> dict[str, Table]:
-    """Every table the migrations create, by name."""
-    return {table.name: table for migration in migrations for table in migration.tables}
+    """Every table the migrations create, by name, as its latest rebuild declares it."""
+    return {table.name: table for migration in migrations
+            for table in (*migration.tables, *(rebuild.table for rebuild in migration.rebuilds))}
 
 
 def declared_indexes(migrations: tuple[Migration, ...] = MIGRATIONS) -> dict[str, Index]:

@@ -128,6 +128,8 @@ def receive_message(m, frame, stack: list, arg: int) -> int | None:
     key = _mailbox_key(me)
     box = state.mailboxes.get(key)
     waiting = state.receiving.pop(key, None)
+    if waiting is not None and me is not None:
+        m.observer.receiving(state, me, False)
     if box:
         call_args(site, stack)
         stack.append(message_record(take(m, me)))
@@ -156,6 +158,7 @@ def receive_message(m, frame, stack: list, arg: int) -> int | None:
                                hint="spawn the node that sends it first, or give receive a timeout")
     me.status = "receiving"
     state.receiving[key] = {"timeout": timeout, "fired": False}
+    m.observer.receiving(state, me, True)
     return WAIT
 
 

@@ -107,6 +107,9 @@ class RunObserver:
     def interrupted(self, state: RunState, node: str, message: dict[str, Any], span) -> None:
         """`message` interrupted node `node` at the statement at `span`: its `on message` handler runs."""
 
+    def receiving(self, state: RunState, task, waiting: bool) -> None:
+        """`task` starts (`waiting`) or stops waiting in `receive` for a message (its innermost frame's node)."""
+
 
 NO_OBSERVER = RunObserver()
 
@@ -218,6 +221,10 @@ class FanOut(RunObserver):
     def interrupted(self, state, node, message, span):
         for observer in self.observers:
             observer.interrupted(state, node, message, span)
+
+    def receiving(self, state, task, waiting):
+        for observer in self.observers:
+            observer.receiving(state, task, waiting)
 
 
 def observe(observers) -> RunObserver:
