@@ -57,9 +57,11 @@ def test_a_node_panel_shows_its_figures_trace_events_and_the_module_it_wrote(ser
     assert "scripted:models/triage_reviewer.yaml" in panel
 
 
-def test_the_messages_of_a_run_are_listed(server, runs):
+def test_the_messages_of_a_run_are_listed_and_drawn_under_their_sender(server, runs):
     page = httpx.get(f"{server.url}runs/{runs.supervisor}").text
     assert "main/worker#1" in page and "polish" in page and "stop" in page
+    sender = page.split(f'data-node="{runs.supervisor}/main"', 1)[1].split("</li>", 1)[0]
+    assert '<li class="message">→ main/worker#1 ×2: &quot;polish&quot;, &quot;stop&quot;' in sender
 
 
 def test_a_module_page_highlights_the_source_and_shows_its_review(server, runs):

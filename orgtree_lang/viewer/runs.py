@@ -132,15 +132,17 @@ def _questions(site: Site, view: RunView) -> str:
 
 
 def _tree(view: RunView) -> str:
-    from orgtree_lang.orgtree.render import build_tree
+    from orgtree_lang.orgtree.render import build_tree, message_edges
 
     roots = build_tree(view.nodes)
     if not roots:
         return '<section class="tree"><h2>Org tree</h2><p class="empty">no nodes recorded yet</p></section>'
-    return f'<section class="tree"><h2>Org tree</h2><ul class="org">{"".join(map(_branch, roots))}</ul></section>'
+    edges = message_edges(view.meta.get("messages", []), view.meta["run_id"])
+    branches = "".join(_branch(root, edges) for root in roots)
+    return f'<section class="tree"><h2>Org tree</h2><ul class="org">{branches}</ul></section>'
 
 
-def _branch(branch) -> str:
+def _branch(branch, edges: dict[str, list[str]]) -> str:
     from orgtree_lang.orgtree.render import node_label
 
     node = branch.node
@@ -158,7 +160,9 @@ def _branch(branch) -> str:
     elif node.output:
         row += f' <span class="out">→ {esc(node.output[:120])}</span>'
     groups = _grouped(branch.children)
-    inner = [_calls(group) if isinstance(group, list) else _branch(group) for group in groups[:MAX_CHILDREN_SHOWN]]
+    inner = [f'<li class="message">{esc(edge)}</li>' for edge in edges.get(node.id, ())]
+    inner += [_calls(group, edges) if isinstance(group, list) else _branch(group, edges)
+              for group in groups[:MAX_CHILDREN_SHOWN]]
     if len(groups) > MAX_CHILDREN_SHOWN:
         inner.append(f'<li class="more">… {len(groups) - MAX_CHILDREN_SHOWN} more</li>')
     children = f'<ul>{"".join(inner)}</ul>' if inner else ""
@@ -180,7 +184,7 @@ def _grouped(children: list) -> list:
     return flat
 
 
-def _calls(group: list) -> str:
+def _calls(group: list, edges: dict[str, list[str]]) -> str:
     """A folded stretch of skill calls: how many of each skill, errors, total time; opened, the calls themselves."""
     from orgtree_lang.orgtree.render import calls_in
 
@@ -192,7 +196,7 @@ def _calls(group: list) -> str:
         errors += failed
     names = ", ".join(f"{name} ×{count}" for name, count in counts.items())
     spent = duration(sum(b.node.duration_ms or 0.0 for b in group))
-    shown = "".join(_branch(b) for b in group[:MAX_CHILDREN_SHOWN])
+    shown = "".join(_branch(b, edges) for b in group[:MAX_CHILDREN_SHOWN])
     more = f'<li class="more">… {len(group) - MAX_CHILDREN_SHOWN} more</li>' if len(group) > MAX_CHILDREN_SHOWN else ""
     state = f'<span class="status status-error">{errors} failed</span>' if errors else status_badge("ok")
     return (f'<li class="folded"><details data-key="{esc(group[0].node.id)}"><summary>{sum(counts.values())} skill '

@@ -28,11 +28,21 @@
     if (!live) return;
     const source = new EventSource(url);
     source.addEventListener("update", function (event) {
-      // Folded call lists a person opened stay open when the part around them is replaced.
+      // What a person opened or typed stays when the part around it is replaced: folded call lists, and an
+      // answer being written (with the cursor in it).
       const opened = Array.from(live.querySelectorAll("details[open]")).map(function (d) { return d.dataset.key; });
+      const typed = {};
+      live.querySelectorAll("input[aria-label]").forEach(function (input) { typed[input.getAttribute("aria-label")] = input.value; });
+      const focused = document.activeElement && live.contains(document.activeElement)
+        ? document.activeElement.getAttribute("aria-label") : null;
       live.innerHTML = event.data;
       live.querySelectorAll("details[data-key]").forEach(function (d) {
         if (opened.indexOf(d.dataset.key) >= 0) d.open = true;
+      });
+      live.querySelectorAll("input[aria-label]").forEach(function (input) {
+        const label = input.getAttribute("aria-label");
+        if (typed[label]) input.value = typed[label];
+        if (label === focused) input.focus();
       });
       document.body.dataset.updates = String(Number(document.body.dataset.updates || "0") + 1);
       markSelected();
