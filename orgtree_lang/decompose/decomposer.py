@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -116,7 +117,8 @@ class Decomposer:
         # What encloses this program's blocks: a child inherits the root program's description and path.
         self.goal = goal if goal is not None else Goal.of_program(parent_file, parent_source)
         self.parent_author = parent_author
-        self._research = None  # while a module is written: need -> the author's next request (decompose/research.py)
+        # Spec hash -> (block node, set when done) while a block finds or writes the module for that spec.
+        self._writing: dict[str, tuple[str, threading.Event]] = {}
         self.human = human
         self.store = ModuleStore(self.workspace)
         self._programs: dict[str, tuple[SavedModule, Any]] = {}  # spec hash -> module and program, this run
@@ -138,50 +140,73 @@ class Decomposer:
         from orgtree_lang.review.errors import ReviewError
 
         digest = spec_hash(spec)
+        self._await_writer(digest, block)
         if digest in self._programs:  # reached again in this run: no file is read, nothing is compiled again
             saved, program = self._programs[digest]
             block.note(f"reused {saved.path}")
             return self._run_child(program, block, saved, self._metered(block)[0])
-        saved = self.store.find(digest)
-        author, reviewer = self._metered(block)
-        program = None
-        if saved is not None:
-            try:
-                program = checked_for_reuse(saved, spec, self.registry)
-            except ReuseRefused as err:
-                raise PipeRuntimeError(f"ambiguous block `{spec.name}`: {err}", kind="ambiguous", catchable=False,
-                                       hint=err.hint) from None
-            block.note(f"reused {saved.path}")
-        elif self.author is None:
-            raise PipeRuntimeError(
-                f"ambiguous block `{spec.name}` cannot run: no module is saved for it and no model is configured "
-                "to write one", kind="ambiguous", catchable=False,
-                hint="configure a model for the decomposer with `--model NAME` or the PIPE_MODEL environment variable "
-                     "(or replace the block with skill calls)")
-        else:
-            try:
-                # Saved modules that fit this block's signature: the most similar may be reused as they are; the
-                # author sees the rest, down to half the similarity, for reference.
-                similar = similar_modules(self.store, spec, self.registry, self.settings.similarity / 2)
-                saved = self._reuse_similar(spec, digest, reviewer, block,
-                                            [m for score, m in similar if score >= self.settings.similarity])
-                if saved is None:
-                    block.note("writing a module")
-                    saved = self._write_module(spec, inputs, digest, author, reviewer, block,
-                                               [m for _, m in similar])
-                    block.note(f"written to {saved.path} ({saved.provenance.get('review-rounds')} "
-                                        "review round(s))")
-            except (ModelError, ReviewError, StoreError) as err:
-                kind = "model" if isinstance(err, ModelError) else "ambiguous"
-                raise PipeRuntimeError(f"ambiguous block `{spec.name}`: {err}", kind=kind, catchable=False,
-                                       hint=getattr(err, "hint", None) or "nothing was saved; fix the cause "
-                                       "and run again") from err
-        if program is None:
-            from orgtree_lang.compile.api import compile_source
+        writing = threading.Event()
+        self._writing[digest] = (block.node, writing)
+        try:
+            saved = self.store.find(digest)
+            author, reviewer = self._metered(block)
+            program = None
+            if saved is not None:
+                try:
+                    program = checked_for_reuse(saved, spec, self.registry)
+                except ReuseRefused as err:
+                    raise PipeRuntimeError(f"ambiguous block `{spec.name}`: {err}", kind="ambiguous", catchable=False,
+                                           hint=err.hint) from None
+                block.note(f"reused {saved.path}")
+            elif self.author is None:
+                raise PipeRuntimeError(
+                    f"ambiguous block `{spec.name}` cannot run: no module is saved for it and no model is configured "
+                    "to write one", kind="ambiguous", catchable=False,
+                    hint="configure a model for the decomposer with `--model NAME` or the PIPE_MODEL environment "
+                         "variable (or replace the block with skill calls)")
+            else:
+                try:
+                    # Saved modules that fit this block's signature: the most similar may be reused as they are; the
+                    # author sees the rest, down to half the similarity, for reference.
+                    similar = similar_modules(self.store, spec, self.registry, self.settings.similarity / 2)
+                    if getattr(block, "counter", None) is not None:
+                        # Resolved concurrently (vm/block_calls.py): whether a sibling block's module is saved yet
+                        # depends on timing, and a resume must make the same choices as the run.
+                        similar = [(score, m) for score, m in similar
+                                   if not m.provenance.get("parent", "").startswith(f"{self.parent_file}:")]
+                    saved = self._reuse_similar(spec, digest, reviewer, block,
+                                                [m for score, m in similar if score >= self.settings.similarity])
+                    if saved is None:
+                        block.note("writing a module")
+                        saved = self._write_module(spec, inputs, digest, author, reviewer, block,
+                                                   [m for _, m in similar])
+                        block.note(f"written to {saved.path} ({saved.provenance.get('review-rounds')} "
+                                            "review round(s))")
+                except (ModelError, ReviewError, StoreError) as err:
+                    kind = "model" if isinstance(err, ModelError) else "ambiguous"
+                    raise PipeRuntimeError(f"ambiguous block `{spec.name}`: {err}", kind=kind, catchable=False,
+                                           hint=getattr(err, "hint", None) or "nothing was saved; fix the cause "
+                                           "and run again") from err
+            if program is None:
+                from orgtree_lang.compile.api import compile_source
 
-            program = compile_source(saved.text, str(saved.path), self.registry).program
-        self._programs[digest] = (saved, program)
+                program = compile_source(saved.text, str(saved.path), self.registry).program
+            self._programs[digest] = (saved, program)
+        finally:
+            if self._writing.get(digest, (None, None))[1] is writing:
+                del self._writing[digest]
+            writing.set()
         return self._run_child(program, block, saved, author)
+
+    def _await_writer(self, digest: str, block) -> None:
+        """While another block of this run finds or writes the module for the same spec (blocks of parallel
+        branches resolve concurrently, vm/block_calls.py), wait for it, so the module is written and saved once;
+        never for a block this one runs inside."""
+        while digest in self._writing:
+            node, writing = self._writing[digest]
+            if block.node.startswith(node + "/"):
+                return
+            block.spend.away(writing.wait)
 
     def _metered(self, block):
         """The author and reviewer, their calls counted against the run tree's budget and charged to the block."""
@@ -250,7 +275,10 @@ class Decomposer:
                                    hint="shorten the block's docstring, or use a model with a larger context "
                                         "window (or raise [decompose] context_share)") from None
         conversation = uuid.uuid4().hex
-        self._research = lambda need: self._researched(need, spec, block, reviewer)
+
+        def research(need) -> str:  # the author's next request after a "needs research" answer
+            return self._researched(need, spec, block, reviewer)
+
         flow = ExampleFlow(self, spec, _generated_context(block.context))
         messages = [Message("system", LANGUAGE_NOTES), Message("user", flow.opening(request.text))]
         attempts = AttemptLog(self.workspace)
@@ -259,13 +287,14 @@ class Decomposer:
             messages.append(Message("user", text))
             answers: list[str] = []
             revised = self._valid_module(spec, digest, messages, conversation, author, attempts, phase,
-                                         answers=answers)
+                                         answers=answers, research=research)
             return revised, answers[-1] if answers else ""
 
         try:
             if flow.designs:
                 flow.design_step(messages, conversation, author, reviewer, attempts, digest, block)
-            body = flow.checked(self._valid_module(spec, digest, messages, conversation, author, attempts, "write"),
+            body = flow.checked(self._valid_module(spec, digest, messages, conversation, author, attempts, "write",
+                                                   research=research),
                                 ask, block.note)
 
             def revise(artifact: str, concerns) -> tuple[str, dict[str, str]]:
@@ -349,7 +378,7 @@ class Decomposer:
         return block.ask_human if block.effects is not None else None
 
     def _valid_module(self, spec: AmbiguousSpec, digest: str, messages: list, conversation: str, author,
-                      attempts, phase: str, answers: list[str] | None = None) -> str:
+                      attempts, phase: str, answers: list[str] | None = None, research=None) -> str:
         """Ask the author until a module validates, sending the problems back (at most max_repairs repairs).
 
         Every answer is recorded in the attempt log with its problems."""
@@ -369,9 +398,9 @@ class Decomposer:
                                 ["needs research"])
                 record_need(self.workspace, spec.name, digest, f"{self.parent_file}:{spec.span.line}", need,
                             author.name, conversation)
-                if self._research is not None and researched < self.settings.max_research:
+                if research is not None and researched < self.settings.max_research:
                     researched, tries = researched + 1, tries + 1  # a researched answer is not a repair
-                    messages.append(Message("user", self._research(need)))
+                    messages.append(Message("user", research(need)))
                     continue
                 raise PipeRuntimeError(
                     f"ambiguous block `{spec.name}` needs research before it can be written: "
