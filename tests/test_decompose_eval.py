@@ -1,0 +1,208 @@
+"""benchmarks/decompose_eval.py end to end: both flows through `pipe run` against a scripted OpenAI-compatible server
+on 127.0.0.1 (the litellm path the model bridge serves), then the figures; and the tasks' hidden cases."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from orgtree_lang.decompose.size import MAX_STATEMENTS, size_problems
+from orgtree_lang.decompose.validate import validate_module
+from pipe_testing import compile_text, registry
+
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while they are built
+    spec.loader.exec_module(module)
+    return module
+
+
+evaluation = _load("decompose_eval", BENCH / "decompose_eval.py")
+measure = _load("language_tasks_measure", BENCH / "language_tasks" / "measure.py")
+TASKS = evaluation.task_names(evaluation.TASKS)
+
+
+def test_there_are_six_tasks_three_big_and_three_with_edge_cases() -> None:
+    assert len(TASKS) >= 6
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_each_task_compiles_states_no_examples_and_its_solution_passes_every_hidden_case(task: str) -> None:
+    folder = evaluation.TASKS / task
+    program = compile_text((folder / "task.pipe").read_text(encoding="utf-8"), f"{task}.pipe", registry()).program
+    (block,) = [a for p in program.pipelines.values() for a in p.ambiguous]
+    # The "before" flow is today's: a block that stated examples would be simulated there too.
+    assert not block.examples and not block.expects
+    cases = json.loads((folder / "hidden.json").read_text(encoding="utf-8"))
+    run_inputs = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    assert len(cases) >= 7 and run_inputs not in [c["inputs"] for c in cases]
+    solution = (folder / "solution.pipe").read_text(encoding="utf-8")
+    passed, failures = measure.run_cases(solution, cases)
+    assert failures == [] and passed == len(cases)
+    # It is a module the decomposer would accept for the block: so a model can write one.
+    assert validate_module(solution, block, registry(), "solution.pipe").problems == []
+    assert size_problems(solution, "solution.pipe", MAX_STATEMENTS) == []
+
+
+# ---- the harness against a scripted endpoint ---------------------------------------------------
+
+TASK = '''use text
+
+pipeline main(word: str) -> int:
+    """Score a word for a spelling game."""
+    ambiguous count_vowels(word: str) -> n: int:
+        """How many of the word's letters are vowels (a, e, i, o, u), in any letter case."""
+    return n
+'''
+HIDDEN = [{"inputs": {"word": "banana"}, "expected": 3}, {"inputs": {"word": "AEIOU"}, "expected": 5},
+          {"inputs": {"word": "rhythm"}, "expected": 0}, {"inputs": {"word": "Ice"}, "expected": 2}]
+DESIGN = '''```pipe
+examples:
+    count_vowels("banana") -> 3
+    count_vowels("OUT") -> 2
+expect n >= 0, "a count"
+```'''
+RIGHT = '''```pipe
+use text
+
+pipeline main(word: str) -> int:
+    n = 0
+    for c in text.lower(word):
+        if c in "aeiou":
+            n += 1
+    return n
+```
+example-2: resolved: lower-cased first'''
+# A plausible first module: it misses capitals, which the reviewer (reading only) does not notice.
+WRONG = RIGHT.replace("text.lower(word)", "word")
+ACCEPT = json.dumps({"concerns": [], "summary": "fits the spec"})
+
+
+class Endpoint:
+    """A chat-completions server answering by the last user message, like a person behind the model bridge."""
+
+    def __init__(self) -> None:
+        self.models: list[str] = []
+        endpoint = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                endpoint.models.append(body["model"])
+                data = json.dumps({"id": "c", "object": "chat.completion", "created": 1, "model": body["model"],
+                                   "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                                       "role": "assistant", "content": endpoint.answer(body)}}],
+                                   "usage": {"prompt_tokens": 100, "completion_tokens": 10,
+                                             "total_tokens": 110}}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+        self.base = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def answer(self, body: dict) -> str:
+        if body["model"] == "bridge-reviewer":
+            return ACCEPT
+        last = [m["content"] for m in body["messages"] if m["role"] == "user"][-1]
+        if "First, the design" in last:
+            return DESIGN
+        if "Running the module on its examples" in last:
+            return RIGHT
+        return WRONG
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+
+@pytest.fixture
+def endpoint():
+    server = Endpoint()
+    yield server
+    server.close()
+
+
+def test_both_flows_end_to_end_simulation_catches_what_review_missed(tmp_path, endpoint, capsys, monkeypatch) -> None:
+    tasks = tmp_path / "tasks"
+    (tasks / "count_vowels").mkdir(parents=True)
+    (tasks / "count_vowels" / "task.pipe").write_text(TASK, encoding="utf-8")
+    (tasks / "count_vowels" / "run.json").write_text('{"word": "hello"}', encoding="utf-8")
+    (tasks / "count_vowels" / "hidden.json").write_text(json.dumps(HIDDEN), encoding="utf-8")
+    monkeypatch.delenv("PIPE_MODEL", raising=False)
+    monkeypatch.delenv("PIPE_REVIEW_MODEL", raising=False)
+    out = tmp_path / "out"
+    code = evaluation.main([str(out), "--tasks", str(tasks), "--model", "openai/bridge-author", "--review-model",
+                            "openai/bridge-reviewer", "--api-base", endpoint.base, "--model-timeout", "60"])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    # The folders it names are the ones the bridge would write to: the model names the server received.
+    assert "author requests in DIR/bridge-author/, reviewer requests in DIR/bridge-reviewer/" in printed
+    assert set(endpoint.models) == {"bridge-author", "bridge-reviewer"}
+
+    flows = json.loads((out / "results.json").read_text(encoding="utf-8"))["flows"]
+    before, after = flows["before"]["count_vowels"], flows["after"]["count_vowels"]
+    assert before["run"]["exit"] == after["run"]["exit"] == 0
+    settings = (out / "after" / "count_vowels" / "orgtree.toml").read_text(encoding="utf-8")
+    assert "data_driven = true" in settings and "child_max_seconds = 14400" in settings
+    # Today's flow: the wrong first module compiles and passes review, so it counts as a valid first answer,
+    # and the hidden cases with capitals find what nobody caught.
+    assert before["blocks"]["count_vowels"]["first_answer_valid"] is True
+    assert before["blocks"]["count_vowels"]["simulation_before_review"] == 0
+    assert before["hidden_passed"] == 2 and len(before["hidden_failures"]) == 2
+    assert (before["calls"]["author_calls"], before["calls"]["reviewer_calls"]) == (1, 1)
+    # The data-driven flow: design, its review, the wrong module, simulation fails "OUT", the fix, code review.
+    block = after["blocks"]["count_vowels"]
+    assert block["simulation_before_review"] == 1 and block["first_answer_valid"] is False
+    assert block["module_answers"] == 2 and block["design_answers"] == 1
+    assert (after["calls"]["author_calls"], after["calls"]["reviewer_calls"]) == (3, 2)
+    assert after["calls"]["prompt_tokens"] == 500 and after["calls"]["completion_tokens"] == 50
+    assert after["hidden_passed"] == 4 and after["levels"] == 1 and after["pipelines"] == 1
+    # One table per flow, in the order of the JSON's figures.
+    before_table = printed[printed.index("flow: before"):printed.index("flow: after")]
+    after_table = printed[printed.index("flow: after"):]
+    assert "count_vowels" in before_table and " 2/4 " in before_table and "1+1" in before_table
+    assert " 1/1 " in after_table and "3+2" in after_table and " 4/4 " in after_table
+
+    # Measuring again calls no model and gives the same figures.
+    calls = len(endpoint.models)
+    assert evaluation.main([str(out), "--tasks", str(tasks), "--score-only", "--model", "openai/bridge-author",
+                            "--review-model", "openai/bridge-reviewer"]) == 0
+    assert len(endpoint.models) == calls
+    again = json.loads((out / "results.json").read_text(encoding="utf-8"))["flows"]
+    assert again["after"]["count_vowels"]["blocks"]["count_vowels"] == block and again["before"]["count_vowels"]["hidden_passed"] == 2
+
+
+def test_a_nested_module_counts_as_a_second_level(tmp_path) -> None:
+    workspace = tmp_path / "ws"
+    folder = workspace / ".orgtree" / "modules"
+    (folder / "task").mkdir(parents=True)
+    (folder / "outer").mkdir()
+    header = "# orgtree: block = {block}\n# orgtree: parent = {parent}\n# orgtree: spec-hash = x\n\n"
+    outer = folder / "task" / "outer.pipe"
+    outer.write_text(header.format(block="outer", parent="task.pipe:4") + "pipeline main() -> int:\n    return 1\n\n"
+                     "pipeline helper() -> int:\n    return 2\n", encoding="utf-8")
+    (folder / "outer" / "inner.pipe").write_text(header.format(block="inner", parent=f"{outer}:3") +
+                                                 "pipeline main() -> int:\n    return 3\n", encoding="utf-8")
+    modules = {m["block"]: m for m in evaluation.saved_modules(workspace)}
+    assert (modules["outer"]["depth"], modules["inner"]["depth"]) == (1, 2)
+    assert (modules["outer"]["pipelines"], modules["inner"]["pipelines"]) == (2, 1)
