@@ -35,6 +35,7 @@ LAYERS: tuple[Layer, ...] = (
     Layer("memory", ("memory",), "content store, context tree, search, scratchpad, insights"),
     Layer("sandbox", ("sandbox",), "code.run backends (bubblewrap, docker), environments, the URL allowlist"),
     Layer("web", ("web",), "http.fetch, web.extract, web.search providers"),
+    Layer("mcp", ("mcp",), "the MCP servers of orgtree.toml, their tools as skills `mcp.NAME.TOOL`"),
     Layer("stdlib", ("stdlib",),
           "the seed skill pool (the top-level stdlib/ folder, installed as orgtree_lang.stdlib)"),
     Layer("durable", ("durable",),
@@ -43,6 +44,7 @@ LAYERS: tuple[Layer, ...] = (
           "ambiguous-block resolution (gets a narrow block context from the vm, never the Machine)"),
     Layer("pool", ("pool",), "call history, bug reports, promotion, learned skills"),
     Layer("engine", ("engine",), "the run factory: assembles registries, services and machines"),
+    Layer("expose", ("expose",), "`pipe mcp serve`: pipelines and learned skills as MCP tools, each call a durable run"),
     Layer("lsp", ("lsp",), "the language server: the real parser, checker and formatter answering an editor"),
     Layer("cli", ("cli",), "the `pipe` command"),
 )

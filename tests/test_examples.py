@@ -52,6 +52,25 @@ vowels in 'orchestration': 5
 spent: 16.0 | most expensive: 4.0 | sorted desc: [4, 2, 1]
 total items: 7
 """,
+    # Main sends all six tickets in its turn: ticket 1 starts billing_desk#1, ticket 2 shipping_desk#2, 3 and 6
+    # wait in billing's mailbox, 5 in shipping's, 4 has no route (main prints that at once). Then the nodes take
+    # turns by id: billing refunds 1, escalates 3 (starting escalation_desk#3), refunds 6 and waits; shipping#2
+    # reports and ends, so ticket 5 starts shipping_desk#4; the escalation desk leaves its note and reports;
+    # shipping#4 reports. Main reads the three reports; when all wait, billing's shorter timeout fires first,
+    # its total comes, and main's own timeout ends the loop: 4 reports.
+    "org_router.pipe": """\
+ticket 4 not routed: cannot send to "returns": no route for topic "returns" (known routes: "billing", "escalate", "shipping")
+billing: refunded 20 for ticket 1
+billing: ticket 3 is too big, escalated
+billing: refunded 15 for ticket 6
+shipping: tracing ticket 2 (shipping from main)
+shipping: tracing ticket 5 (shipping from main)
+report from main/shipping_desk#2: ticket 2 traced
+report from main/escalation_desk#3: ticket 3 escalated by main/billing_desk#1
+report from main/shipping_desk#4: ticket 5 traced
+report from main/billing_desk#1: billing refunded 35 in total
+4
+""",
     "retry_goto.pipe": """\
 try 1 failed: service busy (call 1)
 try 2 failed: service busy (call 2)

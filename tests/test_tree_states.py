@@ -1,5 +1,5 @@
 """The org tree's node states (running, waiting, receiving, cancelled, interrupted) and message edges: stored as
-such in state.db (migration 5 rebuilds the tables of a version-4 file and keeps every row), shown by `pipe tree`
+such in state.db (migration 6 rebuilds the tables of a version-4 file and keeps every row), shown by `pipe tree`
 and `pipe show`, repaired after kill -9."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def v4(tmp_path: Path) -> Path:
     return tmp_path
 
 
-# ---- migration 5 on a real version-4 file -------------------------------------------------------------------
+# ---- migration 6 on a real version-4 file -------------------------------------------------------------------
 
 
 def test_the_fixture_is_a_version_4_file_with_the_old_marks() -> None:
@@ -56,7 +56,7 @@ def test_the_fixture_is_a_version_4_file_with_the_old_marks() -> None:
     assert ("branch 1 (line 10)", "pipeline") in _rows(V4, "SELECT name, kind FROM tree_calls")
 
 
-def test_migration_5_keeps_every_row_and_reads_the_old_marks_as_states(v4: Path) -> None:
+def test_migration_6_keeps_every_row_and_reads_the_old_marks_as_states(v4: Path) -> None:
     path = state_db_path(v4)
     nodes_before = _rows(path, "SELECT * FROM tree_nodes ORDER BY id")
     calls_before = _rows(path, "SELECT * FROM tree_calls ORDER BY rowid")

@@ -53,6 +53,7 @@ class CheckedModule:
     records: dict[str, RecordInfo]
     pipelines: dict[str, PipelineInfo]
     tests: dict[str, PipelineInfo] = field(default_factory=dict)
+    routes: dict[str, str | None] = field(default_factory=dict)  # topic -> pipeline (None: orgtree.toml names it)
     calls: dict[n.Call, CallTarget] = field(default_factory=dict)
     types: dict[n.TypeExpr, t.PipeType] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
@@ -68,6 +69,9 @@ def check(module: n.Module, registry, source: str) -> CheckedModule:
     _declare_records(module, checked, sink)
     _declare_uses(module, checked, registry, sink)
     _declare_pipelines(module, checked, sink)
+    from orgtree_lang.check.routes import declare_routes
+
+    declare_routes(module, checked, sink)
     from orgtree_lang.check.contracts import check_pipeline_contracts, example_tests, user_tests
     from orgtree_lang.check.pipeline import PipelineChecker
 
@@ -154,6 +158,10 @@ def _declare_uses(module: n.Module, checked: CheckedModule, registry, sink: Diag
             continue
         if use.name not in namespaces and registry.get(use.name) is None:
             hint = did_you_mean(use.name, sorted(namespaces) + registry.names())
+            if use.name.startswith("mcp.") and use.name.count(".") == 1:
+                server = use.name.split(".")[1]
+                hint = (f"{hint + ' Else: ' if hint else ''}MCP servers are declared in the workspace's orgtree.toml:"
+                        f" add a table [mcp.servers.{server}] with `command = [...]` or `url = \"...\"` (docs/mcp.md)")
             sink.error(f"unknown skill or namespace `{use.name}`", use.span,
                        hint or "`pipe skills` lists every skill that is installed")
         checked.uses.append(use.name)

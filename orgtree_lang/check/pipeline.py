@@ -8,6 +8,7 @@ from orgtree_lang.check.branches import check_parallel, check_parallel_for
 from orgtree_lang.check.capabilities import capability_allowed
 from orgtree_lang.check.contracts import CONTRACT_STATEMENTS, check_block_contracts, contract_statement
 from orgtree_lang.check.module import CallTarget, CheckedModule, PipelineInfo, resolve_type
+from orgtree_lang.check.routes import check_send
 from orgtree_lang.check.typing import ExprTyper
 from orgtree_lang.runtime.builtins import BUILTINS
 from orgtree_lang.syntax import nodes as n
@@ -191,9 +192,7 @@ class PipelineChecker:
             self._bind(stmt.name, t.record("Message"))
             next_block = self._block(stmt.body, next_block, 0)
         elif isinstance(stmt, n.Send):
-            if not (isinstance(stmt.target, n.Name) and stmt.target.id == "parent" and "parent" not in self.assigned):
-                typer.handle(stmt.target, "send")
-            typer.expr(stmt.body)
+            check_send(self, stmt)
         elif isinstance(stmt, n.Goto):
             self._goto(stmt, block)
         elif isinstance(stmt, n.Try):

@@ -13,13 +13,16 @@ _WORKSPACE_HELP = "the workspace whose runs asked (default: this folder)"
 
 
 def register(commands) -> None:
-    inbox = add_verb(commands, "inbox", handler=command_inbox, help="list the questions that wait for a person",
-                     description="List the open questions of the workspace: the runs waiting for a person (status "
-                                 "`waiting`, exit 75), and questions runtime code asked outside a run. Answer one "
-                                 "with `pipe reply`.",
-                     examples=["pipe inbox", "pipe inbox --json"])
+    inbox = add_verb(commands, "inbox", handler=command_inbox,
+                     help="list the questions that wait for a person, and the notes runs sent",
+                     description="List the open questions of the workspace (the runs waiting for a person, status "
+                                 "`waiting`, exit 75, and questions runtime code asked outside a run; answer one with "
+                                 "`pipe reply`) and the unread notes runs sent with `send \"human\", value` (they "
+                                 "need no answer; `--read` files them).",
+                     examples=["pipe inbox", "pipe inbox --json", "pipe inbox --read n4 n5", "pipe inbox --read all"])
     add_workspace_option(inbox, help=_WORKSPACE_HELP)
     inbox.add_argument("--json", action="store_true", help="print JSON")
+    inbox.add_argument("--read", nargs="+", metavar="NOTE", help="mark notes read (n<id>, or `all`)")
 
     reply = add_verb(
         commands, "reply", handler=command_reply, help="answer a question a run asked, and optionally resume it",
@@ -37,10 +40,30 @@ def register(commands) -> None:
 
     add_attempt_options(reply)
 
+    send = add_verb(
+        commands, "send", handler=command_send, help="send a message into a run from outside",
+        usage="pipe send [-h] [--to NODE] [--topic TOPIC] [--json] RUN TEXT",
+        description="Queue TEXT as a message to run RUN, sent by `human`: to node NODE (`pipe tree RUN` shows "
+                    "them; default: the run's main node), or with --topic alone to the node of that route. The run "
+                    "takes it when nothing in it can happen any more: every node waits (in receive(), an await or "
+                    "a parallel block) and no call is in flight; a receive(timeout=S) then waits up to S seconds "
+                    "for one. What the run took is journaled, so resume and replay see the same message at the "
+                    "same place. A run that is not running gets it when `pipe resume` continues it.",
+        examples=['pipe send 3f2a "stop after this batch"',
+                  """pipe send 3f2a --topic billing --json '{"amount": 30}'""",
+                  "pipe send 3f2a --to main/worker#1 pause"])
+    send.add_argument("run", metavar="RUN", help="a run id (or a unique prefix of one)")
+    send.add_argument("text", metavar="TEXT", help="the message's body (a str; with --json, a JSON value)")
+    send.add_argument("--to", metavar="NODE", help="the node that gets it (default: the run's main node)")
+    send.add_argument("--topic", metavar="TOPIC", help="its topic; without --to, a route's topic reaches that route")
+    send.add_argument("--json", action="store_true", help="read TEXT as a JSON value (a number, list, object ...)")
+    add_workspace_option(send, help="the workspace of the run (default: this folder)")
+
     messages = add_verb(commands, "messages", handler=command_messages, help="list the messages a run's nodes sent",
                         description="List the messages of RUN in the order they were sent: id, sender, receiver, "
                                     "topic, body, when it was sent and received (the run's statement count), or "
-                                    "`queued` while it waits in a mailbox.",
+                                    "`queued` while it waits in a mailbox (`undelivered`, with the reason, for a "
+                                    "message from `pipe send` whose node was gone).",
                         examples=["pipe messages 3f2a", "pipe messages 3f2a --json"])
     messages.add_argument("run", metavar="RUN", help="a run id (or a unique prefix of one)")
     add_workspace_option(messages, help=_WORKSPACE_HELP)
@@ -52,21 +75,30 @@ def command_inbox(args) -> int:
     from orgtree_lang.runtime.state_db import state_db_path
 
     path = state_db_path(Path(args.workspace))
-    questions = []
+    questions, notes = [], []
     if path.is_file():
         with Inbox(path) as inbox:
-            questions = inbox.open_questions()
+            if args.read:
+                done = inbox.mark_read(args.read)
+                print(f"marked {len(done)} note{'s' if len(done) != 1 else ''} read", file=sys.stderr)
+                return EXIT_OK
+            questions, notes = inbox.open_questions(), inbox.unread_notes()
     if args.json:
-        print(json.dumps([q.to_json() for q in questions], indent=1))
+        print(json.dumps([q.to_json() for q in questions] + [n.to_json() for n in notes], indent=1))
         return EXIT_OK
-    if not questions:
-        print(f"no open questions in {Path(args.workspace).resolve()}", file=sys.stderr)
+    if not questions and not notes:
+        print(f"no open questions or unread notes in {Path(args.workspace).resolve()}", file=sys.stderr)
         return EXIT_OK
     now = time.time()
-    print(f"{'ID':<5} {'RUN':<13} {'KIND':<8} {'AGE':>6}  {'ASKED AT':<24} QUESTION")
-    for q in questions:
-        where = f"{Path(q.file).name}:{q.line} {q.node}" if q.file else q.node
-        print(f"{q.ref:<5} {q.run_id or '-':<13} {q.kind:<8} {_age(now - q.asked):>6}  {where:<24} {q.question}")
+    rows = [(q.asked, q.ref, q.run_id, q.kind, q.file, q.line, q.node, q.question) for q in questions] + \
+        [(n.sent, n.ref, n.run_id, "note", n.file, n.line, n.node,
+          n.text if n.topic == "note" else f"[{n.topic}] {n.text}") for n in notes]
+    print(f"{'ID':<5} {'RUN':<13} {'KIND':<8} {'AGE':>6}  {'FROM':<24} TEXT")
+    for at, ref, run_id, kind, file, line, node, text in sorted(rows, key=lambda row: row[0]):
+        where = f"{Path(file).name}:{line} {node}" if file else node
+        print(f"{ref:<5} {run_id or '-':<13} {kind:<8} {_age(now - at):>6}  {where:<24} {text}")
+    if notes:
+        print("notes need no answer: `pipe inbox --read all` files them", file=sys.stderr)
     return EXIT_OK
 
 
@@ -98,6 +130,34 @@ def command_reply(args) -> int:
     return command_resume(args)
 
 
+def command_send(args) -> int:
+    from orgtree_lang.durable.inbound import check_can_receive, queue_message
+    from orgtree_lang.durable.journal import Journal
+    from orgtree_lang.durable.runs import effective_status, find_run
+    from orgtree_lang.runtime.errors import UsageError
+
+    body = args.text
+    if args.json:
+        try:
+            body = json.loads(args.text)
+        except ValueError as err:
+            raise UsageError(f"--json: TEXT is not a JSON value ({err})", hint="quote it: --json '{\"amount\": 30}'")
+    run_dir = find_run(Path(args.workspace), args.run)
+    journal = Journal.open(run_dir)
+    try:
+        meta = journal.meta()
+    finally:
+        journal.close()
+    check_can_receive(meta)
+    queue_message(run_dir, body, to=args.to, topic=args.topic)
+    to = args.to or (f"the route of topic {args.topic!r}" if args.topic else "its main node")
+    print(f"queued for run {meta['run_id']} ({to}); the run takes it when every node of it waits"
+          + ("" if effective_status(run_dir, meta) == "running"
+             else f": continue it with `pipe resume {meta['run_id']}`"),
+          file=sys.stderr)
+    return EXIT_OK
+
+
 def command_messages(args) -> int:
     from orgtree_lang.durable.journal import Journal
     from orgtree_lang.durable.runs import find_run, view_meta
@@ -118,9 +178,10 @@ def command_messages(args) -> int:
         return EXIT_OK
     print(f"{'ID':>4}  {'FROM':<20} {'TO':<20} {'TOPIC':<10} {'SENT':>6} {'RECEIVED':>8}  BODY")
     for m in sent:
-        received = "queued" if m["received"] is None else f"{m['received']:.0f}"
+        received = "undelivered" if m.get("undelivered") else "queued" if m["received"] is None \
+            else f"{m['received']:.0f}"
         print(f"{m['id']:>4}  {m['sender']:<20} {m['to']:<20} {m['topic']:<10} {m['sent_at']:>6.0f} {received:>8}  "
-              f"{display_short(decode(m['body']), 60)}")
+              f"{display_short(decode(m['body']), 60)}" + (f"  ({m['undelivered']})" if m.get("undelivered") else ""))
     return EXIT_OK
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from orgtree_lang.cli.options import (EXIT_OK, EXIT_RUNTIME, add_reviewer_options, add_sub_verbs, add_verb,
                                       add_workspace_option, registry_near)
-from orgtree_lang.runtime.errors import UsageError
+from orgtree_lang.runtime.errors import PipeError, UsageError
 
 
 def register(commands) -> None:
@@ -117,6 +117,11 @@ class _AnyWord:
 def command_skills(args) -> int:
     registry = registry_near(args.workspace)
     if args.name is None:
+        for namespace in registry.lazy_namespaces():  # the MCP servers of orgtree.toml, started to list their tools
+            try:
+                registry.load_lazy(namespace)
+            except PipeError as err:
+                print(f"pipe skills: {namespace}.* not listed: {err.message}", file=sys.stderr)
         skills = list(registry)
     elif registry.get(args.name) is not None:
         skills = [registry.get(args.name)]

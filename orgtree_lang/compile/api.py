@@ -57,9 +57,19 @@ def compile_source(source: str, file: str, registry, cache_dir: Path | None = No
                                        "break long chains of operators into steps with names")],
                            {file: source}) from None
     warnings = [d for d in checked.diagnostics if d.severity == "warning"]
-    if key is not None and not warnings:
+    if key is not None and not warnings and not _uses_lazy_skills(program, registry):
         _write_cache(cache_dir, key, program)
     return Compiled(program, warnings, source)
+
+
+def _uses_lazy_skills(program: Program, registry) -> bool:
+    """Whether the program may call skills of a lazily loaded namespace (an MCP server's tools): their signatures
+    are not in the registry's fingerprint, so such a program is never cached (the server's tools may change)."""
+    lazy = getattr(registry, "lazy_namespaces", None)
+    if lazy is None:
+        return False
+    return any(use == ns or use.startswith(ns + ".") or ns.startswith(use + ".")
+               for ns in lazy(loaded=True) for use in program.uses)
 
 
 def compile_file(path: str | os.PathLike, registry, cache_dir: Path | None = None) -> Compiled:

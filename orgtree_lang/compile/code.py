@@ -138,6 +138,7 @@ class Program:
     records: dict[str, RecordSpec]
     pipelines: dict[str, CodeObject]
     tests: dict[str, CodeObject] = field(default_factory=dict)  # `test` blocks and pipeline examples, by name
+    routes: dict[str, str | None] = field(default_factory=dict)  # topic -> pipeline (None: orgtree.toml names it)
 
     def entry(self, name: str | None = None) -> CodeObject:
         """The pipeline `pipe run` starts: `name`, else `main`, else the only pipeline."""
@@ -167,6 +168,7 @@ class Program:
             ],
             "pipelines": [_code_json(c) for c in self.pipelines.values()],
             "tests": [_code_json(c) for c in self.tests.values()],
+            "routes": dict(self.routes),
         }
 
     def dumps(self) -> str:
@@ -184,7 +186,8 @@ class Program:
         }
         pipelines = {c["name"]: _code_from_json(c, file) for c in data["pipelines"]}
         tests = {c["name"]: _code_from_json(c, file) for c in data.get("tests", [])}
-        return cls(file, data["source_hash"], tuple(data["uses"]), records, pipelines, tests)
+        return cls(file, data["source_hash"], tuple(data["uses"]), records, pipelines, tests,
+                   dict(data.get("routes", {})))
 
     @classmethod
     def loads(cls, text: str) -> Program:

@@ -9,6 +9,7 @@ from orgtree_lang.check.module import CheckedModule, PipelineInfo
 from orgtree_lang.check.pipeline import falls_through
 from orgtree_lang.compile.code import AmbiguousSpec, CallSite, CodeObject, Param, Program, RecordSpec
 from orgtree_lang.compile.contracts import ContractEmitter, block_examples, source_text
+from orgtree_lang.compile.fusion import fuse, keeps_second_span, thread_jumps
 from orgtree_lang.compile.opcodes import CODE
 from orgtree_lang.compile.stack import compute_max_stack
 from orgtree_lang.syntax import nodes as n
@@ -25,7 +26,8 @@ def generate(checked: CheckedModule, source_hash: str) -> Program:
     }
     pipelines = {name: _PipelineCompiler(checked, info).compile() for name, info in checked.pipelines.items()}
     tests = {name: _PipelineCompiler(checked, info).compile() for name, info in checked.tests.items()}
-    return Program(checked.module.file, source_hash, tuple(checked.uses), records, pipelines, tests)
+    return Program(checked.module.file, source_hash, tuple(checked.uses), records, pipelines, tests,
+                   dict(checked.routes))
 
 
 def constant_value(expr: n.Expr):
@@ -127,42 +129,46 @@ class _PipelineCompiler(ContractEmitter):
         self._emit(CODE["RETURN"], None, end)
         for pc, label in self.fixups:
             if isinstance(self.code.args[pc], list):
-                self.code.args[pc][1] = label.pc
+                self.code.args[pc][-1] = label.pc  # a superinstruction's jump target is its last field
             else:
                 self.code.args[pc] = label.pc
         for pc, labels, outputs in self.branch_fixups:
             self.code.args[pc] = [[label.pc, slots] for label, slots in zip(labels, outputs)]
+        thread_jumps(self.code.ops, self.code.args)
         self.code.max_stack = compute_max_stack(self.code)
         return self.code
 
     def _emit(self, opcode: int, arg, span: Span) -> int:
         code = self.code
         pc = len(code.ops)
-        fused = self._fuse(opcode, arg, pc)
-        if fused is not None:
-            code.ops[pc - 1], code.args[pc - 1] = fused
-            if opcode == CODE["BINARY"]:
-                self._set_span(pc - 1, span)
-            return pc - 1
         code.ops.append(opcode)
         code.args.append(arg)
         self._set_span(pc, span)
+        # Superinstructions (compile/fusion.py), unless a jump lands on the second part. A fused instruction
+        # may fuse again with the one before it: LOAD_LOCAL, LOAD_CONST, BINARY, STORE_LOCAL become one.
+        while pc > 0 and pc not in self.label_pcs:
+            fused = fuse(code.ops[pc - 1], code.args[pc - 1], code.ops[pc], code.args[pc])
+            if fused is None:
+                break
+            second_span = self._span_from(pc)
+            second_op = code.ops[pc]
+            del code.ops[pc], code.args[pc]
+            table = code.line_table
+            if table[-1][0] == pc:  # the second part's row goes with it
+                table.pop()
+                self.last_span = Span(second_span.file, *table[-1][1:]) if table else None
+            pc -= 1
+            code.ops[pc], code.args[pc] = fused
+            if keeps_second_span(second_op):
+                self._set_span(pc, second_span)
         return pc
 
-    def _fuse(self, opcode: int, arg, pc: int):
-        """Superinstructions for the hottest pairs, unless a jump lands on the second instruction."""
-        if pc == 0 or pc in self.label_pcs:
-            return None
-        previous, previous_arg = self.code.ops[pc - 1], self.code.args[pc - 1]
-        if opcode == CODE["LOAD_LOCAL"] and previous == CODE["LOAD_LOCAL"]:
-            return CODE["LOAD_LOCAL2"], [previous_arg, arg]
-        if opcode == CODE["BINARY"] and previous == CODE["LOAD_CONST"]:
-            return CODE["BINARY_CONST"], [previous_arg, arg]
-        if opcode == CODE["JUMP_IF_FALSE"] and previous == CODE["COMPARE"]:
-            return CODE["COMPARE_JUMP_IF_FALSE"], [previous_arg, arg]
-        if opcode == CODE["STORE_LOCAL"] and previous == CODE["FOR_ITER"]:
-            return CODE["FOR_ITER_STORE"], [arg, previous_arg]
-        return None
+    def _span_from(self, pc: int) -> Span:
+        """The span of instruction `pc` while the line table is being written."""
+        for row in reversed(self.code.line_table):
+            if row[0] <= pc:
+                return Span(self.code.file, *row[1:])
+        raise AssertionError(f"no line table row covers pc {pc}")
 
     def _set_span(self, pc: int, span: Span) -> None:
         table = self.code.line_table
@@ -429,7 +435,10 @@ class _PipelineCompiler(ContractEmitter):
         if not to_parent:
             self._expr(s.target)
         self._expr(s.body)
-        self._emit(CODE["SEND"], 1 if to_parent else 2, s.span)
+        if s.topic is not None:
+            self._expr(s.topic)
+        count = (1 if to_parent else 2) + (s.topic is not None)
+        self._emit(CODE["SEND_PARENT" if to_parent else "SEND"], count, s.span)
 
     def _Cancel(self, s: n.Cancel) -> None:
         self._expr(s.value)

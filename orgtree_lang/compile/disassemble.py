@@ -7,6 +7,9 @@ from orgtree_lang.compile.opcodes import OPCODES
 from orgtree_lang.runtime.values import display
 
 
+_NAME_WIDTH = max(len(op.name) for op in OPCODES) + 1
+
+
 def disassemble(program: Program) -> str:
     parts = []
     for name, record in program.records.items():
@@ -36,26 +39,21 @@ def disassemble_code(code: CodeObject) -> str:
         marker = ">>" if pc in targets else "  "
         arg_text = "" if arg is None or opcode.operand == "branches" else \
             " ".join(str(a) for a in arg) if isinstance(arg, list) else str(arg)
-        lines.append(f"{line_text} {marker} {pc:>4} {opcode.name:<22}{arg_text:<6}{_explain(code, opcode, arg)}".rstrip())
+        arg_text = f"{arg_text:<6}" if len(arg_text) < 6 else arg_text + " "
+        lines.append(f"{line_text} {marker} {pc:>4} {opcode.name:<{_NAME_WIDTH}}{arg_text}{_explain(code, opcode, arg)}".rstrip())
     return "\n".join(lines)
 
 
 def _explain(code: CodeObject, opcode, arg) -> str:
+    if len(opcode.fields) > 1:
+        return _fused(code, opcode.fields, arg)
     kind = opcode.operand
     if kind == "const" and arg is not None:
         return f"({display(code.consts[arg], True)})"
     if kind == "local":
         return f"({code.varnames[arg]})"
-    if kind == "locals":
-        return f"({code.varnames[arg[0]]}, {code.varnames[arg[1]]})"
-    if kind == "binop_const":
-        return f"({arg[1]} {display(code.consts[arg[0]], True)})"
     if kind == "jump":
         return f"(to {arg})"
-    if kind == "compare_jump":
-        return f"({arg[0]}, else to {arg[1]})"
-    if kind == "local_jump":
-        return f"({code.varnames[arg[0]]}, done: to {arg[1]})"
     if kind == "call":
         site = code.calls[arg]
         kw = f", keywords {', '.join(site.kwnames)}" if site.kwnames else ""
@@ -72,3 +70,32 @@ def _explain(code: CodeObject, opcode, arg) -> str:
         check = code.checks[arg]
         return f"({check.kind} {check.text})"
     return ""
+
+
+def _fused(code: CodeObject, fields: tuple[str, ...], arg: list) -> str:
+    """A superinstruction's argument as the operation it does: `i < n, else to 16`, `i + 1 -> i`."""
+    operator = next((i for i, kind in enumerate(fields) if kind in ("binop", "compare")), None)
+    if operator is None:
+        if fields == ("local", "jump"):
+            return f"({code.varnames[arg[0]]}, done: to {arg[1]})"
+        return "(" + ", ".join(_field(code, kind, item) for kind, item in zip(fields, arg)) + ")"
+    operands = [_field(code, kind, item) for kind, item in zip(fields[:operator], arg)]
+    symbol = arg[operator]
+    # With one operand, the left one is the top of the stack.
+    text = f"{operands[0]} {symbol} {operands[1]}" if len(operands) == 2 else " ".join([symbol, *operands])
+    for kind, item in zip(fields[operator + 1:], arg[operator + 1:]):
+        if kind == "local":
+            text += f" -> {code.varnames[item]}"
+        else:
+            text += f", else to {item}" if fields[operator] == "compare" else f", to {item}"
+    return f"({text})"
+
+def _field(code: CodeObject, kind: str, item) -> str:
+    """One field of a superinstruction's argument, as text: a local's name, a constant, an operator, a target."""
+    if kind == "local":
+        return code.varnames[item]
+    if kind == "const":
+        return display(code.consts[item], True)
+    if kind == "jump":
+        return f"to {item}"
+    return str(item)

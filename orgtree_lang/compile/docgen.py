@@ -19,14 +19,10 @@ OPERAND_DOCS = {
     "none": "no argument (`null` in JSON).",
     "const": "an index into the code object's `consts`.",
     "local": "an index into `varnames` (the frame's local slots).",
-    "locals": "a pair of indexes into `varnames`.",
     "jump": "the index of the instruction to continue at.",
     "count": "how many stack items (or key/value pairs, or list items) the instruction takes or makes.",
     "binop": "the operator as text: " + ", ".join(f"`{o}`" for o in BINARY_OPS) + ".",
-    "binop_const": "a pair: an index into `consts` and an arithmetic operator as text.",
     "compare": "the operator as text: " + ", ".join(f"`{o}`" for o in COMPARE_OPS) + ".",
-    "local_jump": "a pair: an index into `varnames` and the index of the instruction to jump to.",
-    "compare_jump": "a pair: a comparison operator as text and the index of the instruction to jump to.",
     "unary": "the operator as text: " + ", ".join(f"`{o}`" for o in UNARY_OPS) + ".",
     "call": "an index into `calls`, the call sites (kind, name, positional count, keyword names).",
     "attr": "the field or key name as text.",
@@ -172,6 +168,14 @@ The argument of an instruction is one of:
 
 {operands}
 
+A **superinstruction** does the work of two or three adjacent instructions in one dispatch (the compiler
+fuses them, `compile/fusion.py`). Its operand names several of these kinds, and its argument is a list with
+one item per kind, in the order the instruction uses them, with a jump target last: BINARY_LOCAL_CONST_STORE
+(`local const binop local`) with `[2, 3, "+", 2]` stores local 2 + constant 3 in local 2. A statement's STMT
+is never fused into what follows it, so a run still stops and is saved only at statement boundaries; a
+`JUMP` whose target is a STMT becomes `JUMP_STMT`, which counts that statement's step and, if the run stops
+there, leaves the frame at the STMT itself.
+
 ## Instructions
 
 The stack picture reads `before -- after`, top of the stack on the right. *Effect* is the change in
@@ -295,10 +299,10 @@ def _json_lines(data: dict[str, Any]) -> str:
 
 def render() -> str:
     """The whole of docs/bytecode.md."""
-    undocumented = sorted({op.operand for op in OPCODES} - set(OPERAND_DOCS))
+    undocumented = sorted({kind for op in OPCODES for kind in op.fields} - set(OPERAND_DOCS))
     if undocumented:
         raise ValueError(f"operand kinds without a description in docgen.OPERAND_DOCS: {', '.join(undocumented)}")
-    used = [kind for kind in OPERAND_DOCS if any(op.operand == kind for op in OPCODES)]
+    used = [kind for kind in OPERAND_DOCS if any(kind in op.fields for op in OPCODES)]
     operands = "\n".join(f"- `{kind}`: {OPERAND_DOCS[kind]}" for kind in used)
     dis, program_json = _example()
     page = INTRO.format(format_version=FORMAT_VERSION, example_source=EXAMPLE_SOURCE, example_dis=dis,

@@ -13,16 +13,27 @@ class Opcode:
 
     code: int
     name: str
-    operand: str  # what the argument means: none, const, local, locals, jump, count, binop, binop_const,
-    # compare, compare_jump, local_jump, unary, call, attr, ambiguous, check, branch, branches
-
-    def jump_target(self, arg) -> int:
-        """Where a jumping instruction goes (fused instructions keep the target second)."""
-        return arg[1] if isinstance(arg, list) else arg
+    # What the argument means: one field kind (none, const, local, jump, count, binop, compare, unary, call,
+    # attr, ambiguous, check, branch, branches), or for a superinstruction several, space-separated, and its
+    # argument a list with one item per field in the order the instruction uses them ("local const binop").
+    operand: str
     picture: str  # stack before -- stack after
     doc: str
     effect: Callable[[object, object], int]
     jump_effect: int | None = None
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return tuple(self.operand.split())
+
+    def field(self, arg, kind: str):
+        """The item of field `kind` in an argument of this instruction (the argument itself for one field)."""
+        fields = self.fields
+        return arg if len(fields) == 1 else arg[fields.index(kind)]
+
+    def jump_target(self, arg) -> int:
+        """Where a jumping instruction goes (a superinstruction's target is its last field)."""
+        return arg[-1] if isinstance(arg, list) else arg
 
 
 def _fixed(n: int) -> Callable[[object, object], int]:
@@ -46,7 +57,7 @@ _TABLE = [
     ("LOAD_CONST", "const", "-- value", _fixed(1), None, "Push constant number `arg`."),
     ("LOAD_LOCAL", "local", "-- value", _fixed(1), None,
      "Push local variable `arg`; a runtime error if it has not been assigned yet."),
-    ("LOAD_LOCAL2", "locals", "-- a b", _fixed(2), None,
+    ("LOAD_LOCAL2", "local local", "-- a b", _fixed(2), None,
      "Push local variables `arg[0]` and `arg[1]` (a superinstruction for two LOAD_LOCALs)."),
     ("STORE_LOCAL", "local", "value --", _fixed(-1), None, "Pop the top of the stack into local variable `arg`."),
     ("POP", "none", "value --", _fixed(-1), None, "Discard the top of the stack."),
@@ -55,16 +66,39 @@ _TABLE = [
     ("ROT3", "none", "a b c -- c a b", _fixed(0), None, "Move the top item below the next two."),
     ("BINARY", "binop", "a b -- a<op>b", _fixed(-1), None,
      "Apply arithmetic operator `arg` (+ - * / // % **) to the two top items."),
-    ("BINARY_CONST", "binop_const", "a -- a<op>const", _fixed(0), None,
+    ("BINARY_CONST", "const binop", "a -- a<op>const", _fixed(0), None,
      "Apply operator `arg[1]` to the top of the stack and constant `arg[0]` (LOAD_CONST + BINARY fused)."),
+    ("BINARY_LOCAL_CONST", "local const binop", "-- a<op>const", _fixed(1), None,
+     "Push local `arg[0]` <op `arg[2]`> constant `arg[1]` (LOAD_LOCAL + BINARY_CONST fused)."),
+    ("BINARY_STORE", "binop local", "a b --", _fixed(-2), None,
+     "Apply operator `arg[0]` to the two top items and store the result in local `arg[1]` (BINARY + "
+     "STORE_LOCAL fused)."),
+    ("BINARY_CONST_STORE", "const binop local", "a --", _fixed(-1), None,
+     "Store the top of the stack <op `arg[1]`> constant `arg[0]` in local `arg[2]` (BINARY_CONST + "
+     "STORE_LOCAL fused)."),
+    ("BINARY_LOCAL_CONST_STORE", "local const binop local", "--", _fixed(0), None,
+     "Store local `arg[0]` <op `arg[2]`> constant `arg[1]` in local `arg[3]`, as in `i = i + 1` "
+     "(BINARY_LOCAL_CONST + STORE_LOCAL fused)."),
     ("COMPARE", "compare", "a b -- bool", _fixed(-1), None,
      "Compare the two top items with operator `arg` (< <= > >= == != in, not in); `is`/`is not` test the "
      "kind of `a` against the type tag `b` (a constant: `int`, `list`, a record name, `T?`, ...)."),
-    ("COMPARE_JUMP_IF_FALSE", "compare_jump", "a b --", _fixed(-2), -2,
+    ("COMPARE_JUMP_IF_FALSE", "compare jump", "a b --", _fixed(-2), -2,
      "Compare the two top items with operator `arg[0]` and jump to `arg[1]` if the result is false "
      "(COMPARE + JUMP_IF_FALSE fused)."),
+    ("COMPARE_LOCALS_JUMP_IF_FALSE", "local local compare jump", "--", _fixed(0), 0,
+     "Compare local `arg[0]` with local `arg[1]` by operator `arg[2]`; jump to `arg[3]` if the result is "
+     "false (LOAD_LOCAL2 + COMPARE_JUMP_IF_FALSE fused)."),
+    ("COMPARE_CONST_JUMP_IF_FALSE", "const compare jump", "a --", _fixed(-1), -1,
+     "Compare the top of the stack (popped) with constant `arg[0]` by operator `arg[1]`; jump to `arg[2]` "
+     "if the result is false (LOAD_CONST + COMPARE_JUMP_IF_FALSE fused)."),
+    ("COMPARE_LOCAL_CONST_JUMP_IF_FALSE", "local const compare jump", "--", _fixed(0), 0,
+     "Compare local `arg[0]` with constant `arg[1]` by operator `arg[2]`; jump to `arg[3]` if the result is "
+     "false, as in `while i < 10` (LOAD_LOCAL + COMPARE_CONST_JUMP_IF_FALSE fused)."),
     ("UNARY", "unary", "a -- <op>a", _fixed(0), None, "Apply unary operator `arg` (-, +, not)."),
     ("JUMP", "jump", "--", _fixed(0), 0, "Continue at instruction `arg`."),
+    ("JUMP_STMT", "jump", "--", _fixed(0), 0,
+     "Continue at instruction `arg`, a STMT, and run that STMT here (JUMP + STMT fused: a loop's way back "
+     "to its condition); if the run stops there, it stops at `arg`."),
     ("JUMP_IF_FALSE", "jump", "cond --", _fixed(-1), -1, "Pop the condition; jump to `arg` if it is false."),
     ("JUMP_IF_FALSE_OR_POP", "jump", "a -- a | --", _fixed(-1), 0,
      "If the top is false, jump to `arg` keeping it (the value of `and`); else pop it."),
@@ -87,7 +121,7 @@ _TABLE = [
      "Start a loop: replace a list, str or dict by its items (a list) and the position 0."),
     ("FOR_ITER", "jump", "items i -- items i+1 item | --", _fixed(1), -2,
      "Push the next item and advance; when done, pop the loop state and jump to `arg`."),
-    ("FOR_ITER_STORE", "local_jump", "items i -- items i+1 | --", _fixed(0), -2,
+    ("FOR_ITER_STORE", "local jump", "items i -- items i+1 | --", _fixed(0), -2,
      "FOR_ITER + STORE_LOCAL fused: store the next item in local `arg[0]`, or pop the loop state and jump "
      "to `arg[1]` when done."),
     ("CALL_BUILTIN", "call", "args... kwargs... -- result", _call_effect, None, "Call the built-in of call site `arg`."),
@@ -113,13 +147,15 @@ _TABLE = [
      "Put the question of call site `arg` (`ask(\"human\", q)` or `approve(q)`) to the human node: push its "
      "journaled answer, or stop the run, left at this instruction, to wait for one."),
     # ---- messages (docs/org.md; vm/messages.py) ----
-    ("SEND", "count", "target body -- | body --", lambda arg, code: -arg, None,
-     "Put the body on top of the stack in the mailbox of the node whose Handle is below it (`arg` 2), or of "
-     "this node's parent (`arg` 1)."),
+    ("SEND", "count", "target body topic? --", lambda arg, code: -arg, None,
+     "Send a message: `arg` 2 pops target and body, 3 also a topic. The target is a Handle (that node's mailbox), "
+     "a route's topic (its live node, started if there is none) or \"human\" (a note in `pipe inbox`)."),
+    ("SEND_PARENT", "count", "body topic? --", lambda arg, code: -arg, None,
+     "Send the body to this node's parent: `arg` 1 pops the body, 2 a body and a topic."),
     ("RECEIVE", "call", "timeout? -- message", _call_effect, None,
      "Take the oldest message of this node's mailbox (a Message record); with none, the node waits for one "
      "(call site `arg` may give `timeout=`)."),
-    ("ON_MESSAGE", "local_jump", "--", _fixed(0), 0,
+    ("ON_MESSAGE", "local jump", "--", _fixed(0), 0,
      "Install this frame's message handler: when a message is in the node's mailbox at a statement boundary, "
      "it goes into local `arg[0]` and the handler at `arg[1]` runs (the interrupted statement's stack and try "
      "blocks set aside)."),

@@ -11,7 +11,6 @@ from orgtree_lang.decompose.design import (CODE_REQUEST, DESIGN_REQUEST, Design,
                                            spec_with_contracts)
 from orgtree_lang.decompose.simulate import (Case, CaseResult, evidence_text, module_part, simulate, with_tests,
                                              without_evidence)
-from orgtree_lang.runtime.errors import PipeRuntimeError
 
 # ask(message, phase) -> (the validated module, the author's whole answer): one more turn of the author's conversation.
 Ask = Callable[[str, str], tuple[str, str]]
@@ -63,9 +62,10 @@ class ExampleFlow:
 
     # ---- design --------------------------------------------------------------------------------
 
-    def opening(self, request_text: str) -> str:
-        """The author's first message: the request, the examples the program states, and the design step."""
-        parts = [request_text]
+    def additions(self) -> str:
+        """What the author's first message holds besides the request: the examples the program states, and the
+        design step's request."""
+        parts = []
         if self.design.examples or self.design.expects:
             parts.append("The program states these examples and expectations in the block; the module is run on "
                          f"them before review:\n```pipe\n{self.design.text(self.spec)}\n```")
@@ -73,8 +73,14 @@ class ExampleFlow:
             parts.append(DESIGN_REQUEST)
         return "\n\n".join(parts)
 
-    def design_step(self, messages: list, conversation: str, author, reviewer, attempts, digest: str, block) -> None:
-        """Have the author state the design, have it reviewed against the spec, and ask for the code."""
+    def opening(self, request_text: str) -> str:
+        """The author's first message: the request, then the additions."""
+        return "\n\n".join(part for part in (request_text, self.additions()) if part)
+
+    def design_step(self, turns, reviewer, block) -> None:
+        """Have the author state the design (through `turns`, decompose/answers.py), have it reviewed against the
+        spec, and ask for the code."""
+        from orgtree_lang.decompose.answers import resolutions
         from orgtree_lang.decompose.journaled import review_subject
         from orgtree_lang.models.base import Message
         from orgtree_lang.review.ledger import ConcernLedger
@@ -84,56 +90,38 @@ class ExampleFlow:
 
         note = block.note
         note("designing examples and expectations")
-        first = self._valid_design(messages, conversation, author, attempts, digest, "design")
+        first = self._valid_design(turns, "design")
         latest = [first]
 
         def revise(artifact: str, concerns) -> tuple[str, dict[str, str]]:
-            from orgtree_lang.decompose.decomposer import _resolutions
-
             listing = "\n".join(f"- {c.id} ({c.severity}): {c.evidence} Suggested: {c.suggested_fix}" for c in concerns)
-            messages.append(Message("user", f"A reviewer raised these concerns about the design:\n{listing}\nReply "
-                                            "with the revised design (the `examples:` and `expect` lines) in one "
-                                            "```pipe block, then one line per concern: `ID: resolved: why` or "
-                                            "`ID: rejected: why`."))
+            turns.messages.append(Message("user", f"A reviewer raised these concerns about the design:\n{listing}\n"
+                                                  "Reply with the revised design (the `examples:` and `expect` "
+                                                  "lines) in one ```pipe block, then one line per concern: `ID: "
+                                                  "resolved: why` or `ID: rejected: why`."))
             answers: list[str] = []
-            latest.append(self._valid_design(messages, conversation, author, attempts, digest, "design-revise",
-                                             answers))
-            return review_artifact(self.spec, latest[-1]), _resolutions(answers[-1] if answers else "", concerns)
+            latest.append(self._valid_design(turns, "design-revise", answers))
+            return review_artifact(self.spec, latest[-1]), resolutions(answers[-1] if answers else "", concerns)
 
         with ConcernLedger.for_workspace(self.workspace) as ledger:
             from pathlib import Path
 
-            base = f"{Path(self.parent_file).name}:{self.spec.name}:{digest}:design"
+            base = f"{Path(self.parent_file).name}:{self.spec.name}:{turns.digest}:design"
             # Numbered like the code review's subject, and journaled: a resumed run reviews under the same one.
             self.design_subject = review_subject(block, ledger, base)
             note(f"design in review ({self.design_subject})")
             review_loop(self.design_subject, self.spec_text(spec_text(self.spec)), review_artifact(self.spec, first),
-                        language=language_card(), author=author, reviewer=reviewer, revise=revise, ledger=ledger,
-                        max_rounds=self.settings.max_review_rounds, author_conversation=conversation)
+                        language=language_card(), author=turns.author, reviewer=reviewer, revise=revise,
+                        ledger=ledger, max_rounds=self.settings.max_review_rounds,
+                        author_conversation=turns.conversation)
         self.design = Design.settled(self.spec, first, latest[-1])
-        messages.append(Message("user", CODE_REQUEST.format(design=self.design.text(self.spec))))
+        turns.messages.append(Message("user", CODE_REQUEST.format(design=self.design.text(self.spec))))
 
-    def _valid_design(self, messages: list, conversation: str, author, attempts, digest: str, phase: str,
-                      answers: list[str] | None = None) -> Design:
-        from orgtree_lang.models.base import Message
-
-        tries = self.settings.max_repairs + 1
-        problems: list[str] = []
-        for attempt in range(1, tries + 1):
-            answer = author.complete(messages, conversation_id=conversation).text
-            messages.append(Message("assistant", answer))
-            if answers is not None:
-                answers.append(answer)
-            design, problems = parse_design(answer, self.spec, self.registry, self.parent_source)
-            attempts.record(self.spec.name, digest, attempt, phase, author.name, conversation, answer, problems)
-            if not problems:
-                return design
-            messages.append(Message("user", "The design is not accepted yet:\n" + "\n\n".join(problems) +
-                                    "\nReply with the corrected design in one ```pipe block."))
-        raise PipeRuntimeError(
-            f"no valid design for ambiguous block `{self.spec.name}` after {tries} attempts; the last problems: "
-            f"{' | '.join(p.splitlines()[0] for p in problems)}", kind="ambiguous", catchable=False,
-            hint="make the block's docstring more precise, or turn [decompose] data_driven off")
+    def _valid_design(self, turns, phase: str, answers: list[str] | None = None) -> Design:
+        return turns.until_valid("design", phase,
+                                 lambda answer: parse_design(answer, self.spec, self.registry, self.parent_source),
+                                 "make the block's docstring more precise, or turn [decompose] data_driven off",
+                                 answers)
 
     # ---- simulation ----------------------------------------------------------------------------
 
@@ -141,7 +129,7 @@ class ExampleFlow:
         """Run `body` on the cases; send failures back through `ask` while simulation rounds remain."""
         if not self.cases:
             return body
-        from orgtree_lang.decompose.decomposer import _resolutions
+        from orgtree_lang.decompose.answers import resolutions
 
         for round_ in range(self.settings.simulation_rounds + 1):
             note(f"simulating {len(self.cases)} example(s)")
@@ -158,7 +146,7 @@ class ExampleFlow:
                 return body
             listing = "\n".join(f"- {c.id}: {c.evidence}" for c in fresh)
             body, answer = ask(SIMULATION_FAILED.format(listing=listing), "simulate")
-            answers = _resolutions(answer, fresh)
+            answers = resolutions(answer, fresh)
             self.pending += [(c, answers[c.id]) for c in fresh]
             self.rejected |= {c.id for c in fresh if answers[c.id].startswith("rejected")}
         return body

@@ -1,8 +1,7 @@
-"""The VM's ambiguous-block hook: reuse a saved module, or have one written, repaired, reviewed and saved; run it."""
+"""The VM's ambiguous-block hook: reuse a saved module, or have one written (decompose/writing.py); run it."""
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 import uuid
@@ -11,35 +10,20 @@ from pathlib import Path
 from typing import Any
 
 from orgtree_lang.compile.code import AmbiguousSpec
-from orgtree_lang.decompose.dataflow import ExampleFlow
 from orgtree_lang.decompose.design import spec_with_contracts
-from orgtree_lang.decompose.extract import ExtractError, extract_module
-from orgtree_lang.decompose.goal import Goal, skill_docs
-from orgtree_lang.decompose.inputs import MEMORY_THRESHOLD, described_inputs, remember_inputs
-from orgtree_lang.decompose.size import MAX_STATEMENTS, SMALL_PIPELINES, size_problems
+from orgtree_lang.decompose.goal import Goal
+from orgtree_lang.decompose.inputs import MEMORY_THRESHOLD, remember_inputs
+from orgtree_lang.decompose.size import MAX_STATEMENTS
 from orgtree_lang.decompose.limits import ChildLimits, output_size
-from orgtree_lang.decompose.protocol import reserved, seated
-from orgtree_lang.decompose.prompt import CONTEXT_SHARE, PromptTooLarge, build_request, spec_text
-from orgtree_lang.decompose.research import INSTRUCTIONS as RESEARCH_INSTRUCTIONS
-from orgtree_lang.decompose.research import needs_research, record_need
+from orgtree_lang.decompose.prompt import CONTEXT_SHARE
 from orgtree_lang.decompose.reuse import (SIMILARITY, ReuseRefused, ask_reuse, checked_for_reuse,
                                          similar_modules)
 from orgtree_lang.decompose.spec import OUTPUTS_RECORD, spec_hash
 from orgtree_lang.decompose.store import ModuleStore, SavedModule
-from orgtree_lang.decompose.validate import validate_module
+# LANGUAGE_NOTES stays importable from here, where callers have always found the author's system message.
+from orgtree_lang.decompose.writing import LANGUAGE_NOTES, generated_context, write_module  # noqa: F401
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.values import RecordValue, display
-from orgtree_lang.syntax.card import language_card
-
-LANGUAGE_NOTES = language_card() + """
-
-## Your task
-Write one module for the step in the request, short and idiomatic: helper pipelines and recursion,
-`for` loops, `is` tests. A step you cannot write yet may be an `ambiguous` block with a docstring.
-""" + SMALL_PIPELINES + """
-Answer with exactly one ```pipe block holding the whole module, and nothing else.
-""" + RESEARCH_INSTRUCTIONS
-
 
 @dataclass(frozen=True)
 class DecomposeSettings:
@@ -178,8 +162,8 @@ class Decomposer:
                                                 [m for score, m in similar if score >= self.settings.similarity])
                     if saved is None:
                         block.note("writing a module")
-                        saved = self._write_module(spec, inputs, digest, author, reviewer, block,
-                                                   [m for _, m in similar])
+                        saved = write_module(self, spec, inputs, digest, author, reviewer, block,
+                                             [m for _, m in similar])
                         block.note(f"written to {saved.path} ({saved.provenance.get('review-rounds')} "
                                             "review round(s))")
                 except (ModelError, ReviewError, StoreError) as err:
@@ -231,7 +215,7 @@ class Decomposer:
             if not verdict.accept:
                 continue
             provenance = {
-                **self._provenance_base(spec, digest),
+                **self.provenance_base(spec, digest),
                 "reused-from": str(module.path),
                 "reuse-accepted-by": f"{reviewer.name} conversation {conversation}: {verdict.reasons}",
                 "review-rounds": "0",
@@ -240,191 +224,17 @@ class Decomposer:
             return self.store.save(self.parent_file, spec.name, module.body, provenance, self.registry)
         return None
 
-    # ---- writing a module ------------------------------------------------------
+    # ---- writing a module (decompose/writing.py) ----------------------------------
 
-    def _provenance_base(self, spec: AmbiguousSpec, digest: str) -> dict[str, str]:
+    def provenance_base(self, spec: AmbiguousSpec, digest: str) -> dict[str, str]:
         return {"block": spec.name, "description": spec.doc, "parent": f"{self.parent_file}:{spec.span.line}",
                 "spec-hash": digest}
 
-    def _write_module(self, spec: AmbiguousSpec, inputs: dict[str, Any], digest: str, author, reviewer, block,
-                      similar: list[SavedModule]):
-        from orgtree_lang.decompose.attempts import AttemptLog
-        from orgtree_lang.models.base import Message
-        from orgtree_lang.models.tokens import context_window, count_tokens
-        from orgtree_lang.decompose.escalate import escalate, judges_for
-        from orgtree_lang.decompose.journaled import review_subject
-        from orgtree_lang.review.errors import ReviewError
-        from orgtree_lang.review.ledger import ConcernLedger
-        from orgtree_lang.review.reviewer import review_loop
-
-        related = [(m.provenance.get("block", m.path.stem), m.body) for m in similar]
-        window = context_window(author.name)
-        budget = int(window * self.settings.context_share)
-        if self.settings.protocol:
-            author, reviewer = seated(author, reviewer, spec, block, self.workspace, budget)
-            budget -= reserved(budget)  # the pad and the insights seed the prompt within the same budget
-        described = described_inputs(spec, inputs, self.workspace, self.settings.memory_threshold, author.name,
-                                     window, budget)
-        try:
-            request = build_request(spec, inputs, self.registry, self.parent_file, self.parent_source, related,
-                                    count=lambda text: count_tokens(text, author.name), budget=budget,
-                                    fixed=LANGUAGE_NOTES, share=self.settings.context_share,
-                                    window=window, described=described)
-        except PromptTooLarge as err:
-            raise PipeRuntimeError(str(err), kind="ambiguous", catchable=False,
-                                   hint="shorten the block's docstring, or use a model with a larger context "
-                                        "window (or raise [decompose] context_share)") from None
-        conversation = uuid.uuid4().hex
-
-        def research(need) -> str:  # the author's next request after a "needs research" answer
-            return self._researched(need, spec, block, reviewer)
-
-        flow = ExampleFlow(self, spec, _generated_context(block.context))
-        messages = [Message("system", LANGUAGE_NOTES), Message("user", flow.opening(request.text))]
-        attempts = AttemptLog(self.workspace)
-
-        def ask(text: str, phase: str) -> tuple[str, str]:
-            messages.append(Message("user", text))
-            answers: list[str] = []
-            revised = self._valid_module(spec, digest, messages, conversation, author, attempts, phase,
-                                         answers=answers, research=research)
-            return revised, answers[-1] if answers else ""
-
-        try:
-            if flow.designs:
-                flow.design_step(messages, conversation, author, reviewer, attempts, digest, block)
-            body = flow.checked(self._valid_module(spec, digest, messages, conversation, author, attempts, "write",
-                                                   research=research),
-                                ask, block.note)
-
-            def revise(artifact: str, concerns) -> tuple[str, dict[str, str]]:
-                listing = "\n".join(f"- {c.id} ({c.severity}): {c.evidence} Suggested: {c.suggested_fix}"
-                                    for c in concerns)
-                revised, answer = ask(f"A reviewer raised these concerns about the module:\n{listing}\n"
-                                      "Reply with the revised module in one ```pipe block, then one line "
-                                      "per concern: `ID: resolved: why` or `ID: rejected: why`.", "revise")
-                resolutions = _resolutions(answer, concerns)
-                revised = flow.checked(revised, ask, block.note)
-                flow.record(ledger, subject, conversation)
-                return flow.artifact(revised), resolutions
-
-            with ConcernLedger.for_workspace(self.workspace) as ledger:
-                # Each writing of a module is reviewed afresh: concerns settled for an earlier module are not
-                # inherited. The subject is numbered, not random, so prompts (and cassettes) repeat exactly.
-                base = f"{Path(self.parent_file).name}:{spec.name}:{digest}"
-                subject = review_subject(block, ledger, base)
-                block.note(f"in review ({subject})")
-                flow.record(ledger, subject, conversation)
-                goal = self.goal.describe(spec, self.parent_file, self.parent_source)
-
-                def context(artifact: str) -> str:
-                    return "\n\n".join(part for part in (goal, skill_docs(artifact, self.registry)) if part)
-
-                def review(artifact: str, rounds: int):
-                    return review_loop(subject, flow.spec_text(spec_text(spec)), artifact, language=language_card(),
-                                       author=author, reviewer=reviewer, revise=revise, ledger=ledger,
-                                       max_rounds=rounds, author_conversation=conversation, context=context)
-
-                trail: list[str] = []
-                try:
-                    outcome = review(flow.artifact(body), self.settings.max_review_rounds)
-                except ReviewError as failed:
-                    judges = judges_for(author, self.parent_author, self._human(block))
-                    if not failed.open_concerns or failed.outcome is None or not judges:
-                        raise
-                    outcome, trail = escalate(failed, judges, subject=subject, ledger=ledger,
-                                              spec_text=flow.spec_text(spec_text(spec)), goal=goal, revise=revise,
-                                              review_again=lambda artifact: review(artifact, 1), note=block.note)
-        finally:
-            attempts.close()
-        provenance = {
-            **self._provenance_base(spec, digest),
-            "review-subject": subject,
-            "author-model": author.name,
-            "reviewer-model": reviewer.name,
-            "author-conversation": outcome.author_conversation,
-            "reviewer-conversations": ",".join(outcome.reviewer_conversations),
-            "review-rounds": str(outcome.rounds),
-            "concerns": ", ".join(f"{k} {v}" for k, v in outcome.counts.items()),
-            "prompt-tokens": f"{request.tokens} of {request.budget} allowed (+ {request.fixed_tokens} of language card)",
-            **({"escalated": "; ".join(trail)} if trail else {}),
-            **flow.provenance(),
-            "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-        }
-        return self.store.save(self.parent_file, spec.name, flow.saved(outcome.artifact), provenance, self.registry)
-
-    def _researched(self, need, spec: AmbiguousSpec, block, reviewer) -> str:
-        """Run the research child on the author's questions, have its findings reviewed as insights, and return
-        the author's next request with the accepted ones."""
-        from orgtree_lang.compile.api import compile_source
-        from orgtree_lang.decompose.research import propose_findings, research_source, web_allowed
-
-        module = self.settings.research_module
-        file, source = research_source(str(self.workspace / module) if module else "")
-        program = compile_source(source, file, self.registry).program
-        web = web_allowed(self.workspace / "orgtree.toml")
-        block.note(f"researching ({'web and ' if web else ''}workspace memory): {' | '.join(need.questions)}")
-        result = block.run_child(program, None, context=_generated_context(block.context),
-                                 limits=self.settings.limits.budget(), name="research",
-                                 inputs={"questions": need.questions or need.reasons, "web": web})
-        findings = propose_findings(self.workspace, result, spec.name, reviewer)
-        block.note(f"research: {len(findings.accepted)} finding(s) accepted, {len(findings.rejected)} rejected")
-        return findings.message(need)
-
-    def _human(self, block):
+    def human_for(self, block):
         """How to ask the human node for `block`: the given seam, else the run's inbox (a durable run only)."""
         if self.human is not None or not self.settings.ask_human:
             return self.human
         return block.ask_human if block.effects is not None else None
-
-    def _valid_module(self, spec: AmbiguousSpec, digest: str, messages: list, conversation: str, author,
-                      attempts, phase: str, answers: list[str] | None = None, research=None) -> str:
-        """Ask the author until a module validates, sending the problems back (at most max_repairs repairs).
-
-        Every answer is recorded in the attempt log with its problems."""
-        from orgtree_lang.models.base import Message
-
-        problems: list[str] = []
-        tries, attempt, researched = self.settings.max_repairs + 1, 0, 0
-        while attempt < tries:
-            attempt += 1
-            answer = author.complete(messages, conversation_id=conversation).text
-            messages.append(Message("assistant", answer))
-            if answers is not None:
-                answers.append(answer)
-            need = needs_research(answer)
-            if need is not None:
-                attempts.record(spec.name, digest, attempt, phase, author.name, conversation, answer,
-                                ["needs research"])
-                record_need(self.workspace, spec.name, digest, f"{self.parent_file}:{spec.span.line}", need,
-                            author.name, conversation)
-                if research is not None and researched < self.settings.max_research:
-                    researched, tries = researched + 1, tries + 1  # a researched answer is not a repair
-                    messages.append(Message("user", research(need)))
-                    continue
-                raise PipeRuntimeError(
-                    f"ambiguous block `{spec.name}` needs research before it can be written: "
-                    f"{'; '.join(need.reasons)}", kind="ambiguous", catchable=False,
-                    hint="answer these questions in the block's docstring and run again: "
-                         f"{' | '.join(need.questions) or '(none given)'}")
-            try:
-                body = extract_module(answer)
-            except ExtractError as err:
-                problems = [str(err)]
-            else:
-                result = validate_module(body, spec, self.registry, f"{spec.name}.pipe")
-                problems = [] if result.ok else result.problems
-                if not problems:
-                    problems = size_problems(body, f"{spec.name}.pipe", self.settings.max_statements)
-            attempts.record(spec.name, digest, attempt, phase, author.name, conversation, answer, problems)
-            if not problems:
-                return body
-            messages.append(Message("user", "The module is not accepted yet:\n" + "\n\n".join(problems) +
-                                    "\nReply with the corrected module in one ```pipe block."))
-        raise PipeRuntimeError(
-            f"no valid module for ambiguous block `{spec.name}` after {tries} attempts; the last "
-            f"problems: {' | '.join(p.splitlines()[0] for p in problems)}", kind="ambiguous", catchable=False,
-            hint="make the block's docstring more precise, or write this step yourself")
 
     # ---- running it ------------------------------------------------------------
 
@@ -446,7 +256,7 @@ class Decomposer:
         try:
             # Every child runs within a generated module's limits, even when the parent has none, and its
             # workspace keeps program sources read-only whatever the settings say.
-            result = block.run_child(program, child_decomposer, context=_generated_context(block.context),
+            result = block.run_child(program, child_decomposer, context=generated_context(block.context),
                                      limits=limits.budget())
         except ChildOverLimit as err:
             raise self._over_limits(spec, saved, limits.describe(err.limit), err) from err
@@ -494,22 +304,3 @@ class Decomposer:
             hint=f"later runs refuse it until a person acts: fix it and approve it with `pipe modules accept "
                  f"{accept_name(saved)}`, raise the limit in orgtree.toml and approve it, or delete the file and a "
                  "model writes a new one")
-
-
-def _generated_context(context):
-    """The parent's skill context as a generated module gets it: the workspace with program sources read-only."""
-    import dataclasses
-
-    workspace = getattr(context, "workspace", None)
-    if workspace is None or not dataclasses.is_dataclass(context):
-        return context
-    return dataclasses.replace(context, workspace=workspace.for_generated_module())
-
-
-_RESOLUTION = re.compile(r"^\s*[-*]?\s*`?([A-Za-z0-9_.-]+)`?\s*:\s*(resolved|rejected)\s*:\s*(.+)$", re.I | re.M)
-
-
-def _resolutions(answer: str, concerns) -> dict[str, str]:
-    """The author's `ID: resolved|rejected: why` lines; a concern it did not mention counts as resolved."""
-    found = {m.group(1): f"{m.group(2).lower()}: {m.group(3).strip()}" for m in _RESOLUTION.finditer(answer)}
-    return {c.id: found.get(c.id, "resolved: the revised module addresses it") for c in concerns}

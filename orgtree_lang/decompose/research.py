@@ -98,15 +98,16 @@ class Findings:
     rejected: list[str]
     notes: list[str]
 
-    def message(self, need: ResearchNeed) -> str:
-        """The author's next request: the questions, the reviewed findings, what could not be used."""
+    def message(self, need: ResearchNeed, what: str = "module") -> str:
+        """The author's next request: the questions, the reviewed findings, what could not be used, and the ask for
+        the `what` it was writing (the module, or the design of the data-driven flow)."""
         lines = ["Research was done for your questions:", *(f"- {q}" for q in need.questions or need.reasons), "",
                  "Findings an independent reviewer accepted (now in the workspace's insights):"]
         lines += [f"- {text}" for text in self.accepted] or ["- (none)"]
         if self.rejected:
             lines += ["", f"{len(self.rejected)} finding(s) were rejected by the reviewer and are not given here."]
         lines += [f"Note: {note}" for note in self.notes]
-        lines += ["", "Now write the module in one ```pipe block. If it still cannot be written, say so with a "
+        lines += ["", f"Now write the {what} in one ```pipe block. If it still cannot be written, say so with a "
                       "needs_research answer naming what is still missing."]
         return "\n".join(lines)
 

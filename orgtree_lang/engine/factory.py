@@ -34,6 +34,9 @@ class MachineFactory:
     clock: Callable[[], float] = time.monotonic
     executor: Any = None  # vm.executor.Executor for slow skill calls; None runs them on the VM's thread
     spans: Any = None  # engine.otel.SpanObserver when the run is exported to OpenTelemetry (shared by children)
+    routes: dict | None = None  # orgtree.toml's [org] routes (topic -> pipeline)
+    notify: Callable[[dict, str], None] | None = None  # posts `send "human", ...` notes to the inbox
+    inbound: Any = None  # durable.inbound.Inbound: the messages `pipe send` queued for the run
 
     def top(self, program) -> Machine:
         observers: list = [self._traced(), self._tree(), self.spans]
@@ -46,7 +49,8 @@ class MachineFactory:
         return Machine(program, Services(
             registry=self.registry, context=self.context, budget=self.budget, resolver=self.resolver,
             printer=self.printer, clock=self.clock, effects=self.effects, executor=self.executor,
-            observers=tuple(o for o in observers if o is not None), children=self.child))
+            observers=tuple(o for o in observers if o is not None), children=self.child,
+            routes=dict(self.routes or {}), notify=self.notify, inbound=self.inbound))
 
     def child(self, parent: Machine, block, program, resolver, budget: Budget, context: Any = None) -> Machine:
         tracer = self.tracer.for_child(block.node, parent.state.run_id) if self._traced() is not None else None
@@ -110,12 +114,38 @@ def build_run(program, root: Path, registry, options, run_id: str, *, effects=No
     from orgtree_lang.engine.executors import executor_settings, make_executor
 
     spans = options.otel.observer(run_id) if getattr(options, "otel", None) is not None else None
+    from orgtree_lang.runtime.routes import config_routes
+
+    routes = config_routes(root)
     executor = make_executor(options.executor, executor_settings(root))
     factory = MachineFactory(
         registry=registry, context=SkillContext(Workspace.for_run(root), run_id=run_id, models=options.models),
         budget=options.budget, resolver=options.decomposer, printer=_synced(options.printer, effects), effects=effects,
-        tracer=tracer, recorder=recorder, progress=options.progress, executor=executor, spans=spans)
+        tracer=tracer, recorder=recorder, progress=options.progress, executor=executor, spans=spans, routes=routes,
+        notify=_note_poster(root, run_id), inbound=_inbound(effects))
     return RunParts(factory.top(program), tracer, recorder, spans)
+
+
+def _inbound(effects):
+    """A durable run's queue of messages from outside (none for a replay: it reads every decision back)."""
+    if effects is None or effects.mode == "replay":
+        return None
+    from orgtree_lang.durable.inbound import Inbound
+
+    return Inbound(effects.journal.path.parent, effects.journal)
+
+
+def _note_poster(root: Path, run_id: str) -> Callable[[dict, str], None]:
+    """How the run's `send "human", value` notes reach the workspace's inbox (once per key)."""
+
+    def post(note: dict, key: str) -> None:
+        from orgtree_lang.orgtree.inbox import Inbox
+
+        with Inbox.for_workspace(root) as inbox:
+            inbox.note(key, note["text"], run_id=run_id, node=note["node"], topic=note["topic"], file=note["file"],
+                       line=note["line"])
+
+    return post
 
 
 def trace_settings(root: Path, level: str | None = None) -> TraceSettings:

@@ -30,7 +30,8 @@ def default_registry(*, plugins: bool | None = None) -> SkillRegistry:
 
 def workspace_registry(root: Path | str, base=None, *, plugins: bool | None = None):
     """`base` (default: stdlib + plugins) with this workspace's pool applied: `skills.report_bug`, every promoted
-    module as `learned.<name>`, usage notes from `modify` decisions added to descriptions, removed skills left out.
+    module as `learned.<name>`, usage notes from `modify` decisions added to descriptions, removed skills left out;
+    and the MCP servers of its orgtree.toml as lazy namespaces `mcp.NAME` (started only when a tool is asked for).
 
     Reads nothing (and creates nothing) when the workspace has no pool state yet."""
     from orgtree_lang.pool.learned import LearnedStore, learned_skill
@@ -76,4 +77,8 @@ def workspace_registry(root: Path | str, base=None, *, plugins: bool | None = No
             break
         pending = left
     registry.learned_problems = {m.skill_name: problems[m.skill_name] for m in pending}
+    if (Path(root) / "orgtree.toml").is_file():
+        from orgtree_lang.mcp.skills import add_servers
+
+        add_servers(registry, root)
     return registry

@@ -9,6 +9,7 @@ from pathlib import Path
 from orgtree_lang.runtime.workspace import STATE_DIR_NAME
 from orgtree_lang.syntax import nodes as n
 from orgtree_lang.syntax.diagnostics import CompileError, Diagnostic
+from orgtree_lang.syntax.errors import PipeError
 from orgtree_lang.syntax.spans import Span
 
 
@@ -38,6 +39,9 @@ def analyse(source: str, file: str, registry, parser=None) -> Analysis:
         diagnostics = check(module, registry, source).diagnostics
     except CompileError as err:
         diagnostics = err.diagnostics
+    except PipeError as err:
+        # A skill source that could not load while checking (an MCP server of orgtree.toml that fails to start).
+        diagnostics = [Diagnostic("error", err.message, Span(file, 1, 1, 1, 1), err.hint)]
     except RecursionError:
         # As in compile_source: long chains of operators can nest deeper than Python's stack.
         diagnostics = [Diagnostic("error", "this source nests expressions too deeply to compile",

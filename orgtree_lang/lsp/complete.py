@@ -13,8 +13,9 @@ from orgtree_lang.syntax.types import PRIMITIVES
 
 _QUALIFIED = re.compile(r"(?<![\w.])((?:[A-Za-z_]\w*\.)+)(\w*)$")
 _USE_LINE = re.compile(r"^\s*use\s+(?:[\w.]+\s*,\s*)*([\w.]*)$")
-# `label` and `goto` are soft keywords (a NAME NAME statement in the grammar), so they are not quoted there.
-_SOFT_KEYWORDS = ("label", "goto")
+# `label`, `goto` (a NAME NAME statement) and `route` (a NAME STRING declaration) are soft keywords: the grammar
+# does not quote them.
+_SOFT_KEYWORDS = ("label", "goto", "route")
 
 
 @dataclass(frozen=True)

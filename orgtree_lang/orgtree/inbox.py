@@ -1,4 +1,5 @@
-"""The human node's inbox in state.db: the questions runs and runtime code put to people, and their answers."""
+"""The human node's inbox in state.db: the questions runs and runtime code put to people, their answers, and the
+notes runs send people (`send "human", value`)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from orgtree_lang.runtime.state_db import Transaction, open_state_db, state_db_p
 from orgtree_lang.syntax.errors import EXIT_WAITING, PipeError
 
 _REF = re.compile(r"^h(\d+)$")
+_NOTE_REF = re.compile(r"^n(\d+)$")
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,31 @@ class Question:
         return {"id": self.ref, "run": self.run_id, "step": self.seq, "node": self.node, "kind": self.kind,
                 "question": self.question, "at": f"{self.file}:{self.line}" if self.file else "",
                 "status": self.status, "answer": self.answer, "asked": self.asked, "answered": self.answered}
+
+
+@dataclass(frozen=True)
+class Note:
+    """A note a run sent the human node: it needs no answer, and stays in `pipe inbox` until it is marked read."""
+
+    id: int
+    key: str
+    run_id: str | None
+    node: str
+    topic: str
+    text: str
+    file: str
+    line: int
+    status: str  # unread | read
+    sent: float
+
+    @property
+    def ref(self) -> str:
+        return f"n{self.id}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.ref, "run": self.run_id, "node": self.node, "kind": "note", "topic": self.topic,
+                "text": self.text, "at": f"{self.file}:{self.line}" if self.file else "", "status": self.status,
+                "sent": self.sent}
 
 
 class AwaitingHuman(PipeError):
@@ -139,6 +166,39 @@ class Inbox:
                                    "ORDER BY asked, id", (run_id,))
         return [_question(row) for row in rows]
 
+    # ---- notes -------------------------------------------------------------------------------
+
+    def note(self, key: str, text: str, *, run_id: str | None = None, node: str = "", topic: str = "note",
+             file: str = "", line: int = 0) -> Note:
+        """Put a note in the inbox once: a second note under the same key (a resumed run) changes nothing."""
+        with Transaction(self.db):
+            self.db.execute("INSERT OR IGNORE INTO human_notes (key, run_id, node, topic, text, file, line, status, "
+                            "sent) VALUES (?, ?, ?, ?, ?, ?, ?, 'unread', ?)",
+                            (key, run_id, node, topic, text, file, line, time.time()))
+        return _note(self.db.execute("SELECT * FROM human_notes WHERE key = ?", (key,)).fetchone())
+
+    def unread_notes(self) -> list[Note]:
+        return [_note(row) for row in
+                self.db.execute("SELECT * FROM human_notes WHERE status = 'unread' ORDER BY sent, id")]
+
+    def mark_read(self, refs: list[str]) -> list[Note]:
+        """Mark notes read (n<id>, or `all` for every unread note): they leave `pipe inbox`."""
+        if refs == ["all"]:
+            chosen = self.unread_notes()
+        else:
+            chosen = []
+            for ref in refs:
+                match = _NOTE_REF.match(ref.strip())
+                row = self.db.execute("SELECT * FROM human_notes WHERE id = ?", (int(match.group(1)),)).fetchone() \
+                    if match else None
+                if row is None:
+                    raise UsageError(f"no note {ref!r} in this workspace's inbox",
+                                     hint="`pipe inbox` lists the unread notes (n1, n2, ...); `--read all` takes all")
+                chosen.append(_note(row))
+        with Transaction(self.db):
+            self.db.executemany("UPDATE human_notes SET status = 'read' WHERE id = ?", [(n.id,) for n in chosen])
+        return chosen
+
     # ---- answering ---------------------------------------------------------------------------
 
     def record_answer(self, key: str, value: Any) -> None:
@@ -163,3 +223,8 @@ def _question(row) -> Question:
     return Question(row["id"], row["key"], row["run_id"], row["seq"], row["node"], row["kind"], row["question"],
                     row["file"], row["line"], row["status"],
                     json.loads(row["answer"]) if row["answer"] is not None else None, row["asked"], row["answered"])
+
+
+def _note(row) -> Note:
+    return Note(row["id"], row["key"], row["run_id"], row["node"], row["topic"], row["text"], row["file"], row["line"],
+                row["status"], row["sent"])

@@ -22,7 +22,7 @@ To add a table (or an index, or a column), append one `Migration` to `MIGRATIONS
 An index on an existing table goes in `indexes=(Index(...),)`; a column is added with
 `statements=("ALTER TABLE run_notes ADD COLUMN at REAL NOT NULL DEFAULT 0",)`. What ALTER TABLE cannot change
 (a CHECK constraint) takes a `Rebuild`: the table is made again under its new declaration from a SELECT over the
-old one, which says how each old row reads in the new shape (migration 5). Never edit a
+old one, which says how each old row reads in the new shape (migration 6). Never edit a
 migration that has shipped: workspaces at its version have already run it. tests/test_state_schema.py checks
 that the migrations are numbered 1, 2, 3 ..., that every table and index a migrated database holds is
 declared here, and that the committed workspace of fa31da4 (tests/fixtures/workspace_v0) still migrates.
@@ -394,10 +394,24 @@ MIGRATIONS: tuple[Migration, ...] = (
 """, indexes=(Index("tree_calls_by_name", "tree_calls (name, last_started)"),
               Index("tree_calls_by_run", "tree_calls (run_id)"),
               Index("tree_calls_by_parent", "tree_calls (parent_id)"))),)),
+    # `send "human", value` (docs/org.md): notes to people that need no answer, listed by `pipe inbox`.
+    Migration(5, "the human node's notes: what runs tell people without asking", tables=(
+        Table("human_notes", "orgtree_lang.orgtree.inbox", """
+    id INTEGER PRIMARY KEY AUTOINCREMENT,  -- shown as n<id>
+    key TEXT NOT NULL UNIQUE,              -- <run id>:<journal step> (or :m<message id> in a run without a journal)
+    run_id TEXT,
+    node TEXT NOT NULL DEFAULT '',         -- the node that sent it (main/desk#2)
+    topic TEXT NOT NULL DEFAULT 'note',
+    text TEXT NOT NULL,
+    file TEXT NOT NULL DEFAULT '',
+    line INTEGER NOT NULL DEFAULT 0,
+    status TEXT NOT NULL CHECK(status IN ('unread', 'read')),
+    sent REAL NOT NULL
+""", indexes=(Index("human_notes_unread", "human_notes (status, sent)"),)),)),
     # The organization's node states (docs/org.md). Version 4 stored an interrupted node as an error whose text
     # starts with `[interrupted] `, a cancelled one as an error saying it was cancelled, and a parallel branch as
     # a pipeline node named `branch K (line L)` or `iteration K (line L)`: each old row is read as what it was.
-    Migration(5, "org tree nodes: the branch kind, and the states waiting, receiving, cancelled, interrupted",
+    Migration(6, "org tree nodes: the branch kind, and the states waiting, receiving, cancelled, interrupted",
               rebuilds=(Rebuild(_TREE_NODES_V5, f"""SELECT id, run_id, parent_id, seq, name,
     CASE WHEN kind = 'pipeline' AND {_BRANCH_NAME.format(name="name")} THEN 'branch' ELSE kind END,
     caller,

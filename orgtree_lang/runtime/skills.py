@@ -411,6 +411,36 @@ class SkillRegistry:
         self._skills: dict[str, Skill] = {}
         self._plugins: list[str] = []
         self._default_origin = "local"
+        # Namespaces whose skills are found only when first asked for (an MCP server's tools): namespace ->
+        # (what identifies the source for the compile cache, a loader returning its Skills).
+        self._lazy: dict[str, tuple[str, Callable[[], list[Skill]]]] = {}
+        self._lazy_keys: dict[str, str] = {}
+        self._from_lazy: set[str] = set()
+
+    def add_lazy(self, namespace: str, key: str, load: Callable[[], list[Skill]]) -> None:
+        """Skills under `namespace` that `load()` makes on first use: a lookup, a listing of the namespace or
+        `load_lazy`. Until then the namespace is known (a `use` line may name it) and nothing is loaded; `key`
+        stands for the skills in the fingerprint, so whether they were loaded yet never changes it."""
+        if not _NAME.match(namespace + ".x"):
+            raise TypeError(f"namespace {namespace!r} must be dotted identifiers like `mcp.files`")
+        self._lazy[namespace] = (key, load)
+        self._lazy_keys[namespace] = key
+
+    def load_lazy(self, namespace: str | None = None) -> None:
+        """Load the lazy namespaces under `namespace` (all of them when None); a loader's error propagates, and
+        a namespace that failed is tried again next time."""
+        for ns in [n for n in self._lazy if namespace is None or n == namespace or n.startswith(namespace + ".")
+                   or namespace.startswith(n + ".")]:
+            _, load = self._lazy[ns]
+            skills = load()
+            del self._lazy[ns]
+            for built in skills:
+                self.register(built, origin=built.origin)
+                self._from_lazy.add(built.name)
+
+    def lazy_namespaces(self, *, loaded: bool = False) -> list[str]:
+        """The lazy namespaces not loaded yet (with `loaded`, those loaded already too)."""
+        return sorted(self._lazy_keys if loaded else self._lazy)
 
     def register(self, obj: Any, *, name: str | None = None, origin: str | None = None) -> Skill:
         """Add a @skill function, a plain typed function or a Skill; ValueError if the name is taken.
@@ -448,9 +478,16 @@ class SkillRegistry:
             self.register(func, origin=origin)
 
     def get(self, name: str) -> Skill | None:
-        return self._skills.get(name)
+        found = self._skills.get(name)
+        if found is None and self._lazy:
+            namespace = name.rpartition(".")[0]
+            if namespace in self._lazy:
+                self.load_lazy(namespace)
+                return self._skills.get(name)
+        return found
 
     def names(self) -> list[str]:
+        """The names of the skills registered so far (lazy namespaces not yet loaded add none)."""
         return sorted(self._skills)
 
     def namespaces(self) -> set[str]:
@@ -460,11 +497,16 @@ class SkillRegistry:
             parts = name.split(".")
             for i in range(1, len(parts)):
                 result.add(".".join(parts[:i]))
+        for namespace in self._lazy:
+            parts = namespace.split(".")
+            result.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
         return result
 
     def in_namespace(self, ns: str) -> list[Skill]:
         """The skills under a namespace, nested ones included, sorted by name."""
         prefix = ns.rstrip(".") + "."
+        if self._lazy:
+            self.load_lazy(ns.rstrip("."))
         return [self._skills[n] for n in self.names() if n.startswith(prefix)]
 
     def suggest(self, name: str) -> str | None:
@@ -482,8 +524,12 @@ class SkillRegistry:
         """A sha256 over every skill's signature and purity; changes whenever what the checker sees changes."""
         digest = hashlib.sha256()
         for n in self.names():
+            if n in self._from_lazy:
+                continue  # stood for by its namespace's key below, loaded or not
             s = self._skills[n]
             digest.update(f"{s.signature()} pure={s.pure}\n".encode())
+        for namespace, key in sorted(self._lazy_keys.items()):
+            digest.update(f"lazy {namespace} {key}\n".encode())
         return digest.hexdigest()
 
     def load_plugins(self, group: str = PLUGIN_GROUP) -> list[str]:

@@ -115,13 +115,17 @@ class _Printer:
         for item in _group_uses(module.items):
             if previous is not None:
                 both_uses = isinstance(previous, list) and isinstance(item, list)
-                if not both_uses:
+                both_routes = isinstance(previous, n.Route) and isinstance(item, n.Route)
+                if not (both_uses or both_routes):
                     self._blank()
             if isinstance(item, list):
                 span = item[0].span
                 self._line("", "use " + ", ".join(u.name for u in item), span.line, item[-1].span.end_line)
             elif isinstance(item, n.RecordDecl):
                 self._record(item)
+            elif isinstance(item, n.Route):
+                self._line("", f"route {_string_text(item.topic)}" + (f" -> {item.pipeline}" if item.pipeline else ""),
+                           item.span.line, item.span.end_line)
             elif isinstance(item, c.TestDecl):
                 self._line("", f"test {_string_text(item.name)}:", item.span.line, item.span.line)
                 if item.doc is not None:
@@ -351,7 +355,8 @@ class _Printer:
         if isinstance(s, n.Cancel):
             return f"cancel {self.expr(s.value)}"
         if isinstance(s, n.Send):
-            return f"send {self.expr(s.target)}, {self.expr(s.body)}"
+            topic = f", topic={self.expr(s.topic)}" if s.topic is not None else ""
+            return f"send {self.expr(s.target)}, {self.expr(s.body)}{topic}"
         if isinstance(s, n.Return):
             return "return" if s.value is None else f"return {self.expr(s.value)}"
         if isinstance(s, n.UseStmt):

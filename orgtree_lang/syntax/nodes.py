@@ -338,11 +338,13 @@ class Cancel(Stmt):
 
 @node
 class Send(Stmt):
-    """`send target, body`: put `body` in the mailbox of the node `target` names (a Handle, or `parent`)."""
+    """`send target, body[, topic=t]`: put `body` in the mailbox of the node `target` names (a Handle, `parent`,
+    a route's topic string, or "human")."""
 
     span: Span
     target: Expr
     body: Expr
+    topic: Expr | None = None
 
 
 @node
@@ -452,11 +454,24 @@ class Pipeline(Node):
 
 
 @node
+class Route(Node):
+    """`route "billing" -> billing_desk`: messages sent to the topic go to a node running the pipeline; without
+    `-> pipeline`, orgtree.toml's `[org] routes` names it (docs/org.md, Routes)."""
+
+    span: Span
+    topic: str
+    topic_span: Span
+    pipeline: str | None
+    pipeline_span: Span | None
+
+
+@node
 class Module(Node):
     span: Span
     file: str
     uses: tuple[Use, ...]
     records: tuple[RecordDecl, ...]
     pipelines: tuple[Pipeline, ...]
-    items: tuple[Node, ...]  # uses, records, pipelines and tests in source order (for the formatter)
+    items: tuple[Node, ...]  # uses, records, pipelines, tests and routes in source order (for the formatter)
     tests: tuple = ()  # contracts.TestDecl: `test "name":` blocks, run by `pipe test`
+    routes: tuple[Route, ...] = ()

@@ -27,7 +27,7 @@ KEYWORDS = frozenset(
      "pass", "try", "except", "fail", "return", "ambiguous", "and", "or", "not", "is", "true", "false", "none",
      "parallel", "spawn", "await", "cancel", "send", "on", "assume", "expect"}
 )
-SOFT_KEYWORDS = ("label", "goto")
+SOFT_KEYWORDS = ("label", "goto", "route")
 # Python's names for types, in a type test, with the .pipe name to write instead.
 _PYTHON_TYPE_NAMES = {"None": "none", "NoneType": "none", "String": "str", "string": "str",
                       "integer": "int", "Int": "int", "number": "int` or `is float", "boolean": "bool",
@@ -200,7 +200,18 @@ class _Builder(ContractRules):
         records = tuple(i for i in flat if isinstance(i, n.RecordDecl))
         pipelines = tuple(i for i in flat if isinstance(i, n.Pipeline))
         tests = tuple(i for i in flat if isinstance(i, TestDecl))
-        return n.Module(self._span(meta), self.file, uses, records, pipelines, tuple(flat), tests)
+        routes = tuple(i for i in flat if isinstance(i, n.Route))
+        return n.Module(self._span(meta), self.file, uses, records, pipelines, tuple(flat), tests, routes)
+
+    def route_decl(self, meta, children):
+        word, topic, pipeline = children
+        if str(word) != "route":
+            self.sink.error(f"expected a declaration (use, record, pipeline, test or route), got `{word}`",
+                            self._tok(word), 'a route is written `route "topic" -> pipeline_name`')
+        last = pipeline if pipeline is not None else topic
+        return n.Route(self._tok(word).merge(self._tok(last)), self._string_value(topic), self._tok(topic),
+                       self._ident(pipeline) if pipeline is not None else None,
+                       self._tok(pipeline) if pipeline is not None else None)
 
     def use_decl(self, meta, names):
         return list(names)
@@ -374,7 +385,11 @@ class _Builder(ContractRules):
         return n.Cancel(self._span(meta), children[0])
 
     def send_stmt(self, meta, children):
-        return n.Send(self._span(meta), children[0], children[1])
+        target, body, word, topic = children
+        if word is not None and str(word) != "topic":
+            self.sink.error(f"`send` takes only `topic=...` after the body, got `{word}=`", self._tok(word),
+                            'write `send target, body, topic="billing"`')
+        return n.Send(self._span(meta), target, body, topic)
 
     def on_stmt(self, meta, children):
         what, name, body = children

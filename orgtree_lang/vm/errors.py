@@ -9,21 +9,35 @@ from orgtree_lang.compile.code import CodeObject
 from orgtree_lang.compile.opcodes import OPCODES
 from orgtree_lang.runtime.builtins import error_value
 from orgtree_lang.runtime.errors import PipeRuntimeError, StackEntry
+from orgtree_lang.runtime.values import UNBOUND
+
+
+def unbound_error(code: CodeObject, slot: int) -> PipeRuntimeError:
+    """Reading local `slot` before anything was assigned to it."""
+    return PipeRuntimeError(f"variable `{code.varnames[slot]}` is used before it is assigned", kind="name",
+                            hint="assign it on every path before this line")
 
 
 def translate(exc: Exception, code: CodeObject, pc: int, stack: list, left: Any, right: Any) -> PipeRuntimeError:
-    """Turn a Python exception raised by an instruction into a .pipe error at that instruction."""
-    opname = OPCODES[code.ops[pc]].name
+    """Turn a Python exception raised by an instruction into a .pipe error at that instruction. An operator's
+    instruction (BINARY, COMPARE and their superinstructions) leaves its operands in `left` and `right`."""
+    opcode = OPCODES[code.ops[pc]]
+    fields = opcode.fields
+    operator = next((i for i, kind in enumerate(fields) if kind in ("binop", "compare")), None)
+    if operator is not None:
+        arg = code.args[pc] if len(fields) > 1 else [code.args[pc]]
+        # The locals an operator reads come before it, left operand first.
+        slots = [arg[i] for i in range(operator) if fields[i] == "local"]
+        for slot, value in zip(slots, (left, right)):
+            if value is UNBOUND:
+                err = unbound_error(code, slot)
+                err.span = code.span_at(pc)
+                return err
     if isinstance(exc, ZeroDivisionError):
         message = "division by zero"
-    elif isinstance(exc, TypeError) and opname == "COMPARE_JUMP_IF_FALSE":
-        symbol = code.args[pc][0]
-        message = f"cannot apply `{symbol}` to {t.type_of_value(left)} and {t.type_of_value(right)}"
-    elif isinstance(exc, TypeError) and opname in ("BINARY", "COMPARE", "BINARY_CONST") and stack:
-        symbol = code.args[pc][1] if opname == "BINARY_CONST" else code.args[pc]
-        left_type, right_type = t.type_of_value(stack[-1]), t.type_of_value(right)
-        message = f"cannot apply `{symbol}` to {left_type} and {right_type}"
-    elif isinstance(exc, TypeError) and opname == "UNARY" and stack:
+    elif isinstance(exc, TypeError) and operator is not None:
+        message = f"cannot apply `{arg[operator]}` to {t.type_of_value(left)} and {t.type_of_value(right)}"
+    elif isinstance(exc, TypeError) and opcode.name == "UNARY" and stack:
         message = f"cannot apply unary `{code.args[pc]}` to {t.type_of_value(stack[-1])}"
     elif isinstance(exc, RecursionError):
         message = "value nested too deeply"

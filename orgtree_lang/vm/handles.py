@@ -23,17 +23,24 @@ def spawn(m, frame: Frame, stack: list, arg: int) -> int:
     code = m.program.pipelines[site.name]
     local_values = bind_arguments(code, args, kwargs)
     owner = enter_tasks(m)
+    line = frame.code.span_at(frame.pc - 1).line
+    task = start_node(m, frame, code, local_values, owner.id, f"spawned {code.name}#{{n}} (line {line})")
+    stack.append(RecordValue(HANDLE_RECORD, {"task": task.id, "node": task.node, "pipeline": code.name}))
+    return RELOAD  # the loop now has tasks: it recomputes where the scheduler's turns stop it
+
+
+def start_node(m, frame: Frame, code, local_values: list, parent: int, label: str, route: str | None = None) -> Task:
+    """A new task running `code` as node `frame.node/name#N` (N counts `frame`'s calls; `{n}` in the label)."""
+    state = m.state
     frame.calls += 1
     child = Frame(code.name, 0, [], local_values, [], code, node=f"{frame.node}/{code.name}#{frame.calls}")
-    line = frame.code.span_at(frame.pc - 1).line
-    task = Task(state.next_task, child.node, [child], parent=owner.id, kind="spawn",
-                label=f"spawned {code.name}#{frame.calls} (line {line})")
+    task = Task(state.next_task, child.node, [child], parent=parent, kind="spawn",
+                label=label.format(n=frame.calls), route=route)
     state.next_task += 1
     state.tasks.append(task)
     m.observer.pipeline_called(state, frame, child)
     m.observer.task_started(state, task, frame)
-    stack.append(RecordValue(HANDLE_RECORD, {"task": task.id, "node": task.node, "pipeline": code.name}))
-    return RELOAD  # the loop now has tasks: it recomputes where the scheduler's turns stop it
+    return task
 
 
 def _target(m, handle: Any, word: str) -> Task | None:
@@ -88,7 +95,8 @@ def cancel_task(m, frame: Frame, stack: list, arg) -> int:
 
 def task_returned(m, value: Any) -> bool:
     """The current task's last frame returned `value`. A spawned task ends with it; the main task ends the run
-    once the tasks it spawned and left running have seen a cancel and ended. True when the run is over."""
+    once the tasks it spawned and left running have seen a cancel and ended, and the nodes of routes have
+    handled what was sent to them. True when the run is over."""
     state = m.state
     task = current_task(state)
     task.result = value
@@ -98,7 +106,8 @@ def task_returned(m, value: Any) -> bool:
         return False
     running = [other for other in state.tasks if other is not task and other.status in LIVE]
     for other in running:
-        cancel(m, other)
+        if other.route is None:  # a route's node first handles the messages sent to it (scheduler.pick)
+            cancel(m, other)
     if running:
         return False
     state.result, state.status = value, "done"

@@ -15,7 +15,7 @@ from orgtree_lang.vm.checks import op_check
 from orgtree_lang.vm.memory import check_value
 from orgtree_lang.vm.handles import await_task, cancel_task, spawn
 from orgtree_lang.vm.messages import (end_handler, install_handler, leave_handler, receive_message,
-                                      send_message)
+                                      send_message, send_to_parent)
 from orgtree_lang.vm.scheduler import end_branch, start_parallel, start_parallel_for
 from orgtree_lang.vm.people import ask_human
 
@@ -33,6 +33,8 @@ def _power(a, b):
 
 
 def _repeat(a, b):
+    if type(a) is int and type(b) is int:  # the common case first: a number cannot outgrow the limit
+        return a * b
     if isinstance(a, (str, list)) and isinstance(b, int) and len(a) * b > MAX_SEQUENCE:
         times = f"{b}" if b < 10**18 else "that many"  # a huge count has too many digits to print
         raise PipeRuntimeError(f"repeating a {type(a).__name__} {times} times exceeds the limit of "
@@ -241,6 +243,7 @@ HANDLERS: dict[str, Callable] = {
     "CHECK": op_check,
     "ASK_HUMAN": ask_human,
     "PARALLEL": start_parallel, "END_BRANCH": end_branch, "SPAWN": spawn, "AWAIT": await_task,
-    "CANCEL": cancel_task, "PARALLEL_FOR": start_parallel_for, "SEND": send_message, "RECEIVE": receive_message,
+    "CANCEL": cancel_task, "PARALLEL_FOR": start_parallel_for, "SEND": send_message,
+    "SEND_PARENT": send_to_parent, "RECEIVE": receive_message,
     "ON_MESSAGE": install_handler, "END_HANDLER": end_handler, "LEAVE_HANDLER": leave_handler,
 }

@@ -15,7 +15,7 @@ from orgtree_lang.syntax import types as t
 from orgtree_lang.vm import calls, delivery, messages, scheduler
 from orgtree_lang.vm.blocks import MOVED, RELOAD
 from orgtree_lang.vm.budget import ModelSpend, TreeMeter, budget_exceeded
-from orgtree_lang.vm.errors import handle_error, translate
+from orgtree_lang.vm.errors import handle_error, translate, unbound_error as _unbound
 from orgtree_lang.vm.instructions import BINARY_FUNCS, COMPARE_FUNCS, HANDLERS, UNARY_FUNCS
 from orgtree_lang.vm.memory import guarded_operators
 from orgtree_lang.vm.observe import observe
@@ -28,12 +28,13 @@ from orgtree_lang.vm.trace import summarize
 # The instructions the dispatch loop runs itself, without a handler call: the hot ones, and those that change
 # frames. Every other opcode has exactly one entry in instructions.HANDLERS.
 INLINE = frozenset({
-    "STMT", "LOAD_LOCAL2", "BINARY_CONST", "STORE_LOCAL", "LOAD_LOCAL", "LOAD_CONST", "BINARY", "FOR_ITER_STORE",
-    "COMPARE_JUMP_IF_FALSE", "COMPARE", "JUMP_IF_FALSE", "JUMP", "FOR_ITER", "POP", "CALL_BUILTIN",
-    "CALL_PIPELINE", "RETURN",
+    "STMT", "JUMP_STMT", "LOAD_LOCAL2", "BINARY_CONST", "STORE_LOCAL", "LOAD_LOCAL", "LOAD_CONST", "BINARY",
+    "FOR_ITER_STORE", "COMPARE_JUMP_IF_FALSE", "COMPARE", "JUMP_IF_FALSE", "JUMP", "FOR_ITER", "POP", "CALL_BUILTIN",
+    "CALL_PIPELINE", "RETURN", "BINARY_LOCAL_CONST", "BINARY_STORE", "BINARY_CONST_STORE", "BINARY_LOCAL_CONST_STORE",
+    "COMPARE_LOCALS_JUMP_IF_FALSE", "COMPARE_CONST_JUMP_IF_FALSE", "COMPARE_LOCAL_CONST_JUMP_IF_FALSE",
 })
 _HANDLERS = {CODE[name]: handler for name, handler in HANDLERS.items()}
-_OPERAND_FUNCS = {"binop": BINARY_FUNCS, "compare": COMPARE_FUNCS, "unary": UNARY_FUNCS}
+_OPERAND_FUNCS = {"compare": COMPARE_FUNCS, "unary": UNARY_FUNCS}  # and "binop": the machine's _binary
 _SWITCH = object()  # _at_stop: the current task's turn is over and another task is current now
 
 
@@ -234,26 +235,22 @@ class Machine:
 
     # ---- the dispatch loop ------------------------------------------------
 
-    def _prepare(self, code: CodeObject) -> list[Any]:
-        """Instruction arguments with operator names replaced by their functions (cached per pipeline)."""
+    def _prepare(self, code: CodeObject) -> list[tuple[int, Any]]:
+        """The instructions as (opcode, argument) pairs, operator names in arguments replaced by their
+        functions and a superinstruction's constants by their values (cached per pipeline)."""
         prepared = self._prepared.get(code.name)
         if prepared is None:
-            prepared = []
-            for op, arg in zip(code.ops, code.args):
-                operand = OPCODES[op].operand
-                if operand == "binop":
-                    arg = self._binary[arg]
-                elif operand in _OPERAND_FUNCS:
-                    arg = _OPERAND_FUNCS[operand][arg]
-                elif operand == "binop_const":
-                    arg = (code.consts[arg[0]], self._binary[arg[1]])
-                elif operand == "locals":
-                    arg = tuple(arg)
-                elif operand == "compare_jump":
-                    arg = (COMPARE_FUNCS[arg[0]], arg[1])
-                prepared.append(arg)
-            self._prepared[code.name] = prepared
+            prepared = self._prepared[code.name] = [(op, self._prepared_arg(OPCODES[op].fields, arg, code))
+                                                    for op, arg in zip(code.ops, code.args)]
         return prepared
+
+    def _prepared_arg(self, fields: tuple[str, ...], arg: Any, code: CodeObject) -> Any:
+        if len(fields) == 1:
+            kind = fields[0]
+            return self._binary[arg] if kind == "binop" else \
+                _OPERAND_FUNCS[kind][arg] if kind in _OPERAND_FUNCS else arg
+        return tuple(self._binary[item] if kind == "binop" else _OPERAND_FUNCS[kind][item] if kind in _OPERAND_FUNCS
+                     else code.consts[item] if kind == "const" else item for kind, item in zip(fields, arg))
 
     def _next_stop(self, steps: int) -> int:
         """The step count at which the loop must leave its fast path (budget, pause, clock check, observers,
@@ -282,12 +279,18 @@ class Machine:
 
     def _dispatch(self) -> None:  # noqa: C901 - one flat loop is the fast shape for a dispatch loop
         state = self.state
-        right = None  # the right operand of the last BINARY/COMPARE, for error messages
+        right = None  # the operands of the last operator, for error messages (vm/errors.translate)
         left = None
-        # Opcodes bound to locals once, so the loop compares plain ints.
-        STMT, LOAD_LOCAL, LOAD_CONST = CODE["STMT"], CODE["LOAD_LOCAL"], CODE["LOAD_CONST"]
+        unbound = UNBOUND
+        # Opcodes bound to locals once, so the loop compares plain ints; the most frequent come first.
+        STMT, JUMP_STMT, LOAD_LOCAL, LOAD_CONST = CODE["STMT"], CODE["JUMP_STMT"], CODE["LOAD_LOCAL"], CODE["LOAD_CONST"]
         LOAD_LOCAL2, BINARY_CONST, STORE_LOCAL = CODE["LOAD_LOCAL2"], CODE["BINARY_CONST"], CODE["STORE_LOCAL"]
+        BINARY_LOCAL_CONST, BINARY_STORE = CODE["BINARY_LOCAL_CONST"], CODE["BINARY_STORE"]
+        BINARY_CONST_STORE, BINARY_LOCAL_CONST_STORE = CODE["BINARY_CONST_STORE"], CODE["BINARY_LOCAL_CONST_STORE"]
         COMPARE_JUMP_IF_FALSE, FOR_ITER_STORE = CODE["COMPARE_JUMP_IF_FALSE"], CODE["FOR_ITER_STORE"]
+        COMPARE_LOCALS_JUMP_IF_FALSE = CODE["COMPARE_LOCALS_JUMP_IF_FALSE"]
+        COMPARE_CONST_JUMP_IF_FALSE = CODE["COMPARE_CONST_JUMP_IF_FALSE"]
+        COMPARE_LOCAL_CONST_JUMP_IF_FALSE = CODE["COMPARE_LOCAL_CONST_JUMP_IF_FALSE"]
         BINARY, COMPARE, JUMP, JUMP_IF_FALSE = CODE["BINARY"], CODE["COMPARE"], CODE["JUMP"], CODE["JUMP_IF_FALSE"]
         FOR_ITER, POP, CALL_BUILTIN = CODE["FOR_ITER"], CODE["POP"], CODE["CALL_BUILTIN"]
         CALL_PIPELINE, RETURN = CODE["CALL_PIPELINE"], CODE["RETURN"]
@@ -303,15 +306,14 @@ class Machine:
                     continue
             frame = state.frames[-1]
             code = frame.code
-            ops, args, consts = code.ops, self._prepare(code), code.consts
+            instructions, consts = self._prepare(code), code.consts
             stack, locals_, pc = frame.stack, frame.locals, frame.pc
             push, pop = stack.append, stack.pop
             steps = state.steps
             stop_at = self._next_stop(steps)
             try:
                 while True:
-                    op = ops[pc]
-                    arg = args[pc]
+                    op, arg = instructions[pc]
                     pc += 1
                     if op == STMT:
                         if steps >= stop_at:
@@ -324,30 +326,73 @@ class Machine:
                                 return
                             stop_at = self._next_stop(steps)
                         steps += 1
+                    elif op == BINARY_LOCAL_CONST_STORE:
+                        # An unbound local makes every operator raise TypeError: translate names the local.
+                        left = locals_[arg[0]]
+                        right = arg[1]
+                        locals_[arg[3]] = arg[2](left, right)
                     elif op == LOAD_LOCAL2:
-                        first, second = locals_[arg[0]], locals_[arg[1]]
-                        if first is UNBOUND or second is UNBOUND:
-                            name = code.varnames[arg[0] if first is UNBOUND else arg[1]]
-                            raise PipeRuntimeError(f"variable `{name}` is used before it is assigned",
-                                                   kind="name", hint="assign it on every path before this line")
-                        push(first)
-                        push(second)
+                        left, right = locals_[arg[0]], locals_[arg[1]]
+                        if left is unbound or right is unbound:
+                            raise _unbound(code, arg[0] if left is unbound else arg[1])
+                        push(left)
+                        push(right)
                     elif op == BINARY_CONST:
+                        left = stack[-1]
                         right = arg[0]
-                        stack[-1] = arg[1](stack[-1], right)
+                        stack[-1] = arg[1](left, right)
+                    elif op == BINARY_STORE:
+                        right = pop()
+                        left = pop()
+                        locals_[arg[1]] = arg[0](left, right)
                     elif op == STORE_LOCAL:
                         locals_[arg] = pop()
                     elif op == LOAD_LOCAL:
                         value = locals_[arg]
-                        if value is UNBOUND:
-                            raise PipeRuntimeError(f"variable `{code.varnames[arg]}` is used before it is assigned",
-                                                   kind="name", hint="assign it on every path before this line")
+                        if value is unbound:
+                            raise _unbound(code, arg)
                         push(value)
+                    elif op == COMPARE_LOCALS_JUMP_IF_FALSE:
+                        left, right = locals_[arg[0]], locals_[arg[1]]
+                        if left is unbound or right is unbound:
+                            raise _unbound(code, arg[0] if left is unbound else arg[1])
+                        if not arg[2](left, right):
+                            pc = arg[3]
+                    elif op == COMPARE_LOCAL_CONST_JUMP_IF_FALSE:
+                        left = locals_[arg[0]]
+                        if left is unbound:
+                            raise _unbound(code, arg[0])
+                        right = arg[1]
+                        if not arg[2](left, right):
+                            pc = arg[3]
+                    elif op == JUMP_STMT:
+                        # JUMP and the STMT at its target in one: a stop leaves the frame at that STMT.
+                        pc = arg + 1
+                        if steps >= stop_at:
+                            frame.pc = arg
+                            state.steps = steps
+                            stop = self._at_stop(frame)
+                            if stop:
+                                if stop is _SWITCH:
+                                    break
+                                return
+                            stop_at = self._next_stop(steps)
+                        steps += 1
                     elif op == LOAD_CONST:
                         push(consts[arg])
-                    elif op == BINARY:
-                        right = pop()
-                        stack[-1] = arg(stack[-1], right)
+                    elif op == BINARY_LOCAL_CONST:
+                        left = locals_[arg[0]]
+                        right = arg[1]
+                        push(arg[2](left, right))
+                    elif op == COMPARE_CONST_JUMP_IF_FALSE:
+                        left = pop()
+                        right = arg[0]
+                        if not arg[1](left, right):
+                            pc = arg[2]
+                    elif op == BINARY_CONST_STORE:
+                        left = pop()
+                        right = arg[0]
+                        locals_[arg[2]] = arg[1](left, right)
                     elif op == FOR_ITER_STORE:
                         items, i = stack[-2], stack[-1]
                         if i < len(items):
@@ -356,6 +401,12 @@ class Machine:
                         else:
                             del stack[-2:]
                             pc = arg[1]
+                    elif op == JUMP:
+                        pc = arg
+                    elif op == BINARY:
+                        right = pop()
+                        left = stack[-1]
+                        stack[-1] = arg(left, right)
                     elif op == COMPARE_JUMP_IF_FALSE:
                         right = pop()
                         left = pop()
@@ -363,12 +414,11 @@ class Machine:
                             pc = arg[1]
                     elif op == COMPARE:
                         right = pop()
-                        stack[-1] = arg(stack[-1], right)
+                        left = stack[-1]
+                        stack[-1] = arg(left, right)
                     elif op == JUMP_IF_FALSE:
                         if not pop():
                             pc = arg
-                    elif op == JUMP:
-                        pc = arg
                     elif op == FOR_ITER:
                         items, i = stack[-2], stack[-1]
                         if i < len(items):

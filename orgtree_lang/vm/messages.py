@@ -6,14 +6,15 @@ from typing import Any
 
 from orgtree_lang.runtime.builtins import HANDLE_RECORD, MESSAGE_RECORD
 from orgtree_lang.runtime.errors import PipeRuntimeError
+from orgtree_lang.runtime.people import HUMAN
 from orgtree_lang.runtime.values import RecordValue, decode, encode
 from orgtree_lang.syntax import types as t
 from orgtree_lang.vm.blocks import MOVED, RELOAD
 from orgtree_lang.vm.calls import call_args
-from orgtree_lang.vm.scheduler import WAIT, cancelled_error, current_task
+from orgtree_lang.vm.scheduler import WAIT, cancelled_error, current_task, enter_tasks
 from orgtree_lang.vm.tasks import LIVE, Task
 
-TOPIC = "message"  # the topic of a message sent with `send` (topics and routes: docs/org.md, not built yet)
+TOPIC = "message"  # the topic of a message sent to a Handle or `parent` without `topic=` (docs/org.md)
 
 
 def _me(m) -> Task | None:
@@ -24,24 +25,60 @@ def _mailbox_key(task: Task | None) -> str:
     return str(task.id if task is not None else 0)
 
 
-def send_message(m, frame, stack: list, arg: int) -> None:
-    """SEND: append the message to the target's mailbox now; a target waiting in `receive` may run again."""
-    state = m.state
+def send_message(m, frame, stack: list, arg: int) -> int | None:
+    """SEND: to a Handle's node now (a target waiting in `receive` may run again), to the live node of a route
+    (started if there is none: vm/routes.py), or to the human node (a note in `pipe inbox`)."""
+    topic = _topic(stack.pop()) if arg == 3 else None
+    body = stack.pop()
+    target = stack.pop()
+    if isinstance(target, str):
+        from orgtree_lang.vm.routes import route_message, send_note
+
+        if target == HUMAN:
+            send_note(m, frame, body, topic)
+            return None
+        return route_message(m, frame, target, body, topic)
+    deliver(m, frame, _handle_target(m, target), body, topic or TOPIC)
+    return None
+
+
+def send_to_parent(m, frame, stack: list, arg: int) -> None:
+    """SEND_PARENT: to the node that spawned or started this one."""
+    topic = _topic(stack.pop()) if arg == 2 else None
     body = stack.pop()
     me = _me(m)
-    if arg == 2:
-        target = _handle_target(m, stack.pop())
-    else:
-        if me is None or me.parent is None:
-            raise PipeRuntimeError("`send parent, ...` from the run's main node: it has no parent", kind="send",
-                                   hint="only a spawned node or a branch has a parent; send to a Handle instead")
-        target = next((task for task in state.tasks if task.id == me.parent), None)
-        if target is None or target.status not in LIVE:
-            raise PipeRuntimeError(f"cannot send to the parent of {me.node}: it has ended", kind="send")
-    message = {"id": len(state.messages) + 1, "sender": me.node if me is not None else frame.node,
-               "to": target.node, "topic": TOPIC, "body": encode(body), "sent_at": float(state.steps),
-               "received": None}
+    if me is None or me.parent is None:
+        raise PipeRuntimeError("`send parent, ...` from the run's main node: it has no parent", kind="send",
+                               hint="only a spawned node or a branch has a parent; send to a Handle instead")
+    target = next((task for task in m.state.tasks if task.id == me.parent), None)
+    if target is None or target.status not in LIVE:
+        raise PipeRuntimeError(f"cannot send to the parent of {me.node}: it has ended", kind="send")
+    deliver(m, frame, target, body, topic or TOPIC)
+
+
+def _topic(topic: Any) -> str:
+    if not isinstance(topic, str):
+        raise PipeRuntimeError(f"`topic=` of `send` must be a str, got {t.type_of_value(topic)}", kind="type")
+    return topic
+
+
+def new_message(m, frame, to: str, body: Any, topic: str, sender: str | None = None) -> dict[str, Any]:
+    """A message in the run's log (not yet in any mailbox): id, sender, receiver, topic, body, logical times.
+    The sender is the current node unless `sender` names another (`human` for `pipe send`)."""
+    state = m.state
+    if sender is None:
+        me = _me(m)
+        sender = me.node if me is not None else frame.node
+    message = {"id": len(state.messages) + 1, "sender": sender,
+               "to": to, "topic": topic, "body": encode(body), "sent_at": float(state.steps), "received": None}
     state.messages.append(message)
+    return message
+
+
+def deliver(m, frame, target: Task, body: Any, topic: str, sender: str | None = None) -> None:
+    """Append a new message to `target`'s mailbox."""
+    state = m.state
+    message = new_message(m, frame, target.node, body, topic, sender)
     state.mailboxes.setdefault(_mailbox_key(target), []).append(message["id"])
     if target.status == "receiving":
         target.status = "ready"
@@ -50,7 +87,7 @@ def send_message(m, frame, stack: list, arg: int) -> None:
     m.observer.message_sent(state, message)
 
 
-def _take(m, task: Task | None) -> dict[str, Any] | None:
+def take(m, task: Task | None) -> dict[str, Any] | None:
     """The oldest message of the task's mailbox, now received (None when it is empty)."""
     state = m.state
     key = _mailbox_key(task)
@@ -65,15 +102,16 @@ def _take(m, task: Task | None) -> dict[str, Any] | None:
     return message
 
 
-def _record(message: dict[str, Any]) -> RecordValue:
+def message_record(message: dict[str, Any]) -> RecordValue:
     return RecordValue(MESSAGE_RECORD, {"sender": message["sender"], "topic": message["topic"],
                                         "body": decode(message["body"]), "sent_at": message["sent_at"]})
 
 
 def _handle_target(m, handle: Any) -> Task:
     if not isinstance(handle, RecordValue) or handle.record_name != HANDLE_RECORD:
-        raise PipeRuntimeError(f"`send` needs a Handle (what `spawn` gives) or `parent`, got {t.type_of_value(handle)}",
-                               kind="type", hint="write `h = spawn worker(args)`, then `send h, body`")
+        raise PipeRuntimeError(f"`send` needs a Handle (what `spawn` gives), `parent`, a route's topic or \"human\", "
+                               f"got {t.type_of_value(handle)}", kind="type",
+                               hint="write `h = spawn worker(args)`, then `send h, body`")
     task = next((task for task in m.state.tasks if task.id == handle.fields["task"]), None)
     if task is None or task.status not in LIVE:
         how = "was awaited" if task is None else f"has ended ({task.status})"
@@ -94,12 +132,17 @@ def receive_message(m, frame, stack: list, arg: int) -> int | None:
         m.observer.receiving(state, me, False)
     if box:
         call_args(site, stack)
-        stack.append(_record(_take(m, me)))
+        stack.append(message_record(take(m, me)))
         return None
     timeout = dict(zip(site.kwnames, stack[len(stack) - len(site.kwnames):])).get("timeout")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0):
         raise PipeRuntimeError(f"receive(timeout=...) needs a number of seconds of at least 0, got {timeout!r}",
                                kind="type")
+    if me is None and m.services.effects is not None and m.place is None:
+        # A durable run may get a message from outside (`pipe send`): it waits as a task, and the scheduler
+        # takes outside messages when nothing else can happen (vm/outside.py).
+        me = enter_tasks(m)
+        key = _mailbox_key(me)
     if me is not None and me.cancel:
         call_args(site, stack)
         raise cancelled_error(me)
@@ -120,15 +163,23 @@ def receive_message(m, frame, stack: list, arg: int) -> int | None:
 
 
 def fire_timeout(state) -> bool:
-    """Nothing in the run can run or send any more: the receive of the lowest task id that has a timeout times
-    out (a decision made from the run's own state, so its resume and replay make the same one). False if none."""
-    for task in sorted(state.tasks, key=lambda task: task.id):
-        waiting = state.receiving.get(str(task.id))
-        if task.status == "receiving" and waiting is not None and waiting["timeout"] is not None:
-            waiting["fired"] = True
-            task.status = "ready"
-            return True
-    return False
+    """Nothing in the run can run or send any more: the receive with the shortest timeout times out (the lowest
+    task id among equals); a decision made from the run's own state, so its resume and replay make the same
+    one. False if no receive has a timeout."""
+    task = next_timeout(state)
+    if task is None:
+        return False
+    state.receiving[str(task.id)]["fired"] = True
+    task.status = "ready"
+    return True
+
+
+def next_timeout(state) -> Task | None:
+    """The receiving task whose timeout fires first when nothing else happens, or None."""
+    timed = [(wait["timeout"], task.id, task) for task in state.tasks
+             if task.status == "receiving" and (wait := state.receiving.get(str(task.id))) is not None
+             and wait["timeout"] is not None]
+    return min(timed, key=lambda item: item[:2])[2] if timed else None
 
 
 def blocked_at(state) -> str:
@@ -177,11 +228,11 @@ def interrupt(m, task: Task, frame) -> bool:
     entered = False
     if interrupt_due(state, task) and frame is task.frames[-1]:
         slot, handler_pc = frame.on_message
-        message = _take(m, task)
+        message = take(m, task)
         frame.interrupted = {"pc": frame.pc, "stack": list(frame.stack), "handlers": [list(h) for h in frame.handlers]}
         frame.stack.clear()
         frame.handlers.clear()
-        frame.locals[slot] = _record(message)
+        frame.locals[slot] = message_record(message)
         m.observer.interrupted(state, task.node, message, frame.code.span_at(frame.pc))
         frame.pc = handler_pc
         entered = True

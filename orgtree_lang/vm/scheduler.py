@@ -176,6 +176,11 @@ def ended(m, task: Task) -> None:
             other.status, other.waiting = "ready", None
     if task.kind == "spawn":
         task.frames = []  # kept, ended, until it is awaited
+        if task.route is not None:  # no handle reaches a route's node: nothing will await it
+            from orgtree_lang.vm.routes import route_node_ended
+
+            state.tasks.remove(task)
+            route_node_ended(m, task)
         return
     state.tasks.remove(task)
     owner = task_by_id(state, task.parent)
@@ -270,14 +275,21 @@ def pick(m) -> bool:
             deliver_next(m)
             return False
         main = next((t for t in state.tasks if t.kind == "main"), None)
+        idle = [t for t in state.tasks if t.status in LIVE and not t.cancel] if main is not None else []
+        if main is not None and main.status == "done" and idle:
+            # Only the nodes of routes are left, each waiting with nothing left to handle: they stop now.
+            for task in idle:
+                cancel(m, task)
+            continue
         if main is not None and main.status == "done":
             # The run's main task returned and every task it left running has ended.
             state.result, state.status = main.result, "done"
             state.tasks, state.frames, state.current = [], main.frames, 0
             return True
         from orgtree_lang.vm.messages import blocked_at, fire_timeout
+        from orgtree_lang.vm.outside import take_outside
 
-        if fire_timeout(state):
+        if take_outside(m) or fire_timeout(state):
             continue
         raise PipeRuntimeError("every task of the run is waiting and nothing can wake any of them (a deadlock): "
                                + blocked_at(state), kind="deadlock", catchable=False,

@@ -54,3 +54,10 @@ class Services:
     children: ChildBuilder | None = None  # how the resolver's generated modules get their machines
     place: TreePlace | None = None  # set for a generated child; None for a top-level run
     executor: Executor | None = None  # where slow skill calls run; None runs them on the VM's thread
+    routes: dict[str, str] = field(default_factory=dict)  # orgtree.toml's [org] routes: topic -> pipeline
+    # Posts a note to the human node (`send "human", value`): (note, key) -> None; the engine puts it in the
+    # workspace's inbox, once per key. None: the note stays in the run's message log only.
+    notify: Callable[[dict[str, Any], str], None] | None = None
+    # A durable run's queued messages from outside (`pipe send`; durable.inbound.Inbound): .wait(seconds) -> the
+    # oldest not taken or None, .done(id) once it is journaled. None: nothing can come from outside.
+    inbound: Any = None

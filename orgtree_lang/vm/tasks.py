@@ -37,18 +37,20 @@ class Task:
     kind: str = "branch"  # main (the run's entry), branch (of a parallel block) or spawn
     waiting: int | None = None  # for an awaiting task: the spawned task it waits for
     result: Any = None  # what a spawned task returned
+    route: str | None = None  # for a node a route started: its topic (sends to the topic reach it while it lives)
 
     def to_json(self, frames: list[dict] | None) -> dict[str, Any]:
         return {"id": self.id, "node": self.node, "frames": frames, "status": self.status, "parent": self.parent,
                 "label": self.label, "cancel": self.cancel, "cancelled": self.cancelled, "error": self.error,
-                "join": _join_json(self.join, encode), "kind": self.kind, "waiting": self.waiting, "result": encode(self.result)}
+                "join": _join_json(self.join, encode), "kind": self.kind, "waiting": self.waiting, "result": encode(self.result),
+                "route": self.route}
 
     @classmethod
     def from_json(cls, data: dict[str, Any], frames: list[Any]) -> Task:
         return cls(data["id"], data["node"], frames, data["status"], data["parent"], data["label"],
                    data["cancel"], data["cancelled"], data["error"], _join_json(data["join"], decode), data["kind"],
                    data["waiting"],
-                   decode(data["result"]))
+                   decode(data["result"]), data.get("route"))
 
 
 def _join_json(join: dict[str, Any] | None, convert) -> dict[str, Any] | None:

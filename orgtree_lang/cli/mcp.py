@@ -1,0 +1,75 @@
+"""`pipe mcp serve`: offer a workspace's pipelines and learned skills to MCP clients (stdio, or HTTP on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from orgtree_lang.cli.options import (EXIT_OK, add_budget_options, add_sub_verbs, add_verb, add_workspace_option,
+                                      budget_from_args, positive_int)
+from orgtree_lang.runtime.errors import UsageError
+
+
+def register(commands) -> None:
+    mcp = add_verb(commands, "mcp", help="serve pipelines to MCP clients (MCP servers as skills: docs/mcp.md)",
+                   description="The Model Context Protocol both ways: `pipe mcp serve` offers pipelines as tools; "
+                               "MCP servers listed in orgtree.toml ([mcp.servers.NAME]) are the skills "
+                               "mcp.NAME.TOOL of every program that has `use mcp.NAME` (docs/mcp.md).",
+                   examples=["pipe mcp serve tools/triage.pipe", "pipe mcp serve --http --port 8765"])
+    actions = add_sub_verbs(mcp)
+    serve = add_verb(actions, "serve", handler=command_serve,
+                     help="offer pipelines and learned.* skills as MCP tools, each call a durable run",
+                     description="Serve MCP on stdin/stdout (or streamable HTTP with --http): each PIPELINE_FILE's "
+                                 "entry pipeline (`main`, else its only one; FILE:NAME picks another), else those "
+                                 "listed in `[mcp] expose` of orgtree.toml, and every promoted learned.NAME skill "
+                                 "(as tool learned_NAME). Input schemas come from the pipelines' typed parameters, "
+                                 "descriptions from their docstrings. Each call is a durable run of the workspace, "
+                                 "listed by `pipe runs` and shown by `pipe tree`; a failed run is a tool error "
+                                 "with the .pipe message. Needs the [mcp] extra.",
+                     examples=["pipe mcp serve tools/triage.pipe tools/report.pipe:weekly",
+                               "pipe mcp serve --workspace ~/notes --http --port 8765",
+                               'claude mcp add notes -- pipe mcp serve --workspace ~/notes'])
+    add_workspace_option(serve, help="the workspace whose runs, learned skills and orgtree.toml are used "
+                                     "(default: this folder)")
+    serve.add_argument("files", nargs="*", metavar="PIPELINE_FILE",
+                       help="a .pipe file (its entry pipeline) or FILE:PIPELINE, relative to the workspace "
+                            "(default: [mcp] expose of orgtree.toml)")
+    serve.add_argument("--no-learned", action="store_true", help="do not offer the learned.* skills")
+    serve.add_argument("--http", action="store_true",
+                       help="serve streamable HTTP at http://127.0.0.1:PORT/mcp instead of stdio")
+    serve.add_argument("--port", type=positive_int, default=8765, metavar="N", help="the HTTP port (default 8765)")
+    add_budget_options(serve)
+
+
+def command_serve(args) -> int:
+    import importlib.util
+
+    from orgtree_lang.mcp.settings import INSTALL_HINT
+
+    if importlib.util.find_spec("mcp") is None:
+        raise UsageError("`pipe mcp serve` needs the `mcp` Python SDK, which is not installed", hint=INSTALL_HINT)
+    from orgtree_lang.engine.registries import workspace_registry
+    from orgtree_lang.expose.catalog import pipeline_tools
+    from orgtree_lang.expose.server import build_server, serve_http, serve_stdio
+    from orgtree_lang.mcp.settings import exposed
+    from orgtree_lang.runtime.config import CONFIG_NAME
+
+    root = Path(args.workspace).resolve()
+    if not root.is_dir():
+        raise UsageError(f"no such workspace folder: {root}")
+    refs = args.files or exposed(root / CONFIG_NAME)
+    registry = workspace_registry(root)
+    tools = pipeline_tools(root, registry, refs, learned=not args.no_learned, budget=budget_from_args(args))
+    if not tools:
+        raise UsageError("no pipelines to serve", hint="pass .pipe files, list them in `[mcp] expose` of "
+                                                       "orgtree.toml, or promote a learned skill first")
+    names = ", ".join(tool.name for tool in tools)
+    server = build_server(tools, root, registry)
+    if args.http:
+        serve_http(server, args.port, ready=lambda port: print(
+            f"pipe mcp serve: {len(tools)} tools ({names}) at http://127.0.0.1:{port}/mcp", file=sys.stderr,
+            flush=True))
+    else:
+        print(f"pipe mcp serve: {len(tools)} tools ({names}) on stdio", file=sys.stderr, flush=True)
+        serve_stdio(server)
+    return EXIT_OK

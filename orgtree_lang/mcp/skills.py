@@ -1,0 +1,180 @@
+"""An MCP server's tools as skills `mcp.NAME.TOOL`: JSON schemas mapped to .pipe types, calls sent to the server."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from orgtree_lang.mcp.settings import ServerSpec
+from orgtree_lang.runtime.errors import SkillError
+from orgtree_lang.runtime.skills import MISSING, Param, Skill
+from orgtree_lang.runtime.values import conforms
+from orgtree_lang.syntax import types as T
+from orgtree_lang.syntax.types import PipeType
+
+RETRY_AFTER = 30.0  # seconds a server that failed to start is not started again
+_SCALARS = {"string": T.STR, "integer": T.INT, "number": T.FLOAT, "boolean": T.BOOL, "null": T.NONE}
+_NOT_A_NAME = re.compile(r"\W")
+
+
+def pipe_type(schema: Any) -> PipeType:
+    """The .pipe type of a JSON schema: scalars, arrays, objects (a dict), nullable types; `any` for the rest."""
+    if not isinstance(schema, dict):
+        return T.ANY
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        others = [k for k in kind if k != "null"]
+        inner = pipe_type({**schema, "type": others[0]}) if len(others) == 1 else T.ANY
+        return T.optional(inner) if "null" in kind and not inner.is_any else inner
+    for key in ("anyOf", "oneOf"):
+        choices = schema.get(key)
+        if isinstance(choices, list):
+            others = [c for c in choices if not (isinstance(c, dict) and c.get("type") == "null")]
+            inner = pipe_type(others[0]) if len(others) == 1 else T.ANY
+            return T.optional(inner) if len(others) < len(choices) and not inner.is_any else inner
+    if kind in _SCALARS:
+        return _SCALARS[kind]
+    if kind == "array":
+        return T.list_of(pipe_type(schema.get("items")))
+    if kind == "object":
+        extra = schema.get("additionalProperties")
+        return T.dict_of(pipe_type(extra) if isinstance(extra, dict) and not schema.get("properties") else T.ANY)
+    if "enum" in schema and all(isinstance(v, str) for v in schema["enum"]):
+        return T.STR
+    return T.ANY
+
+
+def _wrapped_result(schema: Any) -> Any:
+    """The schema of `result` when an output schema only wraps one value (as SDK servers do for a plain return
+    type), else None."""
+    if isinstance(schema, dict) and set(schema.get("properties") or {}) == {"result"} \
+            and schema.get("required") == ["result"]:
+        return schema["properties"]["result"]
+    return None
+
+
+class McpServerSkills:
+    """The skills of one `[mcp.servers.NAME]`: its tools, listed once when first needed, called over one session."""
+
+    def __init__(self, spec: ServerSpec, root: Path) -> None:
+        self.spec = spec
+        self.root = Path(root)
+        self._failed: tuple[float, SkillError] | None = None
+        from orgtree_lang.mcp.connection import McpConnection  # asyncio and threads: only for a workspace with servers
+
+        self.connection = McpConnection(spec, log=Path(root) / ".orgtree" / "mcp" / f"{spec.name}.log")
+
+    def load(self) -> list[Skill]:
+        """The server's tools as skills; a failure is raised again for RETRY_AFTER seconds without another start
+        (an editor's language server checks on every keystroke)."""
+        from orgtree_lang.runtime.config import CONFIG_NAME
+
+        if self._failed is not None and time.monotonic() - self._failed[0] < RETRY_AFTER:
+            raise self._failed[1]
+        try:
+            check_allowed(self.spec, self.root / CONFIG_NAME)
+            tools = self.connection.tools()
+        except SkillError as err:
+            self._failed = (time.monotonic(), err)
+            raise
+        skills: dict[str, Skill] = {}
+        for tool in tools:
+            built = self.skill(tool)
+            skills.setdefault(built.name, built)
+        return list(skills.values())
+
+    def skill(self, tool) -> Skill:
+        """The skill of one tool: parameters from its input schema, return type from its output schema (a str of
+        its text when it has none), description from its description."""
+        schema = tool.input_schema or {}
+        properties = schema.get("properties") or {}
+        required = set(schema.get("required") or ())
+        params = [self._param(name, prop, name in required) for name, prop in properties.items()]
+        params.sort(key=lambda p: not p.required)  # .pipe, like Python, lists required parameters first
+        wrapped = _wrapped_result(tool.output_schema)
+        if tool.output_schema is None:
+            returns = T.STR
+        else:
+            returns = pipe_type(wrapped if wrapped is not None else tool.output_schema)
+        name = f"{self.spec.namespace}.{_NOT_A_NAME.sub('_', tool.name)}"
+        if name.rpartition(".")[2][:1].isdigit():
+            name = f"{self.spec.namespace}._{name.rpartition('.')[2]}"
+        summary = (tool.description or tool.title or f"The tool `{tool.name}`.").strip()
+        description = f"{summary}\n\nA tool of the MCP server `{self.spec.name}` ({self.spec.describe()})."
+        omitted = {p.name for p in params if not p.required}
+        connection, tool_name, skill_name = self.connection, tool.name, name
+
+        def call(**arguments: Any) -> Any:
+            sent = {k: v for k, v in arguments.items() if not (k in omitted and v is None)}
+            result = connection.call(tool_name, sent)
+            return _value(skill_name, result, tool.output_schema is not None, wrapped is not None)
+
+        return Skill(name=name, description=description, params=tuple(params), returns=returns,
+                     returns_doc="", pure=False, func=call, origin=f"mcp server {self.spec.name}",
+                     takes_context=False, slow=True)
+
+    @staticmethod
+    def _param(name: str, prop: Any, required: bool) -> Param:
+        ptype = pipe_type(prop)
+        doc = (prop.get("description") or "") if isinstance(prop, dict) else ""
+        if required:
+            return Param(name, ptype, MISSING, doc)
+        default = prop.get("default") if isinstance(prop, dict) else None
+        if default is None or not conforms(default, ptype):
+            return Param(name, ptype if ptype.kind in ("optional", "any") else T.optional(ptype), None, doc)
+        return Param(name, ptype, default, doc)
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+def _value(skill: str, result, structured: bool, wrapped: bool) -> Any:
+    """What a tool call gives the program: its structured content when it declares an output schema (the
+    `result` inside it when that only wraps one value), else its text; an error result is a SkillError."""
+    texts = [block.text for block in result.content if getattr(block, "type", None) == "text"]
+    if result.is_error:
+        message = "\n".join(texts).strip() or "no message"
+        raise SkillError(f"{skill}: the tool failed: {message}",
+                         hint="the message is the MCP server's; check the arguments against `pipe skills " + skill + "`")
+    if structured:
+        content = result.structured_content
+        if content is None and len(texts) == 1:
+            try:
+                content = json.loads(texts[0])
+            except ValueError:
+                content = texts[0]
+        return content.get("result") if wrapped and isinstance(content, dict) else content
+    return "\n".join(texts)
+
+
+def add_servers(registry, root: Path | str) -> None:
+    """Make every `[mcp.servers.NAME]` of the workspace's orgtree.toml a lazy namespace `mcp.NAME` of `registry`:
+    nothing starts until a program's check or run, or `pipe skills`, asks for one of its tools."""
+    from orgtree_lang.mcp.settings import server_specs
+    from orgtree_lang.runtime.config import CONFIG_NAME
+
+    config = Path(root) / CONFIG_NAME
+    if not config.is_file():
+        return
+    for spec in server_specs(config):
+        source = McpServerSkills(spec, Path(root))
+        registry.add_lazy(spec.namespace, spec.key(), source.load)
+
+
+def check_allowed(spec: ServerSpec, config: Path) -> None:
+    """SkillError unless the server's URL is on the workspace's `[http] allow` list (a stdio server needs none)."""
+    if spec.url is None:
+        return
+    from orgtree_lang.sandbox.allowlist import HttpPolicy, UrlRefused
+
+    try:
+        HttpPolicy.from_config(config).check(spec.url)
+    except UrlRefused:
+        parts = urlsplit(spec.url)
+        raise SkillError(f"MCP server `{spec.name}`: {spec.url} is not on the workspace's URL allowlist",
+                         hint=f"if the server is trusted, add \"{parts.scheme}://{parts.netloc}\" to `allow` in the "
+                              f"[http] table of {config}") from None

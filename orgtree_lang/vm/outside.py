@@ -1,0 +1,77 @@
+"""Messages from outside a run (`pipe send`): taken when nothing in the run can happen, each a journaled decision."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from orgtree_lang.runtime.errors import PipeRuntimeError
+from orgtree_lang.runtime.people import HUMAN
+from orgtree_lang.vm.budget import budget_exceeded
+from orgtree_lang.vm.effects import EffectStep
+from orgtree_lang.vm.messages import deliver, new_message, next_timeout
+from orgtree_lang.vm.tasks import LIVE
+
+OUTSIDE_STEP = "message.outside"  # durable/inbound.py reads the ids of the messages taken from these steps
+
+
+def take_outside(m) -> bool:
+    """No task can run, no call is in flight, and some node waits in `receive`: a durable run waits for a
+    message sent from outside, up to the shortest timeout of those receives (not at all when none has one).
+    What came, or that nothing did, is a journaled step: a resume and a replay decide the same, with no
+    outside call. True when a message was delivered (the run goes on), False to fire a timeout or report a
+    deadlock as a run without outside messages does."""
+    state = m.state
+    effects = m.services.effects
+    receiving = [task for task in state.tasks if task.status == "receiving"]
+    if effects is None or m.place is not None or not receiving:
+        return False
+    first = next_timeout(state)
+    seconds = state.receiving[str(first.id)]["timeout"] if first is not None else 0.0
+    main = next((task for task in state.tasks if task.kind == "main"), None)
+    root = main.frames[0] if main is not None and main.frames else receiving[0].frames[0]
+    where = receiving[0].frames[-1]
+    step = EffectStep(m.next_effect_seq(), "message", OUTSIDE_STEP, m.effect_node(root.node),
+                      where.code.span_at(where.pc), [], {}, state.steps)
+    inbound = m.services.inbound
+    reused, decision = effects.begin(step)
+    if not reused:
+        left = None if m.budget.max_seconds is None else max(m.budget.max_seconds - m.seconds_used(), 0.0)
+        decision = inbound.wait(seconds if left is None else min(seconds, left)) if inbound is not None else None
+        if decision is None and left is not None and left < seconds:
+            state.effect_seq -= 1  # not journaled: a resume with more time takes this step number again
+            m._suspend()
+            raise budget_exceeded("seconds", m.budget.max_seconds, m.seconds_used(), step.span)
+        effects.end(step, decision, None)
+    if decision is None:
+        return False
+    if inbound is not None:
+        inbound.done(decision["id"])
+    _deliver(m, root, decision)
+    return True
+
+
+def _deliver(m, root, outside: dict[str, Any]) -> None:
+    """Deliver a message from outside, as `human`: to node `to`, else to the route of its topic, else to the
+    run's main node. One that cannot be delivered stays in the message log, undelivered, with the reason."""
+    from orgtree_lang.vm.routes import route_message, route_table
+
+    state = m.state
+    to, topic, body = outside.get("to"), outside.get("topic"), outside.get("body")
+    if to is None and topic is not None and route_table(m).get(topic) is not None:
+        try:
+            route_message(m, root, topic, body, topic, sender=HUMAN)
+        except PipeRuntimeError as err:
+            _undelivered(m, root, topic, body, topic, err.message)
+        return
+    name = to or root.node
+    target = next((task for task in state.tasks if task.node == name and task.status in LIVE), None)
+    if target is None:
+        _undelivered(m, root, name, body, topic or "message", f"no live node {name}")
+        return
+    deliver(m, root, target, body, topic or "message", sender=HUMAN)
+
+
+def _undelivered(m, root, to: str, body: Any, topic: str, reason: str) -> None:
+    message = new_message(m, root, to, body, topic, sender=HUMAN)
+    message["undelivered"] = reason
+    m.observer.message_sent(m.state, message)

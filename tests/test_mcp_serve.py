@@ -1,0 +1,179 @@
+"""`pipe mcp serve` answers a real MCP client (the SDK's stdio and streamable HTTP clients): its tools are the chosen
+pipelines and learned skills with schemas from their signatures, and each call is a durable run of the workspace."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mcp")
+
+import anyio  # noqa: E402  (after the skip: part of the mcp extra)
+
+TRIAGE = '''use text
+
+record Note:
+    title: str
+    words: int = 0
+
+pipeline main(report: str, max_words: int = 3) -> Note:
+    """Title a bug report with its first words.
+
+    Args:
+        report: the text of the report
+        max_words: how many words the title keeps
+    Returns:
+        the note, titled
+    """
+    words = text.split(report)
+    if len(words) == 0:
+        fail "the report is empty"
+    return Note(title=text.join(words[:max_words], " "), words=len(words))
+
+pipeline shout(word: str) -> str:
+    """Say a word louder."""
+    return text.upper(word) + "!"
+'''
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "triage.pipe").write_text(TRIAGE)
+    return tmp_path
+
+
+def serve_command(workspace: Path, *args: str):
+    from mcp import StdioServerParameters
+
+    return StdioServerParameters(command=sys.executable, args=["-m", "orgtree_lang.cli.main", "mcp", "serve", *args],
+                                 cwd=str(workspace), env={"PIPE_NO_PLUGINS": "1", "PYTHONSAFEPATH": "1"})
+
+
+def session(server, work):
+    """Connect the SDK's client to `server` (stdio parameters or a URL) and return what `work(client)` returns."""
+    from mcp import Client
+
+    async def main():
+        async with Client(server) as client:
+            return await work(client)
+
+    return anyio.run(main)
+
+
+def runs(workspace: Path) -> list[dict]:
+    result = subprocess.run([sys.executable, "-m", "orgtree_lang.cli.main", "runs", "--json"], cwd=workspace,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_the_tools_carry_schemas_from_the_signatures_and_docstrings(workspace):
+    async def work(client):
+        return (await client.list_tools()).tools
+
+    tools = {tool.name: tool for tool in session(serve_command(workspace, "tools/triage.pipe",
+                                                               "tools/triage.pipe:shout"), work)}
+    assert set(tools) == {"triage", "shout"}
+    triage = tools["triage"]
+    assert triage.description == "Title a bug report with its first words."
+    assert triage.input_schema["required"] == ["report"]
+    assert triage.input_schema["properties"]["report"] == {"type": "string", "description": "the text of the report"}
+    assert triage.input_schema["properties"]["max_words"]["default"] == 3
+    result = triage.output_schema["properties"]["result"]
+    assert result["properties"] == {"title": {"type": "string"}, "words": {"type": "integer"}}
+    assert result["required"] == ["title"]
+    assert tools["shout"].input_schema["properties"] == {"word": {"type": "string"}}
+
+
+def test_a_tool_call_is_a_durable_run_of_the_workspace(workspace):
+    async def work(client):
+        return await client.call_tool("triage", {"report": "the export button crashes the app"})
+
+    result = session(serve_command(workspace, "tools/triage.pipe"), work)
+    assert not result.is_error
+    assert result.structured_content == {"result": {"title": "the export button", "words": 6}}
+    run_id = result.meta["orgtree/run_id"]
+    (run,) = runs(workspace)
+    assert run["id"] == run_id and run["status"] == "done"
+    tree = subprocess.run([sys.executable, "-m", "orgtree_lang.cli.main", "tree", run_id], cwd=workspace,
+                          capture_output=True, text=True, timeout=60)
+    assert "text.split  skill  ok" in tree.stdout
+
+
+def test_a_failing_run_is_a_tool_error_with_the_pipe_message(workspace):
+    async def work(client):
+        return await client.call_tool("triage", {"report": "   "})
+
+    result = session(serve_command(workspace, "tools/triage.pipe"), work)
+    assert result.is_error
+    text = result.content[0].text
+    assert "the report is empty" in text and "triage.pipe:18" in text
+    assert [run["status"] for run in runs(workspace)] == ["failed"]
+
+
+def test_bad_arguments_and_unknown_tools_are_tool_errors(workspace):
+    async def work(client):
+        return [await client.call_tool("triage", {"report": 3}),
+                await client.call_tool("triage", {"reprot": "x"}),
+                await client.call_tool("nope", {})]
+
+    wrong_type, misspelled, unknown = session(serve_command(workspace, "tools/triage.pipe"), work)
+    assert wrong_type.is_error and "input `report` (str): got 3" in wrong_type.content[0].text
+    assert misspelled.is_error and "did you mean `report`?" in misspelled.content[0].text
+    assert unknown.is_error and "no tool `nope` here; the tools are: triage" in unknown.content[0].text
+    assert runs(workspace) == []  # refused before a run started
+
+
+def test_learned_skills_and_the_configured_pipelines_are_served(workspace):
+    from orgtree_lang.engine.registries import workspace_registry
+    from orgtree_lang.pool.learned import LearnedStore
+
+    LearnedStore(workspace).save("double", 'pipeline main(n: int) -> int:\n    """Twice n."""\n    return n * 2\n',
+                                 "Double a number.", {}, workspace_registry(workspace))
+    (workspace / "orgtree.toml").write_text('[mcp]\nexpose = ["tools/triage.pipe:shout"]\n')
+
+    async def work(client):
+        tools = sorted(tool.name for tool in (await client.list_tools()).tools)
+        return tools, await client.call_tool("learned_double", {"n": 21})
+
+    tools, doubled = session(serve_command(workspace), work)
+    assert tools == ["learned_double", "shout"]
+    assert doubled.structured_content == {"result": 42}
+    assert [run["status"] for run in runs(workspace)] == ["done"]
+
+
+def test_serving_nothing_says_how_to_choose(workspace):
+    result = subprocess.run([sys.executable, "-m", "orgtree_lang.cli.main", "mcp", "serve"], cwd=workspace,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "no pipelines to serve" in result.stderr and "[mcp] expose" in result.stderr
+
+
+def test_streamable_http_on_localhost(workspace):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "orgtree_lang.cli.main", "mcp", "serve", "tools/triage.pipe:shout",
+                               "--http", "--port", str(port)], cwd=workspace, stderr=subprocess.PIPE, text=True,
+                              env=dict(os.environ, PIPE_NO_PLUGINS="1"))
+    try:
+        line = server.stderr.readline()
+        assert f"at http://127.0.0.1:{port}/mcp" in line, line
+
+        async def work(client):
+            return await client.call_tool("shout", {"word": "hey"})
+
+        result = session(f"http://127.0.0.1:{port}/mcp", work)
+        assert result.structured_content == {"result": "HEY!"}
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    assert [run["status"] for run in runs(workspace)] == ["done"]
