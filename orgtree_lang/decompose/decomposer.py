@@ -153,7 +153,7 @@ class Decomposer:
                     # Saved modules that fit this block's signature: the most similar may be reused as they are; the
                     # author sees the rest, down to half the similarity, for reference.
                     similar = similar_modules(self.store, spec, self.registry, self.settings.similarity / 2)
-                    if getattr(block, "counter", None) is not None:
+                    if getattr(block, "concurrent", False):
                         # Resolved concurrently (vm/block_calls.py): whether a sibling block's module is saved yet
                         # depends on timing, and a resume must make the same choices as the run.
                         similar = [(score, m) for score, m in similar

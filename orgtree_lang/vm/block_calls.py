@@ -150,8 +150,8 @@ class BlockRun:
             inputs = {name: value for (name, _), value in zip(spec.inputs, call.args)}
             block = BlockContext(spec, inputs, node_id, m.budget, m.records,
                                  NodeSpend(meter, m.budget, m.observer, node_id, lock), m.services.effects,
-                                 m.services.context, m, counter=counter, statement=call.statement,
-                                 printed=self.printed)
+                                 m.services.context, m, _counter=counter, _statement=call.statement,
+                                 _printed=self.printed)
             outputs = m.services.resolver(block)
             result = {"outputs:": outputs, "spent:": dict(meter.data), "effects:": counter.effect_seq - counter.first}
             if step is not None:

@@ -51,9 +51,19 @@ class BlockContext:
     # Set when the block is resolved concurrently (vm/block_calls.py): what numbers its journal steps, the
     # statement count the run had when it reached the block, and where its child's printed lines wait for
     # the block's result to be delivered.
-    counter: Any = None
-    statement: int | None = None
-    printed: list[str] | None = None
+    _counter: Any = dataclasses.field(repr=False, default=None)
+    _statement: int | None = dataclasses.field(repr=False, default=None)
+    _printed: list[str] | None = dataclasses.field(repr=False, default=None)
+
+    @property
+    def concurrent(self) -> bool:
+        """Whether the block is resolved on a thread of its own while other tasks go on (vm/block_calls.py)."""
+        return self._counter is not None
+
+    def numbering(self):
+        """What numbers the journal steps of the block's generated child: the block's own range when it is
+        resolved concurrently, else None (the run's numbering)."""
+        return self._counter
 
     def note(self, detail: str) -> None:
         """A progress note on the block's org tree node (`pipe tree` shows it)."""
@@ -63,9 +73,9 @@ class BlockContext:
         """A journaled step asked for by this block (a model call), numbered in the run tree's journal."""
         machine = self._machine
         node = machine.effect_node(self.node[len(machine.state.run_id) + 1:])
-        seq = self.counter.next() if self.counter is not None else machine.next_effect_seq()
+        seq = self._counter.next() if self._counter is not None else machine.next_effect_seq()
         return EffectStep(seq, kind, name, node, self.spec.span, args, kwargs,
-                          machine.state.steps if self.statement is None else self.statement)
+                          machine.state.steps if self._statement is None else self._statement)
 
     def ask_human(self, question: str) -> str:
         """Escalate to a person (docs/org.md, "People are nodes"): their answer to `question`, from the journal.
@@ -115,8 +125,8 @@ class BlockContext:
         own = _own_limits(budget, limits, machine.state.steps + machine.steps_elsewhere())
         budget = dataclasses.replace(budget, **own)
         child = build(machine, self, program, resolver, budget, context)
-        if self.printed is not None:
-            child.services.printer = self.printed.append
+        if self._printed is not None:
+            child.services.printer = self._printed.append
         # The child run is named after its org tree node, so a block reached twice makes two children.
         child.start("main", dict(self.inputs if inputs is None else inputs),
                     run_id=f"{self.node}/{name}" if name else self.node)
