@@ -184,13 +184,14 @@ def child(name: str, n: int) -> None:
     """One measurement for --baseline, in a process whose orgtree_lang is the tree under test."""
     run_vm = vm_runner()
     python_version = next(f for case, f, _ in CASES if case == name)
-    started = time.perf_counter()
-    vm_result = run_vm(name, n)
-    vm_seconds = time.perf_counter() - started
-    started = time.perf_counter()
-    py_result = python_version(n)
-    py_seconds = time.perf_counter() - started
-    print(json.dumps({"vm": vm_seconds, "py": py_seconds, "agree": vm_result == py_result}))
+    times = {}
+    for label, run in (("vm", lambda: run_vm(name, n)), ("py", lambda: python_version(n))):
+        wall, cpu = time.perf_counter(), time.process_time()
+        times[label] = run()
+        times[label + "_cpu"] = time.process_time() - cpu
+        times[label + "_wall"] = time.perf_counter() - wall
+    print(json.dumps({**{k: v for k, v in times.items() if k.endswith(("_cpu", "_wall"))},
+                      "agree": times["vm"] == times["py"]}))
 
 
 def checkout(rev: str, folder: str) -> str:
@@ -219,8 +220,10 @@ def measure_in(root: str, name: str, n: int) -> dict[str, float]:
 def versus_baseline(rev: str, cases: list[tuple[str, int]], repeat: int) -> dict[str, float]:
     here = str(Path(__import__("orgtree_lang").__file__).resolve().parent.parent)
     print(f"python {sys.version.split()[0]}, median of {repeat} rounds, each in a fresh process; baseline {rev}")
-    print(f"{'loop':<18} {'iterations':>10} {'now vm s':>9} {'base vm s':>9} {'now':>8} {'baseline':>9} "
-          f"{'speedup':>8}")
+    print("slowdown = VM time / Python time in the same process, by CPU time (steadier on a shared machine) "
+          "and by wall time")
+    print(f"{'loop':<18} {'iterations':>10} {'now cpu':>8} {'base cpu':>9} {'now wall':>9} {'base wall':>10} "
+          f"{'VM speedup':>11}")
     ratios = {}
     with tempfile.TemporaryDirectory(prefix="pipe-baseline-") as tmp:
         base = checkout(rev, tmp)
@@ -229,13 +232,16 @@ def versus_baseline(rev: str, cases: list[tuple[str, int]], repeat: int) -> dict
             for _ in range(repeat):
                 now.append(measure_in(here, name, n))
                 before.append(measure_in(base, name, n))
-            now_vm = statistics.median(r["vm"] for r in now)
-            base_vm = statistics.median(r["vm"] for r in before)
-            ratio = statistics.median(r["vm"] / r["py"] for r in now)
-            base_ratio = statistics.median(r["vm"] / r["py"] for r in before)
-            ratios[name] = ratio
-            print(f"{name:<18} {n:>10} {now_vm:>9.4f} {base_vm:>9.4f} {ratio:>7.1f}x {base_ratio:>8.1f}x "
-                  f"{base_vm / now_vm:>7.2f}x")
+
+            def median(rounds, key):
+                return statistics.median(key(r) for r in rounds)
+
+            cpu, base_cpu = (median(r, lambda x: x["vm_cpu"] / x["py_cpu"]) for r in (now, before))
+            wall, base_wall = (median(r, lambda x: x["vm_wall"] / x["py_wall"]) for r in (now, before))
+            speedup = median(before, lambda x: x["vm_cpu"]) / median(now, lambda x: x["vm_cpu"])
+            ratios[name] = cpu
+            print(f"{name:<18} {n:>10} {cpu:>7.1f}x {base_cpu:>8.1f}x {wall:>8.1f}x {base_wall:>9.1f}x "
+                  f"{speedup:>10.2f}x")
     return ratios
 
 

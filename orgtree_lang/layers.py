@@ -46,6 +46,8 @@ LAYERS: tuple[Layer, ...] = (
     Layer("engine", ("engine",), "the run factory: assembles registries, services and machines"),
     Layer("expose", ("expose",), "`pipe mcp serve`: pipelines and learned skills as MCP tools, each call a durable run"),
     Layer("lsp", ("lsp",), "the language server: the real parser, checker and formatter answering an editor"),
+    Layer("viewer", ("viewer",),
+          "`pipe serve`: the web run viewer over a workspace's state.db, journals, modules and memory"),
     Layer("cli", ("cli",), "the `pipe` command"),
 )
 

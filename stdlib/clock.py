@@ -28,7 +28,7 @@ def now(ctx: SkillContext) -> str:
 MAX_SLEEP_SECONDS = 3600
 
 
-@skill("time.sleep", slow=True, remote=True)
+@skill("time.sleep", slow=True, remote=True, cpu=0.05)
 def sleep(seconds: float) -> None:
     """Wait for a number of seconds.
 

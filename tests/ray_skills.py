@@ -37,9 +37,26 @@ def apply(ctx: SkillContext, folder: str, tag: str, hold: bool = False) -> str:
 
 
 def registry() -> SkillRegistry:
-    """The stdlib and ledger.apply."""
+    """The stdlib, ledger.apply and ledger.wait."""
     from orgtree_lang.engine.registries import default_registry
 
     skills = default_registry(plugins=False)
     skills.register(apply)
+    skills.register(wait)
     return skills
+
+
+@skill("ledger.wait", slow=True, remote=True, cpu=0.1)
+def wait(folder: str, seconds: float) -> None:
+    """Wait `seconds`, then log the CPU share Ray gave the task to `folder`/waits (the fractional-CPU test).
+
+    Args:
+        folder: A folder the test reads.
+        seconds: How long to wait.
+    """
+    import ray
+
+    time.sleep(seconds)
+    cpu = ray.get_runtime_context().get_assigned_resources().get("CPU")
+    with open(Path(folder) / "waits", "a", encoding="utf-8") as out:
+        out.write(f"{cpu} {os.getpid()}\n")

@@ -262,6 +262,11 @@ def test_check_imports_nothing_heavy(tmp_path):
     assert _imports_attempted_by(["check", "p.pipe"], tmp_path) == []
 
 
+def test_serve_help_imports_no_web_stack(tmp_path):
+    # starlette and uvicorn (LAZY_STACKS): the viewer imports them only in the functions that serve.
+    assert _imports_attempted_by(["serve", "--help"], tmp_path) == []
+
+
 def test_check_of_a_program_without_mcp_imports_no_mcp_stack_in_a_workspace_with_servers(tmp_path):
     (tmp_path / "orgtree.toml").write_text('[mcp.servers.files]\ncommand = ["python", "files_server.py"]\n')
     (tmp_path / "p.pipe").write_text('use text\n\npipeline main() -> int:\n    return text.len("abc")\n')

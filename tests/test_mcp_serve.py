@@ -141,11 +141,13 @@ def test_learned_skills_and_the_configured_pipelines_are_served(workspace):
     (workspace / "orgtree.toml").write_text('[mcp]\nexpose = ["tools/triage.pipe:shout"]\n')
 
     async def work(client):
-        tools = sorted(tool.name for tool in (await client.list_tools()).tools)
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
         return tools, await client.call_tool("learned_double", {"n": 21})
 
     tools, doubled = session(serve_command(workspace), work)
-    assert tools == ["learned_double", "shout"]
+    assert sorted(tools) == ["learned_double", "shout"]
+    assert tools["learned_double"].description == "Double a number."  # the learned skill's own description
+    assert tools["learned_double"].input_schema["properties"] == {"n": {"type": "integer"}}
     assert doubled.structured_content == {"result": 42}
     assert [run["status"] for run in runs(workspace)] == ["done"]
 
@@ -177,3 +179,31 @@ def test_streamable_http_on_localhost(workspace):
         server.terminate()
         server.wait(timeout=10)
     assert [run["status"] for run in runs(workspace)] == ["done"]
+
+
+def test_a_served_pipeline_resolves_its_ambiguous_block_with_the_models_given(tmp_path):
+    """examples/ambiguous_triage.pipe with the scripted author and reviewer of examples/models/ (their story is in
+    tests/test_examples.py): the module written for `classify` answers `feature` for a request."""
+    import shutil
+
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    shutil.copytree(examples, tmp_path / "examples", ignore=shutil.ignore_patterns("__pycache__"))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    from mcp import StdioServerParameters
+
+    server = StdioServerParameters(
+        command=sys.executable, cwd=str(tmp_path), env={"PIPE_NO_PLUGINS": "1", "PYTHONSAFEPATH": "1"},
+        args=["-m", "orgtree_lang.cli.main", "mcp", "serve", "--workspace", str(workspace),
+              str(tmp_path / "examples" / "ambiguous_triage.pipe"),
+              "--model", "scripted:examples/models/triage_author.yaml",
+              "--review-model", "scripted:examples/models/triage_reviewer.yaml"])
+
+    async def work(client):
+        return await client.call_tool("ambiguous_triage", {"report": "Please add CSV export"})
+
+    result = session(server, work)
+    assert not result.is_error, result.content[0].text
+    assert result.structured_content == {"result": "feature"}
+    assert [run["status"] for run in runs(workspace)] == ["done"]
+    assert list((workspace / ".orgtree" / "modules").rglob("*.pipe"))  # the module written for the block

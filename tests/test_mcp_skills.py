@@ -95,6 +95,31 @@ def test_the_budget_counts_mcp_calls(workspace):
     assert len(calls(workspace)) == 1
 
 
+def test_parallel_branches_overlap_their_mcp_calls(workspace):
+    (workspace / "naps.pipe").write_text(
+        'use mcp.notes\n\npipeline main() -> str:\n    parallel:\n'
+        '        a = mcp.notes.nap(1.5, "a")\n        b = mcp.notes.nap(1.5, "b")\n        c = mcp.notes.nap(1.5, "c")\n'
+        '    return a + b + c\n')
+    result = pipe("run", "naps.pipe", "--json", cwd=workspace)
+    assert result.returncode == 0, result.stderr
+    envelope = json.loads(result.stdout)
+    assert envelope["output"] == "abc"
+    assert len(calls(workspace)) == 3
+    assert envelope["usage"]["seconds"] < 3.0  # one after another they take 4.5 s
+
+
+def test_a_tool_call_longer_than_the_timeout_is_an_error_that_names_the_setting(workspace):
+    config = workspace / "orgtree.toml"
+    config.write_text(config.read_text() + "timeout = 0.5\n")
+    (workspace / "nap.pipe").write_text('use mcp.notes\n\npipeline main() -> str:\n    return mcp.notes.nap(5, "late")\n')
+    started = time.monotonic()
+    result = pipe("run", "nap.pipe", cwd=workspace)
+    assert result.returncode == 70
+    assert "did not run the tool `nap` within 0.5 s" in result.stderr
+    assert "raise `timeout` in [mcp.servers.notes]" in result.stderr
+    assert time.monotonic() - started < 30
+
+
 def test_checking_a_program_without_mcp_starts_no_server(tmp_path):
     marker = tmp_path / "started"
     command = json.dumps([sys.executable, "-c", f"open({str(marker)!r}, 'w')"])
@@ -291,3 +316,27 @@ def test_a_program_that_uses_an_mcp_server_is_not_cached(tmp_path):
     assert not cache.exists() or list(cache.iterdir()) == []
     compile_source('pipeline main() -> str:\n    return "x"\n', "b.pipe", registry, cache)
     assert len(list(cache.iterdir())) == 1
+
+
+def test_the_decomposer_is_shown_the_tools_of_a_server_the_block_may_use():
+    from orgtree_lang.compile.code import AmbiguousSpec
+    from orgtree_lang.decompose.prompt import allowed_skills
+    from orgtree_lang.runtime.skills import SkillRegistry, make_skill
+    from orgtree_lang.syntax.spans import Span
+
+    def ping(text: str) -> str:
+        """Answer."""
+        return text
+
+    def failing():
+        from orgtree_lang.runtime.errors import SkillError
+
+        raise SkillError("MCP server `down` failed to start")
+
+    registry = SkillRegistry()
+    registry.add_lazy("mcp.box", "key", lambda: [make_skill(ping, name="mcp.box.ping")])
+    registry.add_lazy("mcp.down", "key", failing)
+    registry.add_lazy("mcp.other", "key", lambda: [make_skill(ping, name="mcp.other.ping")])
+    spec = AmbiguousSpec("answer", "Answer.", (), (), ("mcp.box", "mcp.down"), "main", Span("a.pipe", 1, 1, 1, 1))
+    assert [skill.name for skill in allowed_skills(spec, registry)] == ["mcp.box.ping"]
+    assert registry.lazy_namespaces() == ["mcp.down", "mcp.other"]  # a server the block may not use is not started

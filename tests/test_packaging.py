@@ -43,6 +43,12 @@ def test_wheel_contains_grammar_and_stdlib(wheel):
     assert any(n.endswith("entry_points.txt") and "pipe" in zipfile.ZipFile(wheel).read(n).decode() for n in names)
 
 
+def test_wheel_contains_the_viewers_script_and_style(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    shipped = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "orgtree_lang" / "viewer" / "static").iterdir())
+    assert shipped and [name for name in shipped if name not in names] == []
+
+
 def test_wheel_contains_every_package_of_the_checkout(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     packages = [p.parent.relative_to(REPO).as_posix() for p in (REPO / "orgtree_lang").rglob("__init__.py")]

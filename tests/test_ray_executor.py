@@ -315,3 +315,213 @@ def test_a_lost_cluster_stops_the_run_with_a_clear_error_and_resume_finishes_it_
     done = pipe("resume", run_id, "--workspace", tmp_path, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["done"]  # "started" was printed by the first attempt, not again
+
+
+def test_a_waiting_skill_asks_ray_for_the_cpu_share_it_declares(cluster, tmp_path) -> None:
+    program = tmp_path / "waits.pipe"
+    program.write_text("use ledger\n\npipeline main(folder: str) -> int:\n"
+                       "    done = for i in range(3) parallel:\n        ledger.wait(folder, 0.2)\n        i\n"
+                       "    return len(done)\n")
+    assert _durable_run(program, tmp_path, f"ray:{cluster.address}", "waits").state.result == 3
+    lines = [line.split() for line in (tmp_path / "waits").read_text().splitlines()]
+    assert [cpu for cpu, _ in lines] == ["0.1"] * 3  # ledger.wait says cpu=0.1; a task's default is 1
+    assert str(os.getpid()) not in {pid for _, pid in lines}
+
+
+# ---- remote nodes: `[executor] remote_nodes = true` runs whole spawned nodes on the cluster --------------------
+
+NODES = '''\
+use ledger, code
+
+pipeline work(folder: str, name: str) -> str:
+    ran = code.run("python", "print(" + str(len(name)) + " * 7)")
+    print(name + " " + ran["stdout"])
+    tag = ledger.apply(folder, name)
+    return name + "=" + ran["stdout"]
+
+pipeline main(folder: str) -> str:
+    a = spawn work(folder, "a")
+    b = spawn work(folder, "bb")
+    first = await a
+    second = await b
+    print("both done")
+    return first + second
+'''
+
+
+def _remote_nodes(workspace: Path) -> None:
+    (workspace / "orgtree.toml").write_text("[executor]\nremote_nodes = true\n")
+
+
+def test_spawned_nodes_run_whole_on_ray_workers_with_the_output_they_give_locally(cluster, tmp_path) -> None:
+    here, there = tmp_path / "local", tmp_path / "ray"
+    for workspace in (here, there):
+        (workspace / "effects").mkdir(parents=True)
+        (workspace / "nodes.pipe").write_text(NODES)
+    _remote_nodes(there)
+    local = _durable_run(here / "nodes.pipe", here / "effects", "threads:4", "nlocal").state
+    remote = _durable_run(there / "nodes.pipe", there / "effects", f"ray:{cluster.address}", "nremote").state
+    assert local.output == ["a 7\n", "bb 14\n", "both done"]
+    assert remote.output == local.output and remote.result == local.result == "a=7\nbb=14\n"
+    tries = [line.split() for line in (there / "effects" / "tries").read_text().splitlines()]
+    # Each node is one journal step (1 and 2); its own steps are keyed under it: code.run is .1, ledger.apply .2.
+    assert sorted(key for key, _ in tries) == ["nremote:1.2", "nremote:2.2"]
+    assert str(os.getpid()) not in {pid for _, pid in tries}  # the nodes' machines ran in Ray workers
+    local_keys = sorted(line.split()[0] for line in (here / "effects" / "tries").read_text().splitlines())
+    assert local_keys == ["nlocal:3", "nlocal:4"]  # locally every step of the run shares one numbering
+
+    tree = pipe("tree", "nremote", "--every-call", "--workspace", there).stdout
+    nodes = [line for line in tree.splitlines() if "work#" in line]
+    assert len(nodes) == 2 and all("[ray node " in line for line in nodes), tree
+    assert tree.count("code.run  skill  ok") == 2 and tree.count("[ray node ") == 6, tree
+    assert "[ray node " not in pipe("tree", "nlocal", "--every-call", "--workspace", here).stdout
+
+    report = durable_runs.replay(there, "nremote", ray_skills.registry())
+    assert report.identical, report.differences
+    assert report.outside_calls == 0
+    assert len((there / "effects" / "tries").read_text().splitlines()) == 2
+
+
+HELD = '''\
+use ledger
+
+pipeline hold(folder: str) -> str:
+    first = ledger.apply(folder, "a")
+    second = ledger.apply(folder, "b", hold=true)
+    return first + " | " + second
+
+pipeline main(folder: str) -> str:
+    h = spawn hold(folder)
+    return await h
+'''
+
+
+def _held_node(tmp_path: Path) -> Path:
+    (tmp_path / "held.pipe").write_text(HELD)
+    _remote_nodes(tmp_path)
+    folder = tmp_path / "effects"
+    folder.mkdir()
+    return folder
+
+
+def _wait_for(path: Path, seconds: float = 90) -> None:
+    deadline = time.monotonic() + seconds
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert path.exists(), f"{path.name} never appeared"
+
+
+def test_a_worker_killed_in_the_middle_of_a_remote_node_runs_it_again_without_repeating_its_effects(
+        cluster, tmp_path) -> None:
+    folder = _held_node(tmp_path)
+    outcome: dict = {}
+
+    def run() -> None:
+        try:
+            outcome["state"] = _durable_run(tmp_path / "held.pipe", folder, f"ray:{cluster.address}", "nodekill").state
+        except Exception as exc:  # reported by the assertions below
+            outcome["error"] = exc
+
+    runner = threading.Thread(target=run)
+    runner.start()
+    _wait_for(folder / "pid")
+    time.sleep(0.5)  # the worker dies after it reported step 1 and applied step 2's effect
+    os.kill(int((folder / "pid").read_text()), signal.SIGKILL)
+    runner.join(120)
+    assert not runner.is_alive()
+    assert "error" not in outcome, outcome.get("error")
+    assert outcome["state"].result == "a nodekill:1.1 | b nodekill:1.2"
+    tries = [line.split() for line in (folder / "tries").read_text().splitlines()]
+    assert [key for key, _ in tries] == ["nodekill:1.1", "nodekill:1.2", "nodekill:1.2"]  # step 1 not again
+    assert tries[1][1] != tries[2][1]  # a second worker ran the node again
+    assert (folder / "ledger").read_text().split() == ["nodekill:1.1", "nodekill:1.2"]
+
+
+DRIVER = '''\
+import importlib.util, sys
+from pathlib import Path
+
+import ray
+
+spec = importlib.util.spec_from_file_location("ray_skills", {skills!r})
+ray_skills = importlib.util.module_from_spec(spec)
+sys.modules["ray_skills"] = ray_skills
+spec.loader.exec_module(ray_skills)
+ray.cloudpickle.register_pickle_by_value(ray_skills)
+from orgtree_lang.engine.runner import RunOptions, run_file
+
+run_file(Path("held.pipe"), RunOptions(inputs={{"folder": {folder!r}}}, registry=ray_skills.registry(), durable=True,
+                                       executor={executor!r}, run_id="nodedriver", workspace=Path(".")))
+'''
+
+
+def test_a_driver_killed_while_a_remote_node_runs_is_resumed_without_repeating_the_nodes_effects(
+        cluster, tmp_path) -> None:
+    folder = _held_node(tmp_path)
+    script = tmp_path / "driver.py"
+    script.write_text(DRIVER.format(skills=ray_skills.__file__, folder=str(folder),
+                                    executor=f"ray:{cluster.address}"))
+    driver = subprocess.Popen([sys.executable, str(script)], cwd=tmp_path, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+    try:
+        _wait_for(folder / "pid")
+        time.sleep(0.5)  # step 1's record has reached the driver, which wrote it to the run's folder
+    finally:
+        driver.send_signal(signal.SIGKILL)
+        driver.communicate(timeout=60)
+    resumed = durable_runs.resume(tmp_path, "nodedriver", ray_skills.registry(),
+                                  RunOptions(executor=f"ray:{cluster.address}"))
+    assert resumed.state.result == "a nodedriver:1.1 | b nodedriver:1.2"
+    keys = [line.split()[0] for line in (folder / "tries").read_text().splitlines()]
+    assert keys == ["nodedriver:1.1", "nodedriver:1.2", "nodedriver:1.2"]  # step 1 was handed back, not rerun
+    assert (folder / "ledger").read_text().split() == ["nodedriver:1.1", "nodedriver:1.2"]
+    report = durable_runs.replay(tmp_path, "nodedriver", ray_skills.registry())
+    assert report.identical and report.outside_calls == 0, report.differences
+
+
+SPINNING = '''\
+use ledger
+
+pipeline spin(folder: str) -> int:
+    ledger.apply(folder, "started")
+    n = 0
+    while true:
+        n += 1
+    return n
+
+pipeline main(folder: str) -> int:
+    h = spawn spin(folder)
+    return await h
+'''
+
+
+def test_the_steps_budget_of_the_run_stops_a_remote_node(cluster, tmp_path) -> None:
+    (tmp_path / "spin.pipe").write_text(SPINNING)
+    _remote_nodes(tmp_path)
+    folder = tmp_path / "effects"
+    folder.mkdir()
+    options = RunOptions(inputs={"folder": str(folder)}, registry=ray_skills.registry(), durable=True,
+                         executor=f"ray:{cluster.address}", run_id="spun", workspace=tmp_path,
+                         budget=Budget(max_steps=20_000))
+    with pytest.raises(PipeRuntimeError, match="steps budget exceeded: limit 20000 steps") as stopped:
+        run_file(tmp_path / "spin.pipe", options)
+    assert stopped.value.kind == "budget" and "in remote node main/spin#1" in stopped.value.message
+    [(key, pid)] = [line.split() for line in (folder / "tries").read_text().splitlines()]
+    assert key == "spun:1.1" and pid != str(os.getpid())  # it ran on a worker, and stopped there
+
+
+def test_the_seconds_budget_of_the_run_stops_a_remote_node_and_its_task(cluster, tmp_path) -> None:
+    folder = _held_node(tmp_path)
+    options = RunOptions(inputs={"folder": str(folder)}, registry=ray_skills.registry(), durable=True,
+                         executor=f"ray:{cluster.address}", run_id="nodelimited", workspace=tmp_path,
+                         budget=Budget(max_seconds=6))
+    started = time.monotonic()
+    with pytest.raises(PipeRuntimeError, match="seconds") as stopped:
+        run_file(tmp_path / "held.pipe", options)
+    assert stopped.value.kind == "budget"
+    assert time.monotonic() - started < 40  # not the 120 s the node's second step would take
+    worker = int((folder / "pid").read_text())
+    deadline = time.monotonic() + 30
+    while _alive(worker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(worker), "the node went on on the cluster after the run stopped"

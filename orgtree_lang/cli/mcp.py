@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from orgtree_lang.cli.options import (EXIT_OK, add_budget_options, add_sub_verbs, add_verb, add_workspace_option,
-                                      budget_from_args, positive_int)
+from orgtree_lang.cli.options import (EXIT_OK, add_budget_options, add_model_options, add_sub_verbs, add_verb,
+                                      add_workspace_option, budget_from_args, positive_int)
 from orgtree_lang.runtime.errors import UsageError
 
 
@@ -39,6 +39,7 @@ def register(commands) -> None:
                        help="serve streamable HTTP at http://127.0.0.1:PORT/mcp instead of stdio")
     serve.add_argument("--port", type=positive_int, default=8765, metavar="N", help="the HTTP port (default 8765)")
     add_budget_options(serve)
+    add_model_options(serve)
 
 
 def command_serve(args) -> int:
@@ -63,13 +64,22 @@ def command_serve(args) -> int:
     if not tools:
         raise UsageError("no pipelines to serve", hint="pass .pipe files, list them in `[mcp] expose` of "
                                                        "orgtree.toml, or promote a learned skill first")
-    names = ", ".join(tool.name for tool in tools)
-    server = build_server(tools, root, registry)
+    names = f"{len(tools)} tool{'s' if len(tools) != 1 else ''} ({', '.join(tool.name for tool in tools)})"
+    server = build_server(tools, root, registry, services=lambda tool: _run_services(args, tool, root, registry))
     if args.http:
         serve_http(server, args.port, ready=lambda port: print(
-            f"pipe mcp serve: {len(tools)} tools ({names}) at http://127.0.0.1:{port}/mcp", file=sys.stderr,
+            f"pipe mcp serve: {names} at http://127.0.0.1:{port}/mcp", file=sys.stderr,
             flush=True))
     else:
-        print(f"pipe mcp serve: {len(tools)} tools ({names}) on stdio", file=sys.stderr, flush=True)
+        print(f"pipe mcp serve: {names} on stdio", file=sys.stderr, flush=True)
         serve_stdio(server)
     return EXIT_OK
+
+
+def _run_services(args, tool, root: Path, registry):
+    """The models and decomposer of one call's run, made as `pipe run` makes them (a pipeline with `ambiguous`
+    blocks reuses saved modules, and writes new ones when a model is configured)."""
+    from orgtree_lang.cli.run import make_decomposer, make_models
+
+    models = make_models(args, tool.program)
+    return models, make_decomposer(args, tool.program, tool.source, str(tool.path), root, registry, models)

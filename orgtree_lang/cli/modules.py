@@ -50,18 +50,8 @@ def command_list(args) -> int:
     for module in saved:
         p = module.provenance
         print(f"{module.path.relative_to(store.root)}  block {p.get('block', '?')}  parent {p.get('parent', '?')}  "
-              f"review rounds {p.get('review-rounds', '?')}" + "".join(f"  [{w}]" for w in _warnings(module)))
+              f"review rounds {p.get('review-rounds', '?')}" + "".join(f"  [{w}]" for w in module.refusals))
     return EXIT_OK
-
-
-def _warnings(module) -> list[str]:
-    """Why runs refuse to reuse the module until a person accepts it (empty when they reuse it)."""
-    warnings = []
-    if module.changed_since_review:
-        warnings.append("changed since review" if module.provenance.get("body-hash") else "no reviewed body-hash")
-    if module.budget_failure:
-        warnings.append("over its limits")
-    return warnings
 
 
 def _one_module(store, name: str):
@@ -95,10 +85,7 @@ def command_show(args) -> int:
     if args.review:
         from orgtree_lang.review.ledger import ConcernLedger
 
-        parent = Path(module.provenance.get("parent", "").split(":")[0]).name
-        subject = module.provenance.get("review-subject") or \
-            f"{parent}:{module.provenance.get('block')}:{module.spec_hash}"
-        rows = ConcernLedger.for_workspace(Path(args.workspace)).history(subject)
+        rows = ConcernLedger.for_workspace(Path(args.workspace)).history(module.review_subject)
         print(f"\n# review ledger ({len(rows)} concern{'s' if len(rows) != 1 else ''})")
         for row in rows:
             print(f"# {row['concern_id']} [{row['severity']}, round {row['round']}] {row['status']}: "

@@ -214,18 +214,16 @@ def report_waiting(state, workspace: Path | None, as_json: bool, printed: list[s
 
 def waiting_lines(workspace: Path, meta: dict) -> list[str]:
     """`pipe show`'s lines for a waiting run: each question, whether it is answered, and what to do next."""
-    from orgtree_lang.orgtree.inbox import Inbox, run_key
+    from orgtree_lang.durable.people import waiting_questions
 
     run_id = meta["run_id"]
     lines = ["waiting for a person:"]
-    with Inbox.for_workspace(workspace) as inbox:
-        for data in meta.get("waiting", []):
-            posted = inbox.get(run_key(run_id, data["seq"]))
-            ref = posted.ref if posted is not None else "?"
-            state = f"answered {json.dumps(posted.answer)}" if posted is not None and posted.status == "answered" \
-                else "open"
-            lines.append(f"  {ref}  {data['kind']} at {data['file']}:{data['line']} ({data['node']}): {data['text']}"
-                         f"  [{state}]")
+    for data, posted in waiting_questions(workspace, meta):
+        ref = posted.ref if posted is not None else "?"
+        state = f"answered {json.dumps(posted.answer)}" if posted is not None and posted.status == "answered" \
+            else "open"
+        lines.append(f"  {ref}  {data['kind']} at {data['file']}:{data['line']} ({data['node']}): {data['text']}"
+                     f"  [{state}]")
     where = _workspace_flag(workspace)
     lines.append(f"answer with `pipe reply {run_id} TEXT{where}`, continue with `pipe resume {run_id}{where}`")
     return lines

@@ -70,6 +70,11 @@ _TABLE = [
      "Apply operator `arg[1]` to the top of the stack and constant `arg[0]` (LOAD_CONST + BINARY fused)."),
     ("BINARY_LOCAL_CONST", "local const binop", "-- a<op>const", _fixed(1), None,
      "Push local `arg[0]` <op `arg[2]`> constant `arg[1]` (LOAD_LOCAL + BINARY_CONST fused)."),
+    ("BINARY_LOCALS", "local local binop", "-- a<op>b", _fixed(1), None,
+     "Push local `arg[0]` <op `arg[2]`> local `arg[1]` (LOAD_LOCAL2 + BINARY fused)."),
+    ("BINARY_LOCALS_STORE", "local local binop local", "--", _fixed(0), None,
+     "Store local `arg[0]` <op `arg[2]`> local `arg[1]` in local `arg[3]`, as in `total += x` "
+     "(BINARY_LOCALS + STORE_LOCAL fused)."),
     ("BINARY_STORE", "binop local", "a b --", _fixed(-2), None,
      "Apply operator `arg[0]` to the two top items and store the result in local `arg[1]` (BINARY + "
      "STORE_LOCAL fused)."),
@@ -124,6 +129,9 @@ _TABLE = [
     ("FOR_ITER_STORE", "local jump", "items i -- items i+1 | --", _fixed(0), -2,
      "FOR_ITER + STORE_LOCAL fused: store the next item in local `arg[0]`, or pop the loop state and jump "
      "to `arg[1]` when done."),
+    ("JUMP_FOR_ITER_STORE", "jump", "items i -- items i+1 | --", _fixed(0), 0,
+     "Continue at instruction `arg`, a FOR_ITER_STORE, and run it here (JUMP + FOR_ITER_STORE fused: a `for` "
+     "loop's way back): store the next item and go on after `arg`, or pop the loop state and leave the loop."),
     ("CALL_BUILTIN", "call", "args... kwargs... -- result", _call_effect, None, "Call the built-in of call site `arg`."),
     ("CALL_SKILL", "call", "args... kwargs... -- result", _call_effect, None,
      "Call the skill of call site `arg` through the skill registry (counts against the skill-call budget)."),

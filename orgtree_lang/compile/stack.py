@@ -5,7 +5,7 @@ from __future__ import annotations
 from orgtree_lang.compile.code import CodeObject
 from orgtree_lang.compile.opcodes import OPCODES
 
-_ENDS_FLOW = {"RETURN", "FAIL", "JUMP", "JUMP_STMT", "END_BRANCH", "END_HANDLER"}
+_ENDS_FLOW = {"RETURN", "FAIL", "JUMP", "JUMP_STMT", "JUMP_FOR_ITER_STORE", "END_BRANCH", "END_HANDLER"}
 
 
 class StackError(AssertionError):

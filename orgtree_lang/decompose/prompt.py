@@ -59,6 +59,13 @@ def spec_text(spec: AmbiguousSpec) -> str:
 
 def allowed_skills(spec: AmbiguousSpec, registry) -> list:
     """The skills the block may use (its `use` set), most relevant to the spec first."""
+    for namespace in getattr(registry, "lazy_namespaces", list)():
+        # An MCP server the block may use is listed too, though the parent has not called it yet.
+        if any(namespace == u or namespace.startswith(u + ".") or u.startswith(namespace + ".") for u in spec.uses):
+            try:
+                registry.load_lazy(namespace)
+            except PipeError:
+                pass  # not listed; the check of the module written for the block says why, if it calls it
     skills = [registry.get(name) for name in registry.names()
               if any(name == u or name.startswith(u + ".") for u in spec.uses)]
     wanted = spec_words(spec)

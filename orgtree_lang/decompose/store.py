@@ -40,6 +40,22 @@ class SavedModule:
         """What went over a generated module's limits in a run of it, until a person accepts it again."""
         return self.provenance.get(BUDGET_FAILED)
 
+    @property
+    def refusals(self) -> list[str]:
+        """Why runs refuse to reuse the module until a person accepts it (empty when they reuse it)."""
+        refusals = []
+        if self.changed_since_review:
+            refusals.append("changed since review" if self.provenance.get(BODY_HASH) else "no reviewed body-hash")
+        if self.budget_failure:
+            refusals.append("over its limits")
+        return refusals
+
+    @property
+    def review_subject(self) -> str:
+        """The concern ledger's subject for the module's review (older headers lack it: rebuilt from the spec)."""
+        parent = Path(self.provenance.get("parent", "").split(":")[0]).name
+        return self.provenance.get("review-subject") or f"{parent}:{self.provenance.get('block')}:{self.spec_hash}"
+
 
 class ModuleStore:
     """`<workspace>/.orgtree/modules/<parent module>/<block>.pipe`."""

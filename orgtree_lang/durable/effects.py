@@ -60,6 +60,7 @@ class EffectLog:
         self._checkpoint_effects = -1
         self._current_seq = 0
         self._attempts: dict[int, int] = {}  # a retried step's attempt number, from `begin` to its `end`
+        self._nodes = None  # durable.node_steps.NodeSteps, opened on a remote node's first step
 
     @property
     def catching_up(self) -> bool:
@@ -249,6 +250,23 @@ class EffectLog:
                  f"with `pipe fork {self.run_id} --at STEP`, or start this one over with "
                  f"`pipe resume {self.run_id} --from-scratch` (its side effects then happen again)",
         )
+
+    # ---- remote nodes (durable/node_steps.py) -------------------------------------
+
+    def node_steps(self, seq: int) -> list[dict]:
+        """The steps remote node `seq` reported in an earlier try, handed to it when it runs again."""
+        return self._node_steps().of(seq)
+
+    def record_node_step(self, seq: int, record: dict) -> None:
+        """A step remote node `seq` just ended (called from the thread that receives it)."""
+        self._node_steps().append(seq, record)
+
+    def _node_steps(self):
+        from orgtree_lang.durable.node_steps import NodeSteps
+
+        if self._nodes is None:
+            self._nodes = NodeSteps(self.journal.path.parent, sync=self.journal.fsyncs)
+        return self._nodes
 
     def sync(self) -> None:
         """Make every journaled step durable now: called before output reaches the user (group commit)."""

@@ -112,6 +112,11 @@ class Journal:
         self._unsynced = 0  # commits since the last fsync
         self._unsynced_since = 0.0
 
+    @property
+    def fsyncs(self) -> bool:
+        """Whether steps the outside world saw are fsynced before the run goes on (durability "power")."""
+        return self._power
+
     def committed_mark(self) -> int:
         """The highest step number this journal ever committed, by the mark file (0 when there is none)."""
         try:

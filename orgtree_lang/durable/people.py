@@ -71,6 +71,12 @@ def reply(root: Path, ref: str, message: str | None, text: str) -> Reply:
             opened.close()
 
 
+def waiting_questions(root: Path, meta: dict[str, Any]) -> list[tuple[dict[str, Any], Question | None]]:
+    """The questions a waiting run asked (as its journal metadata holds them), each with its inbox row, if posted."""
+    with Inbox.for_workspace(root) as inbox:
+        return [(data, inbox.get(run_key(meta["run_id"], data["seq"]))) for data in meta.get("waiting", [])]
+
+
 def _chosen(run_id: str, asked: list[HumanQuestion], posted: dict[int, Question], message: str | None) -> HumanQuestion:
     listing = "; ".join(f"{posted[q.seq].ref}: {q.text}" for q in asked)
     if message is None:

@@ -17,11 +17,12 @@ DEFAULT_EXECUTOR = "threads"
 
 
 def executor_settings(root: Path | str) -> dict:
-    """The `[executor]` table of the workspace's orgtree.toml: `kind`, `address`, `ship_env` (all optional)."""
+    """The `[executor]` table of the workspace's orgtree.toml: `kind`, `address`, `ship_env`, `remote_nodes`
+    (all optional)."""
     from orgtree_lang.runtime.config import CONFIG_NAME, config_section
 
     return config_section("executor", Path(root) / CONFIG_NAME,
-                          types={"kind": str, "address": str, "ship_env": list})
+                          types={"kind": str, "address": str, "ship_env": list, "remote_nodes": bool})
 
 
 def make_executor(spec: str | None = None, settings: dict | None = None):

@@ -34,6 +34,7 @@ class MachineFactory:
     clock: Callable[[], float] = time.monotonic
     executor: Any = None  # vm.executor.Executor for slow skill calls; None runs them on the VM's thread
     spans: Any = None  # engine.otel.SpanObserver when the run is exported to OpenTelemetry (shared by children)
+    remote_nodes: bool = False  # vm/remote.py: `[executor] remote_nodes`
     routes: dict | None = None  # orgtree.toml's [org] routes (topic -> pipeline)
     notify: Callable[[dict, str], None] | None = None  # posts `send "human", ...` notes to the inbox
     inbound: Any = None  # durable.inbound.Inbound: the messages `pipe send` queued for the run
@@ -50,7 +51,7 @@ class MachineFactory:
             registry=self.registry, context=self.context, budget=self.budget, resolver=self.resolver,
             printer=self.printer, clock=self.clock, effects=self.effects, executor=self.executor,
             observers=tuple(o for o in observers if o is not None), children=self.child,
-            routes=dict(self.routes or {}), notify=self.notify, inbound=self.inbound))
+            routes=dict(self.routes or {}), notify=self.notify, inbound=self.inbound, remote_nodes=self.remote_nodes))
 
     def child(self, parent: Machine, block, program, resolver, budget: Budget, context: Any = None) -> Machine:
         tracer = self.tracer.for_child(block.node, parent.state.run_id) if self._traced() is not None else None
@@ -117,12 +118,13 @@ def build_run(program, root: Path, registry, options, run_id: str, *, effects=No
     from orgtree_lang.runtime.routes import config_routes
 
     routes = config_routes(root)
-    executor = make_executor(options.executor, executor_settings(root))
+    settings = executor_settings(root)
+    executor = make_executor(options.executor, settings)
     factory = MachineFactory(
         registry=registry, context=SkillContext(Workspace.for_run(root), run_id=run_id, models=options.models),
         budget=options.budget, resolver=options.decomposer, printer=_synced(options.printer, effects), effects=effects,
         tracer=tracer, recorder=recorder, progress=options.progress, executor=executor, spans=spans, routes=routes,
-        notify=_note_poster(root, run_id), inbound=_inbound(effects))
+        notify=_note_poster(root, run_id), inbound=_inbound(effects), remote_nodes=bool(settings.get("remote_nodes")))
     return RunParts(factory.top(program), tracer, recorder, spans)
 
 

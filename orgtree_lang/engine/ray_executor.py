@@ -1,4 +1,4 @@
-"""The Ray executor: remote-safe slow skill calls run as tasks on a Ray cluster, every other call on driver threads."""
+"""The Ray executor: remote-safe slow skill calls (and, opted in, whole spawned nodes) run as tasks on a Ray cluster."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any, Callable
 from orgtree_lang.engine.threads import ThreadExecutor
 from orgtree_lang.runtime.config import ConfigSnapshot
 from orgtree_lang.runtime.errors import PipeRuntimeError, SkillError, UsageError
-from orgtree_lang.vm.executor import SkillCall
+from orgtree_lang.vm.executor import NodeCall, SkillCall
 
 INSTALL_HINT = "install the extra: pip install 'orgtree-lang[ray]' (or pick --executor threads)"
 # Ray retries a task whose worker process or node died; the retry carries the same arguments, so the same
@@ -73,6 +73,37 @@ def run_on_worker(skill, args: list, kwargs: dict, shipped: ShippedContext | Non
         return "raise", exc, node
 
 
+def node_on_worker(program: str, pipeline: str, inputs: dict, skills: list, shipped: ShippedContext | None,
+                   budget, key: str | None, given: list):
+    """The task body of a remote node on a Ray worker, a generator: `("step", record, node)` for each step the
+    node ends (the driver journals it before the node needs it again), then `("end", envelope, node)`."""
+    import queue
+
+    import ray
+
+    from orgtree_lang.engine.remote_nodes import run_node
+
+    node = ray.get_runtime_context().get_node_id()
+    records: queue.Queue = queue.Queue()
+    call = NodeCall(program, pipeline, inputs, skills, None, budget, key, given, report=records.put)
+    ended: list = []
+
+    def run() -> None:
+        try:
+            ended.append(("end", run_node(call, shipped.context() if shipped is not None else None)))
+        except Exception as exc:  # a crash of the node's machine itself: the node fails with it
+            ended.append(("end", {"value": None, "output": [], "steps": 0, "calls": [], "error": {
+                "message": f"{type(exc).__name__}: {exc}", "kind": "executor", "line": None, "budget": None}}))
+        records.put(None)
+
+    machine = threading.Thread(target=run, name="pipe-node", daemon=True)
+    machine.start()
+    while (record := records.get()) is not None:
+        yield "step", record, node
+    machine.join()
+    yield ended[0][0], ended[0][1], node
+
+
 def cluster_lost(address: str | None, err: BaseException) -> PipeRuntimeError:
     """The run cannot go on here: the cluster (or every try of a call on it) is gone."""
     where = f"the Ray cluster at {address}" if address else "the local Ray cluster"
@@ -123,6 +154,82 @@ class RayPending:
             self._done()
 
 
+class RayNode:
+    """A remote node running as a Ray task: a thread of the driver takes its step records as they come (and
+    hands them to the journal), and runs it again, with those records, when its worker or node dies."""
+
+    def __init__(self, executor: RayExecutor, call: NodeCall) -> None:
+        self.where: str | None = None
+        self._executor = executor
+        self._call = call
+        self._given = list(call.given)
+        self._result: concurrent.futures.Future = concurrent.futures.Future()
+        self._stopped = False
+        self._generator = None
+        threading.Thread(target=self._follow, name="pipe-ray-node", daemon=True).start()
+
+    def done(self) -> bool:
+        return self._result.done()
+
+    def result(self, timeout: float | None = None) -> Any:
+        return self._result.result(timeout)  # a timeout raises concurrent.futures.TimeoutError: still running
+
+    def stop(self) -> None:
+        """`cancel` (or the run's end): stop the task where it is; its except handlers do not run."""
+        import ray
+
+        self._stopped = True
+        if self._generator is not None:
+            try:
+                ray.cancel(self._generator, force=True)
+            except Exception:  # ended already, or the cluster is gone: nothing left to stop
+                pass
+
+    def _follow(self) -> None:
+        import ray
+        from ray import exceptions
+
+        call = self._call
+        lost = 0
+        try:
+            while True:
+                task = self._executor.node_task().options(num_cpus=call.cpu)
+                self._generator = task.remote(call.program, call.pipeline, call.inputs, call.skills,
+                                              ShippedContext.of(call.context), call.budget, call.key, self._given)
+                if self._stopped:
+                    self.stop()
+                try:
+                    for ref in self._generator:
+                        kind, payload, node = ray.get(ref)
+                        if kind == "step":
+                            self._given.append(payload)
+                            if call.report is not None:
+                                call.report(payload)
+                            continue
+                        self.where = f"ray node {node[:8]}"
+                        self._result.set_result(payload)
+                        return
+                except (exceptions.WorkerCrashedError, exceptions.NodeDiedError, exceptions.TaskCancelledError) \
+                        as err:
+                    if self._stopped:
+                        self._result.set_exception(PipeRuntimeError(
+                            f"{call.pipeline} (a remote node) was cancelled", kind="cancelled",
+                            hint="a cancelled node has no result; catch the error where you await it"))
+                        return
+                    lost += 1
+                    if lost > TASK_RETRIES:
+                        raise cluster_lost(self._executor.address, err) from err
+                    continue  # a new worker runs it again, given the steps the dead one reported
+        except (exceptions.RayError, ConnectionError) as err:
+            self._result.set_exception(cluster_lost(self._executor.address, err))
+        except BaseException as err:  # noqa: BLE001 - whatever stopped the thread is the node's outcome
+            self._result.set_exception(err)
+        finally:
+            self._executor.forget(self)
+            if call.done is not None:
+                call.done()
+
+
 class RayExecutor:
     """Ships each call of a `remote` skill to a Ray cluster as a task; runs every other call on driver threads.
 
@@ -135,6 +242,7 @@ class RayExecutor:
     def __init__(self, address: str | None = None, *, ship_env: tuple[str, ...] = ()) -> None:
         self.address = address
         self.ship_env = ship_env
+        self._node_task: Callable | None = None
         self.local = ThreadExecutor()
         self._task: Callable | None = None
         self._connected_here = False
@@ -153,16 +261,33 @@ class RayExecutor:
         return cls(argument or None, ship_env=tuple(ship_env))
 
     def submit(self, call: Callable[[], Any]):
+        if isinstance(call, NodeCall):
+            node = RayNode(self, call)
+            with self._lock:
+                self._running.add(node)
+            return node
         if not (isinstance(call, SkillCall) and getattr(call.skill, "remote", False)):
             return self.local.submit(call)
-        task = self._connect()
+        # A call reserves the share of a CPU its skill declares: waiting skills (time.sleep 0.05, http.fetch 0.1)
+        # wait many at a time on one CPU, CPU-bound ones (code.run) take a whole one each.
+        task = self._connect().options(num_cpus=getattr(call.skill, "cpu", 1.0))
         pending = RayPending(task.remote(call.skill, call.args, call.kwargs, ShippedContext.of(call.context)), self,
                              call.done)
         with self._lock:
             self._running.add(pending)
         return pending
 
-    def forget(self, pending: RayPending) -> None:
+    def node_task(self):
+        """The Ray task that runs remote nodes: not retried by Ray (RayNode runs it again with its records)."""
+        self._connect()
+        with self._lock:
+            if self._node_task is None:
+                import ray
+
+                self._node_task = ray.remote(max_retries=0)(node_on_worker)
+            return self._node_task
+
+    def forget(self, pending) -> None:
         with self._lock:
             self._running.discard(pending)
 
@@ -204,10 +329,13 @@ class RayExecutor:
         import ray
 
         for pending in running:
+            if isinstance(pending, RayNode):
+                pending.stop()
+                continue
             try:
                 ray.cancel(pending.ref, force=True)
             except Exception:  # the cluster may be gone already; nothing is left to cancel then
                 pass
         if self._connected_here:
             ray.shutdown()
-        self._task = None
+        self._task = self._node_task = None

@@ -5,6 +5,8 @@ from __future__ import annotations
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable
 
+from orgtree_lang.vm.executor import NodeCall
+
 DEFAULT_WORKERS = 32  # slow calls mostly wait on the network or a timer, so many may wait at once
 
 
@@ -33,6 +35,10 @@ class ThreadExecutor:
     def submit(self, call: Callable[[], Any]) -> Future:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="pipe-worker")
+        if isinstance(call, NodeCall):  # a remote node resumed here: its machine runs on one of the threads
+            from orgtree_lang.engine.remote_nodes import run_node
+
+            return self._pool.submit(run_node, call)
         return self._pool.submit(call)
 
     def close(self) -> None:

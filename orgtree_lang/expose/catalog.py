@@ -45,16 +45,18 @@ def pipeline_tools(root: Path, registry, refs: list[str], *, learned: bool = Tru
     from orgtree_lang.compile.api import compile_file
 
     tools: dict[str, ExposedTool] = {}
-    wanted: list[tuple[Path, str | None, str | None]] = []
+    # (file, pipeline or None for its entry, tool name or None for the usual one, description or None for its doc)
+    wanted: list[tuple[Path, str | None, str | None, str | None]] = []
     for ref in refs:
         file, entry = ref.rsplit(":", 1) if ":" in ref and not ref.endswith(".pipe") else (ref, None)
         path = Path(file)
-        wanted.append((path if path.is_absolute() else root / path, entry, None))
+        wanted.append((path if path.is_absolute() else root / path, entry, None, None))
     if learned:
         from orgtree_lang.pool.learned import LearnedStore
 
-        wanted += [(module.path, "main", f"learned_{module.name}") for module in LearnedStore(root).all()]
-    for path, entry, name in wanted:
+        wanted += [(module.path, "main", f"learned_{module.name}", module.doc.strip() or None)
+                   for module in LearnedStore(root).all()]
+    for path, entry, name, description in wanted:
         if not path.is_file():
             raise UsageError(f"no such pipeline file: {path}", hint="pass .pipe files (FILE or FILE:PIPELINE), "
                                                                      "relative to the workspace")
@@ -72,6 +74,8 @@ def pipeline_tools(root: Path, registry, refs: list[str], *, learned: bool = Tru
                              f"and {path})", hint="expose one of them as FILE:PIPELINE under another pipeline name")
         tools[tool_name] = _tool(tool_name, path, code, compiled.program, compiled.source)
         tools[tool_name].budget = budget
+        if description:
+            tools[tool_name].description = description
     return list(tools.values())
 
 
@@ -115,9 +119,12 @@ def _schema(ptype, program, depth: int = 0) -> dict:
     return json_schema(ptype)
 
 
-def run_tool(tool: ExposedTool, arguments: dict[str, Any], root: Path, registry, printer=None) -> ToolOutcome:
+def run_tool(tool: ExposedTool, arguments: dict[str, Any], root: Path, registry, printer=None,
+             services=None) -> ToolOutcome:
     """Run the tool's pipeline with `arguments` as a durable run of the workspace (listed by `pipe runs`); a bad
-    argument or a failed run is an outcome with the .pipe error message, never an exception."""
+    argument or a failed run is an outcome with the .pipe error message, never an exception.
+
+    `services(tool)` gives the run's models and decomposer (as `pipe run` makes them), fresh for each call."""
     from orgtree_lang.engine.runner import RunOptions, new_run_id, run_program
     from orgtree_lang.runtime.errors import PipeError
     from orgtree_lang.runtime.inputs import check_inputs
@@ -129,8 +136,12 @@ def run_tool(tool: ExposedTool, arguments: dict[str, Any], root: Path, registry,
     except PipeError as err:
         return ToolOutcome(None, error=_message(err, tool))
     run_id = new_run_id()
+    try:
+        models, decomposer = services(tool) if services is not None else (None, None)
+    except PipeError as err:
+        return ToolOutcome(None, error=_message(err, tool))
     options = RunOptions(entry=tool.entry, inputs=dict(arguments), workspace=root, registry=registry,
-                         run_id=run_id, durable=True, printer=printer)
+                         run_id=run_id, durable=True, printer=printer, models=models, decomposer=decomposer)
     if tool.budget is not None:
         options.budget = tool.budget
     try:

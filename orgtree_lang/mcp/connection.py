@@ -108,7 +108,7 @@ class McpConnection:
                 params = StdioServerParameters(command=command, args=args, env=dict(self.spec.env) or None,
                                                cwd=self.spec.cwd)
                 target = stdio_client(params, errlog=errlog) if errlog is not None else stdio_client(params)
-            async with Client(target, read_timeout_seconds=self.spec.timeout) as client:
+            async with Client(target) as client:  # each request is bounded by `_submit`
                 ready.set_result(client)
                 await self._closing.wait()
         except BaseException as exc:

@@ -85,7 +85,7 @@ def _fold_skill_calls(children: list[Branch]) -> list:
     return [group[0] if isinstance(group, list) and len(group) == 1 else group for group in folded]
 
 
-def _label(node: TreeNode) -> str:
+def node_label(node: TreeNode) -> str:
     """The node's own path segment (`fetch#2`, `classify@7`), or its name for a run's entry."""
     segment = node.id.rsplit("/", 1)[-1]
     return segment if segment != node.name else node.name
@@ -93,8 +93,8 @@ def _label(node: TreeNode) -> str:
 
 def _describe(branch: Branch) -> str:
     node = branch.node
-    parts = [_label(node), node.kind]
-    if node.kind == "skill" and _label(node) != node.name:
+    parts = [node_label(node), node.kind]
+    if node.kind == "skill" and node_label(node) != node.name:
         parts[0] = node.name
     parts.append(node.status)
     if node.duration_ms is not None:
@@ -135,14 +135,14 @@ def message_edges(messages: list[dict], run_id: str, shown: int = 3) -> dict[str
 
 
 def _describe_calls(group: list[Branch]) -> str:
-    counted = [_calls_in(b.node) for b in group]
+    counted = [calls_in(b.node) for b in group]
     calls, errors = sum(c for c, _ in counted), sum(e for _, e in counted)
     total_ms = sum(b.node.duration_ms or 0.0 for b in group)
     status = f"{errors} error{'s' if errors != 1 else ''}" if errors else "ok"
     return f"{group[0].node.name} ×{calls}  skill  {status}  {_duration(total_ms)}"
 
 
-def _calls_in(node: TreeNode) -> tuple[int, int]:
+def calls_in(node: TreeNode) -> tuple[int, int]:
     """(calls, errors) a skill node stands for: one call, or the counts of an overflow node past the cap."""
     if node.id.endswith("#more"):  # detail is "N ok, M error" (recorder.TreeRecorder._count_overflow)
         ok, error = (int(part.split()[0]) for part in node.detail.split(", "))

@@ -112,6 +112,9 @@ class Skill:
     # settings as read at the start, the run id and idempotency key; no models, no spend meter, no
     # driver-held handles), so an executor like Ray may run it on a worker. Implies slow.
     remote: bool = False
+    # The share of a CPU one call uses while it runs: an executor that places calls on a cluster (Ray) reserves
+    # that much, so a skill that mostly waits (a timer, the network) asks for a little and many wait at once.
+    cpu: float = 1.0
     # Nothing outside the run sees the call: it reads (a clock, a file, a random source) and changes nothing, so
     # a durable run may commit its step without an fsync of its own (group commit, docs/durability.md).
     unobserved: bool = False
@@ -312,22 +315,23 @@ def _jsonable(value: Any) -> bool:
 
 
 def skill(name: str | Callable | None = None, *, pure: bool = False, idempotent: bool = False,
-          slow: bool = False, remote: bool = False, unobserved: bool = False) -> Any:
+          slow: bool = False, remote: bool = False, unobserved: bool = False, cpu: float = 1.0) -> Any:
     """Mark a typed, documented function as a skill; the registry picks it up, nothing is registered here.
 
     Use as `@skill`, `@skill()` or `@skill("text.split", pure=True)`. The name defaults to
     `<last part of the module>.<function name>`. `slow=True` says the skill waits on the outside world
     (a model, the network, a sandbox, a timer): parallel branches overlap such calls. `remote=True` (implies
     slow) says it may run on another machine: it uses no model, spend meter or other driver-held part of
-    its context (see docs/ray.md). `unobserved=True` says nothing outside the run sees a call (it only reads
-    or draws a value): a durable run groups its commits.
+    its context (see docs/ray.md); `cpu` is the share of a CPU a call uses while it runs (0.1 for a skill
+    that mostly waits), which a cluster reserves for it. `unobserved=True` says nothing outside the run sees
+    a call (it only reads or draws a value): a durable run groups its commits.
     """
     if callable(name):
         return skill()(name)
 
     def mark(func: Callable) -> Callable:
         built = make_skill(func, name=name, pure=pure, idempotent=idempotent, slow=slow, remote=remote,
-                           unobserved=unobserved,
+                           unobserved=unobserved, cpu=cpu,
                            origin=func.__module__)
         setattr(func, _MARK, built)
         return func
@@ -344,11 +348,15 @@ def make_skill(
     slow: bool = False,
     remote: bool = False,
     unobserved: bool = False,
+    cpu: float = 1.0,
     origin: str = "local",
 ) -> Skill:
     """Build a Skill from a function's type hints and Google-style docstring; TypeError if either is missing."""
     if not callable(func) or not hasattr(func, "__name__"):
         raise TypeError(f"a skill must be a function, got {type(func).__name__}")
+    if isinstance(cpu, bool) or not isinstance(cpu, (int, float)) or not 0 < cpu <= 64:
+        raise TypeError(f"skill {name or func.__name__}: cpu must be a share of CPUs above 0 (like 0.1 or 1), "
+                        f"got {cpu!r}")
     label = f"{getattr(func, '__module__', '?')}.{func.__qualname__}"
     skill_name = name or f"{(func.__module__ or '').rpartition('.')[2] or 'local'}.{func.__name__}"
     if not _NAME.match(skill_name):
@@ -401,6 +409,7 @@ def make_skill(
         slow=slow or remote,
         remote=remote,
         unobserved=unobserved or pure,
+        cpu=float(cpu),
     )
 
 
@@ -456,7 +465,7 @@ class SkillRegistry:
             marked: Skill = getattr(obj, _MARK)
             built = replace(marked, origin=origin) if name is None else make_skill(
                 obj, name=name, pure=marked.pure, idempotent=marked.idempotent, slow=marked.slow,
-                remote=marked.remote, unobserved=marked.unobserved, origin=origin
+                remote=marked.remote, unobserved=marked.unobserved, cpu=marked.cpu, origin=origin
             )
         else:
             built = make_skill(obj, name=name, origin=origin)

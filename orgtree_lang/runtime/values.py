@@ -258,6 +258,9 @@ def conforms(value: Any, ptype: "PipeType") -> bool:
     kind = ptype.kind
     if kind == "any":
         return True
+    exact = _EXACT_TYPES.get(kind)
+    if exact is not None and type(value) in exact:
+        return True  # the common case at once; a subclass (or a bool for an int) takes the full check below
     if kind == "optional":
         return value is None or conforms(value, ptype.arg)
     if kind == "none":

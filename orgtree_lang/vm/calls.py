@@ -51,12 +51,23 @@ def print_line(m, line: str) -> None:
 
 def call_pipeline(m, site, stack: list) -> None:
     state = m.state
-    args, kwargs = call_args(site, stack)
     code = m.program.pipelines[site.name]
     if len(state.frames) >= MAX_FRAMES:
         raise PipeRuntimeError(f"pipeline calls nested more than {MAX_FRAMES} deep", kind="recursion",
                                hint="check for a pipeline that calls itself without stopping")
-    local_values = bind_arguments(code, args, kwargs)
+    params = code.params
+    count = site.nargs
+    if not site.kwnames and count == len(params) and count:
+        # Every parameter given by position, the usual call: bound without building args and kwargs.
+        local_values = stack[-count:]
+        del stack[-count:]
+        for value, param in zip(local_values, params):
+            if not conforms(value, param.type):
+                bind_arguments(code, local_values, {})  # raises the error that names the argument
+        local_values += [UNBOUND] * (len(code.varnames) - count)
+    else:
+        args, kwargs = call_args(site, stack)
+        local_values = bind_arguments(code, args, kwargs)
     caller = state.frames[-1]
     caller.calls += 1
     frame = Frame(code.name, 0, [], local_values, [], code, node=f"{caller.node}/{code.name}#{caller.calls}")

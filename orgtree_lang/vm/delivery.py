@@ -47,6 +47,10 @@ def reissue(m) -> None:
                 from orgtree_lang.vm.block_calls import submit
 
                 submit(m, call)
+            elif call.pipeline:
+                from orgtree_lang.vm.remote import submit_node
+
+                submit_node(m, call)
             else:
                 _submit(m, _skill(m, call.name), call)
 
@@ -98,7 +102,7 @@ def _submit(m, skill, call: Call) -> None:
 def deliver_next(m) -> None:
     """Wait for the earliest-issued call and hand its result to its task (which becomes the current one)."""
     state = m.state
-    call = state.calls[0]
+    call = _next_delivery(state)
     if call.order not in m.in_flight:
         reissue(m)
     pending, step, spend = m.in_flight[call.order]
@@ -113,7 +117,11 @@ def deliver_next(m) -> None:
     except Exception as exc:
         error = exc
     del m.in_flight[call.order]
-    state.calls.pop(0)
+    state.calls.remove(call)
+    if call.pipeline:
+        from orgtree_lang.vm.remote import deliver_node
+
+        return deliver_node(m, call, pending, step, value, error)
     if step is not None:
         m.services.effects.end(step, value, error)
     task = task_by_id(state, call.task)
@@ -139,6 +147,19 @@ def deliver_next(m) -> None:
     if m.budget.max_memory is not None:
         check_value(value, m.budget.max_memory, f"the result of {call.name}")
     frame.stack.append(value)
+
+
+def _next_delivery(state):
+    """The call to wait for: the earliest-issued skill call; with only remote nodes left, the earliest one a
+    task awaits or has cancelled, else the earliest. A remote node may run for long (a watcher waiting for
+    its cancel): the calls issued after it do not wait for it, and the program sees it end only at an
+    `await`, which is a point of the program, so the order stays the same in a run, its resume and replay."""
+    for call in state.calls:
+        if not call.pipeline:
+            return call
+    wanted = {task.waiting for task in state.tasks if task.status == "awaiting"} | \
+        {task.id for task in state.tasks if task.cancel}
+    return next((call for call in state.calls if call.task in wanted), state.calls[0])
 
 
 def settle(m) -> None:

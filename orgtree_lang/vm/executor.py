@@ -1,8 +1,9 @@
-"""Where slow skill calls run: the Executor protocol the VM submits them to, and the handle it gets back."""
+"""Where slow skill calls (and remote spawned nodes) run: the Executor protocol, the calls it gets, the handle back."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 
@@ -53,6 +54,31 @@ class SkillCall:
         finally:
             if self.done is not None:
                 self.done()
+
+
+@dataclass
+class NodeCall:
+    """A spawned node that runs whole elsewhere (docs/ray.md, remote nodes), as data: the program's compiled
+    text, the pipeline and its inputs, the skills it may call, the budget left to it, and its journal door.
+
+    Whoever runs it (engine/remote_nodes.py: on a Ray worker, or on a thread here) starts a machine of its own
+    for `pipeline`, numbers the node's steps 1, 2, ... and keys each `<key>.<n>`; a step found in `given` (the
+    records it reported before a crash) is taken from there instead of being run again, and each new step's
+    record goes to `report` as soon as it ends. Its result is an envelope: the pipeline's value, its printed
+    lines, its steps and its skill calls (engine/remote_nodes.py), which the driver delivers in issue order."""
+
+    program: str  # Program.dumps()
+    pipeline: str
+    inputs: dict
+    skills: list  # the runtime.skills.Skill objects its code calls
+    context: Any  # the SkillContext of the driver (an executor ships only what can leave the process)
+    budget: Any  # vm.budget.Budget: what is left of the run's when the node starts
+    key: str | None  # the node step's idempotency key (None outside a durable run)
+    given: list  # records of steps it already ran (a resume or a retry after a lost worker)
+    report: Callable[[dict], None] | None = None  # called from any thread with each new step's record
+    cpu: float = 1.0  # the share of a CPU its machine takes on a cluster
+    done: Callable[[], None] | None = None
+    cancelled: threading.Event = field(default_factory=threading.Event)  # `cancel` of a node run in this process
 
 
 class Finished:

@@ -25,6 +25,10 @@ def spawn(m, frame: Frame, stack: list, arg: int) -> int:
     owner = enter_tasks(m)
     line = frame.code.span_at(frame.pc - 1).line
     task = start_node(m, frame, code, local_values, owner.id, f"spawned {code.name}#{{n}} (line {line})")
+    from orgtree_lang.vm.remote import issue_node, runs_remote
+
+    if runs_remote(m, code.name):  # a spawn only: a routed node takes messages, which stay on the driver
+        issue_node(m, frame, task, task.frames[-1], frame.code.span_at(frame.pc - 1))
     stack.append(RecordValue(HANDLE_RECORD, {"task": task.id, "node": task.node, "pipeline": code.name}))
     return RELOAD  # the loop now has tasks: it recomputes where the scheduler's turns stop it
 

@@ -7,16 +7,16 @@ import uuid
 from typing import Any
 
 from orgtree_lang.compile.code import CodeObject, Program
-from orgtree_lang.compile.opcodes import CODE, OPCODES
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.records import RecordTypes
 from orgtree_lang.runtime.values import UNBOUND, conforms
 from orgtree_lang.syntax import types as t
-from orgtree_lang.vm import calls, delivery, messages, scheduler
+from orgtree_lang.vm import calls, delivery, dispatch, messages, scheduler
 from orgtree_lang.vm.blocks import MOVED, RELOAD
 from orgtree_lang.vm.budget import ModelSpend, TreeMeter, budget_exceeded
 from orgtree_lang.vm.errors import handle_error, translate, unbound_error as _unbound
-from orgtree_lang.vm.instructions import BINARY_FUNCS, COMPARE_FUNCS, HANDLERS, UNARY_FUNCS
+from orgtree_lang.vm.dispatch import HANDLED, HANDLERS_BY_LOOP_CODE, LOCALS, LOOP_CODE, OTHER
+from orgtree_lang.vm.instructions import BINARY_FUNCS
 from orgtree_lang.vm.memory import guarded_operators
 from orgtree_lang.vm.observe import observe
 from orgtree_lang.vm.people import WaitingForHuman
@@ -25,16 +25,9 @@ from orgtree_lang.vm.services import Services, TreePlace
 from orgtree_lang.vm.state import Frame, RunState
 from orgtree_lang.vm.trace import summarize
 
-# The instructions the dispatch loop runs itself, without a handler call: the hot ones, and those that change
-# frames. Every other opcode has exactly one entry in instructions.HANDLERS.
-INLINE = frozenset({
-    "STMT", "JUMP_STMT", "LOAD_LOCAL2", "BINARY_CONST", "STORE_LOCAL", "LOAD_LOCAL", "LOAD_CONST", "BINARY",
-    "FOR_ITER_STORE", "COMPARE_JUMP_IF_FALSE", "COMPARE", "JUMP_IF_FALSE", "JUMP", "FOR_ITER", "POP", "CALL_BUILTIN",
-    "CALL_PIPELINE", "RETURN", "BINARY_LOCAL_CONST", "BINARY_STORE", "BINARY_CONST_STORE", "BINARY_LOCAL_CONST_STORE",
-    "COMPARE_LOCALS_JUMP_IF_FALSE", "COMPARE_CONST_JUMP_IF_FALSE", "COMPARE_LOCAL_CONST_JUMP_IF_FALSE",
-})
-_HANDLERS = {CODE[name]: handler for name, handler in HANDLERS.items()}
-_OPERAND_FUNCS = {"compare": COMPARE_FUNCS, "unary": UNARY_FUNCS}  # and "binop": the machine's _binary
+# The instructions the dispatch loop runs itself (vm/dispatch.py): the hot ones, and those that change frames.
+# Every other opcode has exactly one entry in instructions.HANDLERS.
+INLINE = dispatch.INLINE
 _SWITCH = object()  # _at_stop: the current task's turn is over and another task is current now
 
 
@@ -66,7 +59,7 @@ class Machine:
         self.counter = place.counter if place is not None else None
         self.records = RecordTypes(program.records)
         self.state: RunState | None = None
-        self._prepared: dict[str, list[Any]] = {}
+        self._prepared: dict[CodeObject, list[tuple[int, Any]]] = {}
         # With a memory budget, `+` and `*` check the size of what they build; without one they cost nothing more.
         self._binary = BINARY_FUNCS if self.budget.max_memory is None else \
             guarded_operators(BINARY_FUNCS, self.budget.max_memory)
@@ -237,21 +230,11 @@ class Machine:
     # ---- the dispatch loop ------------------------------------------------
 
     def _prepare(self, code: CodeObject) -> list[tuple[int, Any]]:
-        """The instructions as (opcode, argument) pairs, operator names in arguments replaced by their
-        functions and a superinstruction's constants by their values (cached per pipeline)."""
-        prepared = self._prepared.get(code.name)
+        """The code's instructions as the dispatch loop runs them (vm/dispatch.py), cached per pipeline."""
+        prepared = self._prepared.get(code)
         if prepared is None:
-            prepared = self._prepared[code.name] = [(op, self._prepared_arg(OPCODES[op].fields, arg, code))
-                                                    for op, arg in zip(code.ops, code.args)]
+            prepared = self._prepared[code] = dispatch.prepare(code, self._binary)
         return prepared
-
-    def _prepared_arg(self, fields: tuple[str, ...], arg: Any, code: CodeObject) -> Any:
-        if len(fields) == 1:
-            kind = fields[0]
-            return self._binary[arg] if kind == "binop" else \
-                _OPERAND_FUNCS[kind][arg] if kind in _OPERAND_FUNCS else arg
-        return tuple(self._binary[item] if kind == "binop" else _OPERAND_FUNCS[kind][item] if kind in _OPERAND_FUNCS
-                     else code.consts[item] if kind == "const" else item for kind, item in zip(fields, arg))
 
     def _next_stop(self, steps: int) -> int:
         """The step count at which the loop must leave its fast path (budget, pause, clock check, observers,
@@ -283,20 +266,25 @@ class Machine:
         right = None  # the operands of the last operator, for error messages (vm/errors.translate)
         left = None
         unbound = UNBOUND
-        # Opcodes bound to locals once, so the loop compares plain ints; the most frequent come first.
-        STMT, JUMP_STMT, LOAD_LOCAL, LOAD_CONST = CODE["STMT"], CODE["JUMP_STMT"], CODE["LOAD_LOCAL"], CODE["LOAD_CONST"]
-        LOAD_LOCAL2, BINARY_CONST, STORE_LOCAL = CODE["LOAD_LOCAL2"], CODE["BINARY_CONST"], CODE["STORE_LOCAL"]
-        BINARY_LOCAL_CONST, BINARY_STORE = CODE["BINARY_LOCAL_CONST"], CODE["BINARY_STORE"]
-        BINARY_CONST_STORE, BINARY_LOCAL_CONST_STORE = CODE["BINARY_CONST_STORE"], CODE["BINARY_LOCAL_CONST_STORE"]
-        COMPARE_JUMP_IF_FALSE, FOR_ITER_STORE = CODE["COMPARE_JUMP_IF_FALSE"], CODE["FOR_ITER_STORE"]
-        COMPARE_LOCALS_JUMP_IF_FALSE = CODE["COMPARE_LOCALS_JUMP_IF_FALSE"]
-        COMPARE_CONST_JUMP_IF_FALSE = CODE["COMPARE_CONST_JUMP_IF_FALSE"]
-        COMPARE_LOCAL_CONST_JUMP_IF_FALSE = CODE["COMPARE_LOCAL_CONST_JUMP_IF_FALSE"]
-        BINARY, COMPARE, JUMP, JUMP_IF_FALSE = CODE["BINARY"], CODE["COMPARE"], CODE["JUMP"], CODE["JUMP_IF_FALSE"]
-        FOR_ITER, POP, CALL_BUILTIN = CODE["FOR_ITER"], CODE["POP"], CODE["CALL_BUILTIN"]
-        CALL_PIPELINE, RETURN = CODE["CALL_PIPELINE"], CODE["RETURN"]
-        handlers = _HANDLERS
+        # The loop's own instruction codes (vm/dispatch.py), bound to locals once so the loop compares plain ints.
+        c = LOOP_CODE
+        STMT, JUMP_STMT, JUMP_FOR_ITER_STORE, FOR_ITER_STORE = (
+            c["STMT"], c["JUMP_STMT"], c["JUMP_FOR_ITER_STORE"], c["FOR_ITER_STORE"])
+        COMPARE_LOCALS_JUMP_IF_FALSE, COMPARE_LOCAL_CONST_JUMP_IF_FALSE = (
+            c["COMPARE_LOCALS_JUMP_IF_FALSE"], c["COMPARE_LOCAL_CONST_JUMP_IF_FALSE"])
+        COMPARE_CONST_JUMP_IF_FALSE, COMPARE_JUMP_IF_FALSE = c["COMPARE_CONST_JUMP_IF_FALSE"], c["COMPARE_JUMP_IF_FALSE"]
+        BINARY_LOCAL_CONST_STORE, LOAD_LOCAL2, BINARY_CONST, BINARY_STORE = (
+            c["BINARY_LOCAL_CONST_STORE"], c["LOAD_LOCAL2"], c["BINARY_CONST"], c["BINARY_STORE"])
+        LOAD_LOCAL, LOAD_CONST, STORE_LOCAL, BINARY_LOCALS_STORE = (
+            c["LOAD_LOCAL"], c["LOAD_CONST"], c["STORE_LOCAL"], c["BINARY_LOCALS_STORE"])
+        BINARY_LOCAL_CONST, BINARY_LOCALS, BINARY_CONST_STORE, BINARY, COMPARE = (
+            c["BINARY_LOCAL_CONST"], c["BINARY_LOCALS"], c["BINARY_CONST_STORE"], c["BINARY"], c["COMPARE"])
+        JUMP_IF_FALSE, JUMP, POP, FOR_ITER, CALL_BUILTIN = (
+            c["JUMP_IF_FALSE"], c["JUMP"], c["POP"], c["FOR_ITER"], c["CALL_BUILTIN"])
+        CALL_PIPELINE, RETURN = c["CALL_PIPELINE"], c["RETURN"]
+        handlers = HANDLERS_BY_LOOP_CODE
         call_builtin = calls.call_builtin
+        prepared = self._prepared
         while True:
             if state.tasks and scheduler.must_pick(state):
                 try:
@@ -316,131 +304,163 @@ class Machine:
                 while True:
                     op, arg = instructions[pc]
                     pc += 1
-                    if op == STMT:
-                        if steps >= stop_at:
-                            frame.pc = pc - 1
-                            state.steps = steps
-                            stop = self._at_stop(frame)
-                            if stop:
-                                if stop is _SWITCH:
-                                    break
-                                return
-                            stop_at = self._next_stop(steps)
-                        steps += 1
-                    elif op == BINARY_LOCAL_CONST_STORE:
-                        # An unbound local makes every operator raise TypeError: translate names the local.
-                        left = locals_[arg[0]]
-                        right = arg[1]
-                        locals_[arg[3]] = arg[2](left, right)
-                    elif op == LOAD_LOCAL2:
-                        left, right = locals_[arg[0]], locals_[arg[1]]
-                        if left is unbound or right is unbound:
-                            raise _unbound(code, arg[0] if left is unbound else arg[1])
-                        push(left)
-                        push(right)
-                    elif op == BINARY_CONST:
-                        left = stack[-1]
-                        right = arg[0]
-                        stack[-1] = arg[1](left, right)
-                    elif op == BINARY_STORE:
-                        right = pop()
-                        left = pop()
-                        locals_[arg[1]] = arg[0](left, right)
-                    elif op == STORE_LOCAL:
-                        locals_[arg] = pop()
-                    elif op == LOAD_LOCAL:
-                        value = locals_[arg]
-                        if value is unbound:
-                            raise _unbound(code, arg)
-                        push(value)
-                    elif op == COMPARE_LOCALS_JUMP_IF_FALSE:
-                        left, right = locals_[arg[0]], locals_[arg[1]]
-                        if left is unbound or right is unbound:
-                            raise _unbound(code, arg[0] if left is unbound else arg[1])
-                        if not arg[2](left, right):
-                            pc = arg[3]
-                    elif op == COMPARE_LOCAL_CONST_JUMP_IF_FALSE:
-                        left = locals_[arg[0]]
-                        if left is unbound:
-                            raise _unbound(code, arg[0])
-                        right = arg[1]
-                        if not arg[2](left, right):
-                            pc = arg[3]
-                    elif op == JUMP_STMT:
-                        # JUMP and the STMT at its target in one: a stop leaves the frame at that STMT.
-                        pc = arg + 1
-                        if steps >= stop_at:
-                            frame.pc = arg
-                            state.steps = steps
-                            stop = self._at_stop(frame)
-                            if stop:
-                                if stop is _SWITCH:
-                                    break
-                                return
-                            stop_at = self._next_stop(steps)
-                        steps += 1
-                    elif op == LOAD_CONST:
-                        push(consts[arg])
-                    elif op == BINARY_LOCAL_CONST:
-                        left = locals_[arg[0]]
-                        right = arg[1]
-                        push(arg[2](left, right))
-                    elif op == COMPARE_CONST_JUMP_IF_FALSE:
-                        left = pop()
-                        right = arg[0]
-                        if not arg[1](left, right):
-                            pc = arg[2]
-                    elif op == BINARY_CONST_STORE:
-                        left = pop()
-                        right = arg[0]
-                        locals_[arg[2]] = arg[1](left, right)
-                    elif op == FOR_ITER_STORE:
-                        items, i = stack[-2], stack[-1]
-                        if i < len(items):
-                            stack[-1] = i + 1
-                            locals_[arg[0]] = items[i]
+                    if op < LOCALS:  # statement boundaries, loops, compare-and-jump
+                        if op == STMT:
+                            if steps >= stop_at:
+                                frame.pc = pc - 1
+                                state.steps = steps
+                                stop = self._at_stop(frame)
+                                if stop:
+                                    if stop is _SWITCH:
+                                        break
+                                    return
+                                stop_at = self._next_stop(steps)
+                            steps += 1
+                        elif op == JUMP_STMT:
+                            # JUMP and the STMT at its target in one: a stop leaves the frame at that STMT.
+                            pc = arg + 1
+                            if steps >= stop_at:
+                                frame.pc = arg
+                                state.steps = steps
+                                stop = self._at_stop(frame)
+                                if stop:
+                                    if stop is _SWITCH:
+                                        break
+                                    return
+                                stop_at = self._next_stop(steps)
+                            steps += 1
+                        elif op == COMPARE_LOCALS_JUMP_IF_FALSE:
+                            left, right = locals_[arg[0]], locals_[arg[1]]
+                            if left is unbound or right is unbound:
+                                raise _unbound(code, arg[0] if left is unbound else arg[1])
+                            if not arg[2](left, right):
+                                pc = arg[3]
+                        elif op == COMPARE_LOCAL_CONST_JUMP_IF_FALSE:
+                            left = locals_[arg[0]]
+                            if left is unbound:
+                                raise _unbound(code, arg[0])
+                            right = arg[1]
+                            if not arg[2](left, right):
+                                pc = arg[3]
+                        elif op == COMPARE_CONST_JUMP_IF_FALSE:
+                            left = pop()
+                            right = arg[0]
+                            if not arg[1](left, right):
+                                pc = arg[2]
+                        elif op == JUMP_FOR_ITER_STORE:
+                            # JUMP and the FOR_ITER_STORE at its target in one.
+                            items, i = stack[-2], stack[-1]
+                            if i < len(items):
+                                stack[-1] = i + 1
+                                locals_[instructions[arg][1][0]] = items[i]
+                                pc = arg + 1
+                            else:
+                                del stack[-2:]
+                                pc = instructions[arg][1][1]
+                        elif op == FOR_ITER_STORE:
+                            items, i = stack[-2], stack[-1]
+                            if i < len(items):
+                                stack[-1] = i + 1
+                                locals_[arg[0]] = items[i]
+                            else:
+                                del stack[-2:]
+                                pc = arg[1]
+                        elif op == COMPARE_JUMP_IF_FALSE:
+                            right = pop()
+                            left = pop()
+                            if not arg[0](left, right):
+                                pc = arg[1]
                         else:
-                            del stack[-2:]
-                            pc = arg[1]
-                    elif op == JUMP:
-                        pc = arg
-                    elif op == BINARY:
-                        right = pop()
-                        left = stack[-1]
-                        stack[-1] = arg(left, right)
-                    elif op == COMPARE_JUMP_IF_FALSE:
-                        right = pop()
-                        left = pop()
-                        if not arg[0](left, right):
-                            pc = arg[1]
-                    elif op == COMPARE:
-                        right = pop()
-                        left = stack[-1]
-                        stack[-1] = arg(left, right)
-                    elif op == JUMP_IF_FALSE:
-                        if not pop():
+                            raise AssertionError(f"loop code {op} is not in dispatch.FLOW")
+                    elif op < OTHER:  # locals, constants, arithmetic into a local
+                        if op == BINARY_LOCAL_CONST_STORE:
+                            # An unbound local makes every operator raise TypeError: translate names the local.
+                            left = locals_[arg[0]]
+                            right = arg[1]
+                            locals_[arg[3]] = arg[2](left, right)
+                        elif op == LOAD_LOCAL2:
+                            left, right = locals_[arg[0]], locals_[arg[1]]
+                            if left is unbound or right is unbound:
+                                raise _unbound(code, arg[0] if left is unbound else arg[1])
+                            push(left)
+                            push(right)
+                        elif op == BINARY_CONST:
+                            left = stack[-1]
+                            right = arg[0]
+                            stack[-1] = arg[1](left, right)
+                        elif op == BINARY_STORE:
+                            right = pop()
+                            left = pop()
+                            locals_[arg[1]] = arg[0](left, right)
+                        elif op == LOAD_LOCAL:
+                            value = locals_[arg]
+                            if value is unbound:
+                                raise _unbound(code, arg)
+                            push(value)
+                        elif op == LOAD_CONST:
+                            push(consts[arg])
+                        elif op == STORE_LOCAL:
+                            locals_[arg] = pop()
+                        elif op == BINARY_LOCALS_STORE:
+                            left, right = locals_[arg[0]], locals_[arg[1]]
+                            if left is unbound or right is unbound:
+                                raise _unbound(code, arg[0] if left is unbound else arg[1])
+                            locals_[arg[3]] = arg[2](left, right)
+                        else:
+                            raise AssertionError(f"loop code {op} is not in dispatch.LOCALS_GROUP")
+                    elif op < HANDLED:
+                        if op == BINARY_LOCAL_CONST:
+                            left = locals_[arg[0]]
+                            right = arg[1]
+                            push(arg[2](left, right))
+                        elif op == BINARY_LOCALS:
+                            left, right = locals_[arg[0]], locals_[arg[1]]
+                            if left is unbound or right is unbound:
+                                raise _unbound(code, arg[0] if left is unbound else arg[1])
+                            push(arg[2](left, right))
+                        elif op == BINARY_CONST_STORE:
+                            left = pop()
+                            right = arg[0]
+                            locals_[arg[2]] = arg[1](left, right)
+                        elif op == BINARY or op == COMPARE:
+                            right = pop()
+                            left = stack[-1]
+                            stack[-1] = arg(left, right)
+                        elif op == JUMP_IF_FALSE:
+                            if not pop():
+                                pc = arg
+                        elif op == JUMP:
                             pc = arg
-                    elif op == FOR_ITER:
-                        items, i = stack[-2], stack[-1]
-                        if i < len(items):
-                            stack[-1] = i + 1
-                            push(items[i])
+                        elif op == POP:
+                            pop()
+                        elif op == FOR_ITER:
+                            items, i = stack[-2], stack[-1]
+                            if i < len(items):
+                                stack[-1] = i + 1
+                                push(items[i])
+                            else:
+                                del stack[-2:]
+                                pc = arg
+                        elif op == CALL_BUILTIN:
+                            call_builtin(self, code.calls[arg], stack)
+                        elif op == CALL_PIPELINE or op == RETURN:
+                            frame.pc = pc
+                            state.steps = steps
+                            if op == RETURN:
+                                if calls.return_from(self, frame, stack.pop()):
+                                    return
+                            else:
+                                calls.call_pipeline(self, code.calls[arg], stack)
+                            if state.tasks:
+                                break  # the scheduler may pick another task: reload from the top
+                            # Only the frame changed: the step count and where the loop must stop are the same.
+                            frame = state.frames[-1]
+                            code = frame.code
+                            instructions, consts = prepared.get(code) or self._prepare(code), code.consts
+                            stack, locals_, pc = frame.stack, frame.locals, frame.pc
+                            push, pop = stack.append, stack.pop
                         else:
-                            del stack[-2:]
-                            pc = arg
-                    elif op == POP:
-                        pop()
-                    elif op == CALL_BUILTIN:
-                        call_builtin(self, code.calls[arg], stack)
-                    elif op == CALL_PIPELINE or op == RETURN:
-                        frame.pc = pc
-                        state.steps = steps
-                        if op == RETURN:
-                            if calls.return_from(self, frame, stack.pop()):
-                                return
-                        else:
-                            calls.call_pipeline(self, code.calls[arg], stack)
-                        break  # reload the new top frame
+                            raise AssertionError(f"loop code {op} is not in dispatch.OTHERS")
                     else:
                         # The handled instructions may read the run state (a skill's node, a block's step).
                         frame.pc = pc

@@ -212,6 +212,10 @@ def cancel(m, task: Task) -> None:
     task.cancel = True
     m.cancels_pending = True
     m.observer.task_cancelled(m.state, task)
+    if task.status == "blocked" and task.kind == "spawn":
+        from orgtree_lang.vm.remote import stop_node
+
+        stop_node(m, task)  # a remote node has no statement boundary here to see the cancel at
     if task.status == "awaiting":
         task.status, task.waiting = "ready", None
     if task.status == "receiving":  # it sees the cancel where it waits
@@ -273,6 +277,8 @@ def pick(m) -> bool:
             from orgtree_lang.vm.delivery import deliver_next
 
             deliver_next(m)
+            if must_pick(state):  # the delivery ended its task (a remote node): another one goes on
+                continue
             return False
         main = next((t for t in state.tasks if t.kind == "main"), None)
         idle = [t for t in state.tasks if t.status in LIVE and not t.cancel] if main is not None else []

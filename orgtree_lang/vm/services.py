@@ -54,6 +54,9 @@ class Services:
     children: ChildBuilder | None = None  # how the resolver's generated modules get their machines
     place: TreePlace | None = None  # set for a generated child; None for a top-level run
     executor: Executor | None = None  # where slow skill calls run; None runs them on the VM's thread
+    # Spawned nodes that can run anywhere run whole on the executor, as one journaled step each (vm/remote.py);
+    # `[executor] remote_nodes` of orgtree.toml, read the same way by a run, its resume and its replay.
+    remote_nodes: bool = False
     routes: dict[str, str] = field(default_factory=dict)  # orgtree.toml's [org] routes: topic -> pipeline
     # Posts a note to the human node (`send "human", value`): (note, key) -> None; the engine puts it in the
     # workspace's inbox, once per key. None: the note stays in the run's message log only.

@@ -8,7 +8,7 @@ from orgtree_lang.runtime.errors import SkillError
 from orgtree_lang.runtime.skills import SkillContext, skill
 
 
-@skill("http.fetch", slow=True, remote=True)
+@skill("http.fetch", slow=True, remote=True, cpu=0.1)
 def fetch(ctx: SkillContext, url: str) -> dict[str, Any]:
     """Fetch a web page or file with GET, only from origins on the allowlist in orgtree.toml.
 

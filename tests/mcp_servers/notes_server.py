@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import sys
 
+import anyio
+
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -42,6 +44,14 @@ def shout(text: str) -> str:
     if not text:
         raise ToolError("shout needs some text")
     return text.upper() + "!"
+
+
+@app.tool()
+async def nap(seconds: float, label: str) -> str:
+    """Wait `seconds`, then return `label` (other calls are served meanwhile)."""
+    _record("nap", {"label": label, "seconds": seconds})
+    await anyio.sleep(seconds)
+    return label
 
 
 if __name__ == "__main__":

@@ -1,0 +1,75 @@
+"""The viewer's actions, replying to a question and resuming a run: refused unless allowed and given the token.
+
+A reply goes through the same code as `pipe reply` (durable/people.py). A resume starts `pipe resume` as a
+process of its own, so the run keeps going (and stays durable) whatever happens to the server."""
+
+from __future__ import annotations
+
+import hmac
+import subprocess
+import sys
+from pathlib import Path
+
+from orgtree_lang.runtime.errors import UsageError
+from orgtree_lang.viewer.page import Site
+
+RESUME_LOG = "serve-resume.log"  # in the run's folder: what the resumed `pipe resume` printed
+
+
+class Refused(UsageError):
+    """An action the viewer will not do; the message says why and what would allow it."""
+
+    status = 403  # the HTTP status of the answer: not allowed
+
+
+class Pointless(Refused):
+    """An action that is allowed but cannot apply to the run as it is now (resuming a finished run)."""
+
+    status = 409
+
+
+def check_allowed(site: Site, token: str | None) -> None:
+    """Raise Refused unless the server allows actions and `token` is its token."""
+    if not site.allow_actions:
+        raise Refused("this viewer is read-only: start it with `pipe serve --allow-actions` to reply and resume")
+    if not token:
+        raise Refused("an action needs the token `pipe serve --allow-actions` printed when it started "
+                      "(open the URL it printed, or send it in the X-Pipe-Token header)")
+    if not hmac.compare_digest(token.encode(), site.token.encode()):
+        raise Refused("wrong token: use the one `pipe serve --allow-actions` printed when it started")
+
+
+def reply(site: Site, run: str, message: str | None, text: str) -> str:
+    """Record `text` as the answer to the question `message` (or the only one) run `run` waits for."""
+    import json
+
+    from orgtree_lang.durable.people import reply as record_reply
+
+    if not run or not text.strip():
+        raise Pointless("a reply needs the run and a non-empty answer")
+    done = record_reply(site.workspace, run, message or None, text)
+    shown = json.dumps(done.value) if not isinstance(done.value, str) else repr(done.value)
+    return f"answered {done.question.ref} of run {done.run_id} with {shown}"
+
+
+def resume(site: Site, run: str, running: list[subprocess.Popen]) -> str:
+    """Start `pipe resume RUN` for the workspace; `running` keeps the process so the server can reap it."""
+    from orgtree_lang.durable.journal import Journal
+    from orgtree_lang.durable.runs import effective_status, find_run
+
+    run_dir = find_run(site.workspace, run)
+    journal = Journal.open(run_dir)
+    try:
+        status = effective_status(run_dir, journal.meta())
+    finally:
+        journal.close()
+    if status in ("running", "done"):
+        raise Pointless(f"run {run_dir.name} is {status}: there is nothing to resume")
+    with (run_dir / RESUME_LOG).open("ab") as log:
+        # -P: the workspace is the working folder, and a folder named like a package there must not shadow it.
+        process = subprocess.Popen([sys.executable, "-P", "-m", "orgtree_lang.cli.main", "resume", run_dir.name,
+                                    "--workspace", str(Path(site.workspace).resolve())],
+                                   cwd=site.workspace, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                   start_new_session=True)
+    running.append(process)
+    return f"resuming run {run_dir.name} (process {process.pid}; its output goes to {run_dir / RESUME_LOG})"
