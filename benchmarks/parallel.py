@@ -10,7 +10,8 @@ seconds, and runs `pipe run`'s code path (durable, org tree, trace) on a program
 With `--mode ambiguous` the block holds N `ambiguous` blocks instead (each with a spec of its own, in a fresh
 workspace, so each is decomposed): the server writes each block's module and its reviewer accepts it, so each
 block takes two answers (author, then reviewer) in turn; the blocks are decomposed concurrently
-(vm/block_calls.py). Same target.
+(vm/block_calls.py). Same target. `--no-protocol` leaves out the scratchpad turn before each model call, whose
+index writes are done one block at a time (docs/org.md).
 
 Part 2 times the integer-arithmetic loop of benchmarks/vm_throughput.py three ways in this process: plain
 Python, the VM with no parallel block (the scheduler idle), and the VM running the loop as the one branch of
@@ -99,11 +100,12 @@ def blocks_source(n: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def time_blocks(n: int, server: SlowModelServer, workspace: Path) -> float:
+def time_blocks(n: int, server: SlowModelServer, workspace: Path, protocol: bool = True) -> float:
     """Wall seconds of a durable run whose parallel block holds N ambiguous blocks, decomposed in a fresh
-    workspace (so each block's module is written and reviewed, not reused)."""
+    workspace (so each block's module is written and reviewed, not reused); `protocol` False leaves out the
+    scratchpad turns before each model call ([decompose] protocol)."""
     from orgtree_lang.compile.api import compile_source
-    from orgtree_lang.decompose.decomposer import Decomposer
+    from orgtree_lang.decompose.decomposer import DecomposeSettings, Decomposer
     from orgtree_lang.engine.registries import default_registry
     from orgtree_lang.engine.runner import RunOptions, run_program
     from orgtree_lang.models.roles import RunModels
@@ -116,7 +118,8 @@ def time_blocks(n: int, server: SlowModelServer, workspace: Path) -> float:
     program = compile_source(source, path.name, registry).program
     models = RunModels.from_config("openai/bench-model", api_base=server.base, timeout=30)
     decomposer = Decomposer(author=models.author(), reviewer=models.reviewer(), registry=registry,
-                            workspace=workspace, parent_file=path.name, parent_source=source)
+                            workspace=workspace, parent_file=path.name, parent_source=source,
+                            settings=DecomposeSettings(protocol=protocol))
     options = RunOptions(printer=lambda line: None, models=models, durable=True, durability="process",
                          decomposer=decomposer, inputs={"text": "hello"})
     before = server.requests
@@ -273,6 +276,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mode", choices=["llm", "ambiguous"], default="llm",
                         help="what the parallel block holds: llm.ask calls, or ambiguous blocks to decompose")
+    parser.add_argument("--no-protocol", dest="protocol", action="store_false",
+                        help="ambiguous mode: no scratchpad turns before the decomposer's model calls")
     parser.add_argument("--counts", type=int, nargs="+", default=None,
                         help="block sizes to time (default: 1 8 32, or 1 8 for ambiguous)")
     parser.add_argument("--delay", type=float, default=0.5, help="seconds the server takes per answer")
@@ -288,9 +293,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="pipe-parallel-") as tmp:
             if args.mode == "ambiguous":
-                time_blocks(1, server, Path(tmp) / "warm")  # warm up: litellm's import and first connection
+                time_blocks(1, server, Path(tmp) / "warm", args.protocol)  # warm up: litellm, first connection
                 for n in counts:
-                    walls[n] = time_blocks(n, server, Path(tmp) / f"n{n}")
+                    walls[n] = time_blocks(n, server, Path(tmp) / f"n{n}", args.protocol)
                     print(f"N={n:<3} ambiguous blocks in one parallel block: {walls[n]:.2f} s "
                           f"({2 * n * args.delay:.1f} s if sequential: two answers each)", flush=True)
             else:
