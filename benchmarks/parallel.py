@@ -1,11 +1,17 @@
 """Time N model calls in a parallel block against a local model server that takes 0.5 s per answer, and the
 scheduler's cost on a program with no parallelism.
 
-    python benchmarks/parallel.py [--counts 1 8 32] [--delay 0.5] [--scale 1.0] [--baseline REV]
+    python benchmarks/parallel.py [--mode llm|ambiguous] [--counts 1 8 32] [--delay 0.5] [--scale 1.0]
+                                  [--baseline REV]
 
 Part 1 starts an OpenAI-compatible chat-completions server on 127.0.0.1 whose every answer takes `--delay`
 seconds, and runs `pipe run`'s code path (durable, org tree, trace) on a program whose `main` holds one
 `parallel:` block of N `llm.ask` calls, through litellm. Target: wall(N=8) within 1.25x of wall(N=1).
+With `--mode ambiguous` the block holds N `ambiguous` blocks instead (each with a spec of its own, in a fresh
+workspace, so each is decomposed): the server writes each block's module and its reviewer accepts it, so each
+block takes two answers (author, then reviewer) in turn; the blocks are decomposed concurrently
+(vm/block_calls.py). Same target. `--no-protocol` leaves out the scratchpad turn before each model call, whose
+index writes are done one block at a time (docs/org.md).
 
 Part 2 times the integer-arithmetic loop of benchmarks/vm_throughput.py three ways in this process: plain
 Python, the VM with no parallel block (the scheduler idle), and the VM running the loop as the one branch of
@@ -50,7 +56,7 @@ class SlowModelServer:
                 question = body["messages"][-1]["content"]
                 payload = {"id": "cmpl", "object": "chat.completion", "created": 1, "model": body.get("model"),
                            "choices": [{"index": 0, "finish_reason": "stop",
-                                        "message": {"role": "assistant", "content": f"answer to {question}"}}],
+                                        "message": {"role": "assistant", "content": _answer(body["messages"])}}],
                            "usage": {"prompt_tokens": 12, "completion_tokens": 4, "total_tokens": 16}}
                 data = json.dumps(payload).encode()
                 self.send_response(200)
@@ -68,6 +74,62 @@ class SlowModelServer:
     def close(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+# The decomposer's requests (--mode ambiguous): the author writes a module that hands its input back, the
+# reviewer (told by its system prompt) raises no concern.
+MODULE = "```pipe\npipeline main(text: str) -> str:\n    \"\"\"Hand the text back.\"\"\"\n    return text\n```"
+ACCEPTED = json.dumps({"concerns": [], "summary": "fits the spec"})
+
+
+def _answer(messages: list[dict]) -> str:
+    question = messages[-1]["content"]
+    if "independent reviewer" in messages[0]["content"]:
+        return ACCEPTED
+    if "Write a module for the step" in question:
+        return MODULE
+    return f"answer to {question}"
+
+
+def blocks_source(n: int) -> str:
+    lines = ["pipeline main(text: str) -> int:", "    parallel:"]
+    for i in range(n):
+        lines += [f"        ambiguous step{i}(text: str) -> a{i}: str:",
+                  f'            """Hand the text back unchanged, as reader number {i} sees it."""']
+    lines.append("    return " + " + ".join(f"len(a{i})" for i in range(n)))
+    return "\n".join(lines) + "\n"
+
+
+def time_blocks(n: int, server: SlowModelServer, workspace: Path, protocol: bool = True) -> float:
+    """Wall seconds of a durable run whose parallel block holds N ambiguous blocks, decomposed in a fresh
+    workspace (so each block's module is written and reviewed, not reused); `protocol` False leaves out the
+    scratchpad turns before each model call ([decompose] protocol)."""
+    from orgtree_lang.compile.api import compile_source
+    from orgtree_lang.decompose.decomposer import DecomposeSettings, Decomposer
+    from orgtree_lang.engine.registries import default_registry
+    from orgtree_lang.engine.runner import RunOptions, run_program
+    from orgtree_lang.models.roles import RunModels
+
+    workspace.mkdir(parents=True)
+    registry = default_registry(plugins=False)
+    source = blocks_source(n)
+    path = workspace / f"blocks{n}.pipe"
+    path.write_text(source, encoding="utf-8")
+    program = compile_source(source, path.name, registry).program
+    models = RunModels.from_config("openai/bench-model", api_base=server.base, timeout=30)
+    decomposer = Decomposer(author=models.author(), reviewer=models.reviewer(), registry=registry,
+                            workspace=workspace, parent_file=path.name, parent_source=source,
+                            settings=DecomposeSettings(protocol=protocol))
+    options = RunOptions(printer=lambda line: None, models=models, durable=True, durability="process",
+                         decomposer=decomposer, inputs={"text": "hello"})
+    before = server.requests
+    started = time.perf_counter()
+    machine = run_program(program, workspace, registry, options, source=source, program_path=path)
+    seconds = time.perf_counter() - started
+    if machine.state.result != n * len("hello") or server.requests - before != 2 * n:
+        raise SystemExit(f"N={n}: result {machine.state.result} (expected {n * 5}), "
+                         f"{server.requests - before} requests (expected {2 * n}: an author and a reviewer each)")
+    return seconds
 
 
 def fanout_source(n: int) -> str:
@@ -212,7 +274,12 @@ def versus_baseline(rev: str, n: int, repeat: int) -> tuple[float, float]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--counts", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument("--mode", choices=["llm", "ambiguous"], default="llm",
+                        help="what the parallel block holds: llm.ask calls, or ambiguous blocks to decompose")
+    parser.add_argument("--no-protocol", dest="protocol", action="store_false",
+                        help="ambiguous mode: no scratchpad turns before the decomposer's model calls")
+    parser.add_argument("--counts", type=int, nargs="+", default=None,
+                        help="block sizes to time (default: 1 8 32, or 1 8 for ambiguous)")
     parser.add_argument("--delay", type=float, default=0.5, help="seconds the server takes per answer")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply the arithmetic loop's 1,000,000")
     parser.add_argument("--repeat", type=int, default=3)
@@ -220,21 +287,31 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("OPENAI_API_KEY", "sk-bench")  # the local server checks nothing
 
+    counts = args.counts or ([1, 8] if args.mode == "ambiguous" else [1, 8, 32])
     server = SlowModelServer(args.delay)
     walls: dict[int, float] = {}
     try:
         with tempfile.TemporaryDirectory(prefix="pipe-parallel-") as tmp:
-            time_fanout(1, server, Path(tmp))  # warm up: litellm's import and first connection
-            for n in args.counts:
-                walls[n] = time_fanout(n, server, Path(tmp))
-                print(f"N={n:<3} llm.ask calls in one parallel block: {walls[n]:.2f} s "
-                      f"({n * args.delay:.1f} s if sequential)", flush=True)
+            if args.mode == "ambiguous":
+                time_blocks(1, server, Path(tmp) / "warm", args.protocol)  # warm up: litellm, first connection
+                for n in counts:
+                    walls[n] = time_blocks(n, server, Path(tmp) / f"n{n}", args.protocol)
+                    print(f"N={n:<3} ambiguous blocks in one parallel block: {walls[n]:.2f} s "
+                          f"({2 * n * args.delay:.1f} s if sequential: two answers each)", flush=True)
+            else:
+                time_fanout(1, server, Path(tmp))  # warm up: litellm's import and first connection
+                for n in counts:
+                    walls[n] = time_fanout(n, server, Path(tmp))
+                    print(f"N={n:<3} llm.ask calls in one parallel block: {walls[n]:.2f} s "
+                          f"({n * args.delay:.1f} s if sequential)", flush=True)
     finally:
         server.close()
     if 1 in walls and 8 in walls:
         ratio = walls[8] / walls[1]
         print(f"wall(N=8) / wall(N=1): {ratio:.2f}; {'meets' if ratio <= TARGET_N8 else 'MISSES'} the target "
               f"of {TARGET_N8}")
+    if args.mode == "ambiguous":
+        return 0
 
     n = max(1, int(1_000_000 * args.scale))
     py, plain, branch = scheduler_cost(n, args.repeat)

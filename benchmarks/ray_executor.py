@@ -4,8 +4,10 @@
     python benchmarks/ray_executor.py --calls 4       # a quicker look
 
 Measured at the executor seam (engine/threads.py vs engine/ray_executor.py): each batch of calls is submitted at
-once, as the branches of a `parallel:` block would submit them, then every result is awaited. The CPU-bound call
-is `code.run` of Python that spins for 1 s in the sandbox; the waiting call is `time.sleep(0.5)` (model calls
+once, as the branches of a `parallel:` block would submit them, then every result is awaited. The waiting batch
+is timed twice: cold, then again at once, with the worker processes the first one started (Ray may keep them).
+The CPU-bound call is `code.run` of Python that spins for 1 s in the sandbox; the waiting call is
+`time.sleep(0.5)` (asking Ray for 0.05 CPU; model calls
 stay on the driver under Ray, so a model server would measure the driver's threads twice). The cluster is two
 Ray nodes on 127.0.0.1 with 1 CPU each; this machine has 2 cores shared with whatever else runs, so the figures
 show overheads and limits, not the scaling of a real cluster (docs/ray.md says what to expect there).

@@ -93,6 +93,9 @@ def test_the_design_examples_catch_a_wrong_module_before_review(tmp_path):
     # design, first module, fixed module; design review, code review
     assert len(author.asked) == 3 and len(reviewer.asked) == 2
     assert "The design of `classify`" in reviewer.asked[0]
+    # Both sides read how an expectation names the block's values (a real reviewer asked for `result` here).
+    assert "as its signature does (`report`, `label`); `result` is\n# only for pipelines" in reviewer.asked[0]
+    assert "naming them as the block's signature\ndoes (`result` is only for pipelines)" in author.asked[0]
     assert "pipeline main" not in reviewer.asked[0].split("## Artifact")[1]
     # The code reviewer sees the fixed module, its examples as tests and what running them gave.
     code_review = reviewer.asked[1]

@@ -16,9 +16,10 @@ from orgtree_lang.syntax.diagnostics import CompileError, Diagnostic
 from orgtree_lang.syntax.spans import Span
 
 # Exceptions that never reach a user: a compiler invariant (an AssertionError on purpose) and private control flow.
-# (WaitingForHuman: the top-level machine turns it into the run's status `waiting`.)
+# (WaitingForHuman: the top-level machine turns it into the run's status `waiting`; RunClosed: stops a thread still
+# resolving a block for a run that has ended, vm/runlock.py.)
 NOT_FOR_USERS = {"orgtree_lang.compile.stack.StackError", "orgtree_lang.decompose.coerce._NoCoercion",
-                 "orgtree_lang.vm.people.WaitingForHuman"}
+                 "orgtree_lang.vm.people.WaitingForHuman", "orgtree_lang.vm.runlock.RunClosed"}
 PACKAGE = Path(orgtree_lang.__file__).parent
 
 

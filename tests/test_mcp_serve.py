@@ -207,3 +207,53 @@ def test_a_served_pipeline_resolves_its_ambiguous_block_with_the_models_given(tm
     assert result.structured_content == {"result": "feature"}
     assert [run["status"] for run in runs(workspace)] == ["done"]
     assert list((workspace / ".orgtree" / "modules").rglob("*.pipe"))  # the module written for the block
+
+
+def test_choosing_pipelines_that_are_not_there_says_what_is(workspace):
+    from orgtree_lang.engine.registries import workspace_registry
+    from orgtree_lang.expose.catalog import pipeline_tools
+    from orgtree_lang.runtime.errors import UsageError
+
+    registry = workspace_registry(workspace)
+    (workspace / "two.pipe").write_text('pipeline a() -> int:\n    return 1\n\npipeline b() -> int:\n    return 2\n')
+    cases = {
+        "nothing.pipe": "no such pipeline file",
+        "two.pipe": "has no `main` pipeline and several others: name one as",
+        "two.pipe:c": "has no pipeline `c`",
+    }
+    for ref, message in cases.items():
+        with pytest.raises(UsageError) as caught:
+            pipeline_tools(workspace, registry, [ref], learned=False)
+        assert message in caught.value.message, ref
+    with pytest.raises(UsageError) as caught:
+        pipeline_tools(workspace, registry, ["two.pipe:a", "two.pipe:a"], learned=False)
+    assert "would both be the tool `a`" in caught.value.message
+    assert [t.name for t in pipeline_tools(workspace, registry, ["two.pipe:b"], learned=False)] == ["b"]
+
+
+def test_the_mcp_tables_of_orgtree_toml_are_checked(tmp_path):
+    from orgtree_lang.mcp.settings import exposed, server_specs
+    from orgtree_lang.runtime.config import ConfigError
+
+    config = tmp_path / "orgtree.toml"
+    bad = {
+        '[mcp.servers.x]\ncommand = ["a"]\nurl = "http://127.0.0.1:1/mcp"\n': "needs exactly one of `command`",
+        '[mcp.servers.x]\ncomand = ["a"]\n': "unknown key `comand`",
+        '[mcp.servers.x]\nurl = "ftp://host/mcp"\n': "url must be an http:// or https:// URL",
+        '[mcp.servers.x]\ncommand = ["a"]\ntimeout = 0\n': "timeout must be a positive number of seconds",
+        '[mcp.servers."a-b"]\ncommand = ["a"]\n': "a server name must be letters, digits and `_`",
+    }
+    for text, message in bad.items():
+        config.write_text(text)
+        with pytest.raises(ConfigError) as caught:
+            server_specs(config)
+        assert message in caught.value.message, text
+    config.write_text('[mcp]\nexpose = "tools/a.pipe"\n')
+    with pytest.raises(ConfigError):
+        exposed(config)
+    config.write_text('[mcp]\nexpose = ["tools/a.pipe"]\n\n[mcp.servers.files]\ncommand = ["srv"]\ncwd = "srv"\n'
+                      'env = { TOKEN = "t" }\n')
+    (spec,) = server_specs(config)
+    assert (spec.namespace, spec.command, spec.cwd, spec.env) == ("mcp.files", ("srv",), str(tmp_path / "srv"),
+                                                                   (("TOKEN", "t"),))
+    assert exposed(config) == ["tools/a.pipe"]

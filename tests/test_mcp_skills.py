@@ -60,11 +60,18 @@ def test_a_replay_makes_no_call_to_the_server(workspace):
     assert run.returncode == 0, run.stderr
     run_id = json.loads(run.stdout)["run_id"]
     assert len(calls(workspace)) == 3
+    starts = (workspace / "calls.txt.starts").read_text()
     replay = pipe("replay", run_id, cwd=workspace)
     assert replay.returncode == 0, replay.stdout + replay.stderr
     assert "3 journaled step(s) reused, 0 outside call(s)" in replay.stderr
     assert "identical to the original run" in replay.stderr
     assert len(calls(workspace)) == 3
+    assert (workspace / "calls.txt.starts").read_text() == starts  # its saved tool list checked the program again
+    (workspace / ".orgtree" / "mcp" / "notes.tools.json").unlink()
+    again = pipe("replay", run_id, cwd=workspace)
+    assert "identical to the original run" in again.stderr
+    assert len(calls(workspace)) == 3  # no list saved: the server starts to list its tools, and still runs none
+    assert len((workspace / "calls.txt.starts").read_text().splitlines()) == len(starts.splitlines()) + 1
 
 
 def test_the_calls_are_skill_nodes_of_the_run_tree(workspace):

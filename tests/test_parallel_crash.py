@@ -1,11 +1,12 @@
 """Crash harness over parallel blocks: SIGKILL `pipe run` / `pipe resume` while branches are running (slow calls in
 flight, checkpoints holding several tasks and the outstanding-call table), resume until done, and check that the
 run ends exactly as an uninterrupted one: same printed lines in the same order, every side effect exactly once,
-no finished branch redone, and a replay with zero outside calls.
+no finished branch redone, and a replay with zero outside calls. A second program does the same work in the
+nodes of two routes (messages routed by topic, each route's node started by a send or by the node before it).
 
 Kills land at random times, or right after the k-th real skill execution of the process (seen in the execution
 log of tests/durable_testing.py), so most of them hit the middle of a parallel block. 50 trials run by default,
-a few at a time; PIPE_CRASH_TRIALS=N runs N (PIPE_CRASH_SEED picks the seed).
+a few at a time (25 over the routed program); PIPE_CRASH_TRIALS=N runs N (PIPE_CRASH_SEED picks the seed).
 """
 
 from __future__ import annotations
@@ -70,9 +71,60 @@ pipeline main(n: int = 6, spin: int = 200) -> str:
 RESULT = f"{(100 + 200 + 300) * N + 3 * sum(range(N))} {(400 + 500 + 600) * N + 3 * sum(range(N))}"
 ALL_LINES = {f"b{k} i{i}" for k in range(1, BRANCHES + 1) for i in range(N)}
 
+# The same work, by route: odd and even items each go to the live node of their route; a node handles one item
+# and ends, and the next item of its topic starts the next node. At most two sleeps are in flight at once.
+ROUTED_PROGRAM = '''\
+use fs, time
+
+route "odd" -> desk
+route "even" -> desk
+
+pipeline desk(m: Message, n: int = 6, spin: int = 200) -> none:
+    k = m.body
+    total = 0
+    for i in range(n):
+        time.sleep(0.002 * ((k * 7 + i * 3) % 5))
+        fs.append("out.txt", f"b{k} i{i}\\n")
+        x = 0
+        for j in range(spin):
+            x += j
+        total += k * 100 + i
+        print(f"b{k} i{i}")
+    send parent, total, topic=m.topic
+
+pipeline main() -> str:
+    topics = ["even", "odd"]
+    for k in range(1, 7):
+        send topics[k % 2], k
+    total = 0
+    for k in range(6):
+        total += receive().body
+    return f"{total}"
+'''
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A program the harness kills: what it must end with, and how many slow calls it has in flight at most."""
+
+    name: str
+    program: str
+    result: str
+    lines: frozenset
+    most_in_flight: int
+    trials: int
+
+
+SCENARIOS = (
+    Scenario("parallel", PROGRAM, RESULT, frozenset(ALL_LINES), MOST_IN_FLIGHT, TRIALS),
+    Scenario("routed", ROUTED_PROGRAM, str(sum(k * 100 * N + sum(range(N)) for k in range(1, BRANCHES + 1))),
+             frozenset(ALL_LINES), 2, max(TRIALS // 2, 1)),
+)
+
 
 @dataclass
 class Reference:
+    scenario: Scenario
     seconds: float
     output: list[str]
     appended: str
@@ -86,8 +138,8 @@ class Totals:
     resumes: int = 0
     reexecuted: Counter = field(default_factory=Counter)
 
-    def line(self) -> str:
-        return (f"parallel crash harness: {self.trials} trials (seed {SEED}), {self.kills} kills "
+    def line(self, name: str = "parallel") -> str:
+        return (f"{name} crash harness: {self.trials} trials (seed {SEED}), {self.kills} kills "
                 f"({self.kills_mid_run} in the middle of the run), {self.resumes} resumes, re-executed steps: "
                 f"{dict(self.reexecuted) or 'none'}")
 
@@ -96,22 +148,23 @@ def _run_dir(ws: Path) -> Path:
     return next((ws / ".orgtree" / "runs").iterdir())
 
 
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory) -> Reference:
+@pytest.fixture(scope="module", params=SCENARIOS, ids=[scenario.name for scenario in SCENARIOS])
+def reference(request, tmp_path_factory) -> Reference:
     """One uninterrupted run: the lines and appends every trial must reproduce exactly, in the same order."""
+    scenario = request.param
     ws = tmp_path_factory.mktemp("reference")
-    (ws / "prog.pipe").write_text(PROGRAM, encoding="utf-8")
+    (ws / "prog.pipe").write_text(scenario.program, encoding="utf-8")
     started = time.monotonic()
     done = subprocess.run(cli_command("run", "prog.pipe", "--durability", "process"), cwd=ws, env=cli_env(),
                           capture_output=True, text=True, timeout=TRIAL_DEADLINE)
     seconds = time.monotonic() - started
     assert done.returncode == 0, done.stderr
     meta = journal_meta(_run_dir(ws))
-    assert meta["status"] == "done" and meta["result"] == RESULT
-    assert sorted(meta["output"]) == sorted(ALL_LINES)
+    assert meta["status"] == "done" and meta["result"] == scenario.result
+    assert sorted(meta["output"]) == sorted(scenario.lines)
     appended = (ws / "out.txt").read_text(encoding="utf-8")
-    assert sorted(appended.splitlines()) == sorted(ALL_LINES)
-    return Reference(seconds, meta["output"], appended)
+    assert sorted(appended.splitlines()) == sorted(scenario.lines)
+    return Reference(scenario, seconds, meta["output"], appended)
 
 
 class Trial:
@@ -166,7 +219,7 @@ class Trial:
             return 0
 
     def play(self) -> None:
-        (self.ws / "prog.pipe").write_text(PROGRAM, encoding="utf-8")
+        (self.ws / "prog.pipe").write_text(self.reference.scenario.program, encoding="utf-8")
         killed, done = self.spawn_and_maybe_kill("run", "prog.pipe", "--durability", "process", kill=True)
         run_id, status = self._state()
         if run_id is None:  # killed before the journal existed: start again, as a user would
@@ -191,8 +244,9 @@ class Trial:
 
     def check(self, run_id: str) -> Counter:
         run_dir = self.ws / ".orgtree" / "runs" / run_id
+        scenario = self.reference.scenario
         meta = journal_meta(run_dir)
-        assert meta["status"] == "done" and meta["result"] == RESULT
+        assert meta["status"] == "done" and meta["result"] == scenario.result
         # The scheduler is deterministic: whatever was killed and redone, the run printed and appended exactly
         # what the uninterrupted run did, in the same order, each line once.
         assert meta["output"] == self.reference.output
@@ -203,7 +257,7 @@ class Trial:
             keys = [key for key, in ledger.execute("SELECT key FROM fs_appends WHERE done = 1")]
         finally:
             ledger.close()
-        assert len(keys) == len(set(keys)) == len(ALL_LINES)
+        assert len(keys) == len(set(keys)) == len(scenario.lines)
         # Nothing finished was redone: a real execution beyond the journaled steps is a step that was in flight
         # at a kill, at most one fs.append (run inline) and MOST_IN_FLIGHT sleeps (on the executor) per kill.
         steps = journal_steps(run_dir)
@@ -212,7 +266,7 @@ class Trial:
         extra = executed - journaled
         assert not journaled - executed, "a journaled step has no execution behind it"
         assert extra["fs.append"] <= self.kills, (extra, self.kills)
-        assert extra["time.sleep"] <= MOST_IN_FLIGHT * self.kills, (extra, self.kills)
+        assert extra["time.sleep"] <= scenario.most_in_flight * self.kills, (extra, self.kills)
         assert set(extra) <= {"fs.append", "time.sleep"}, extra
         appends = [key for name, key in exec_log(self.log) if name == "fs.append"]
         journaled_keys = {f"{run_id}:{s['seq']}" for s in steps if s["name"] == "fs.append"}
@@ -231,6 +285,7 @@ class Trial:
 def test_kill_9_in_the_middle_of_parallel_blocks(tmp_path: Path, reference: Reference, capsys,
                                                  record_property) -> None:
     totals = Totals()
+    scenario = reference.scenario
 
     def one(n: int) -> Counter:
         ws = tmp_path / f"trial{n:03d}"
@@ -240,7 +295,7 @@ def test_kill_9_in_the_middle_of_parallel_blocks(tmp_path: Path, reference: Refe
             trial.play()
             extra = trial.check(trial._state()[0])
         except BaseException as exc:
-            raise AssertionError(f"parallel crash trial {n} (PIPE_CRASH_SEED={SEED}) failed after "
+            raise AssertionError(f"{scenario.name} crash trial {n} (PIPE_CRASH_SEED={SEED}) failed after "
                                  f"{trial.history}: {type(exc).__name__}: {exc}") from exc
         totals.trials += 1
         totals.kills += trial.kills
@@ -251,11 +306,11 @@ def test_kill_9_in_the_middle_of_parallel_blocks(tmp_path: Path, reference: Refe
         return extra
 
     with ThreadPoolExecutor(AT_ONCE) as pool:
-        list(pool.map(one, range(TRIALS)))
+        list(pool.map(one, range(scenario.trials)))
     with capsys.disabled():
-        print("\n" + totals.line())
-    record_property("parallel_crash_harness", totals.line())
-    assert totals.trials == TRIALS
+        print("\n" + totals.line(scenario.name))
+    record_property(f"{scenario.name}_crash_harness", totals.line(scenario.name))
+    assert totals.trials == scenario.trials
     # The harness only means something if most kills hit a run in the middle of its parallel blocks.
-    assert totals.kills_mid_run >= TRIALS // 2, totals.line()
-    assert totals.resumes >= TRIALS // 2, totals.line()
+    assert totals.kills_mid_run >= scenario.trials // 2, totals.line(scenario.name)
+    assert totals.resumes >= scenario.trials // 2, totals.line(scenario.name)

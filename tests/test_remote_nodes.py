@@ -158,7 +158,8 @@ pipeline main(folder: str) -> int:
 
 
 def test_a_cancelled_remote_node_sees_the_cancel_and_its_except_handler_runs(tmp_path) -> None:
-    state = _run(tmp_path, "cancelled", CANCELLED).state
+    # One worker thread: the node, which runs until it is cancelled, must not hold it from main's sleep.
+    state = _run(tmp_path, "cancelled", CANCELLED, executor="threads:1").state
     assert state.result == -1
     [line] = (tmp_path / "tally").read_text().splitlines()
     assert line.startswith("cleanup cancelled cancelled:1.")

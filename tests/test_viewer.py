@@ -79,6 +79,20 @@ def test_a_module_path_outside_the_modules_folder_is_not_served(server, runs):
         assert "SQLite" not in response.text
 
 
+def test_a_run_is_named_by_its_id_never_by_a_path_or_a_pattern(server, runs):
+    assert httpx.get(f"{server.url}runs/{runs.triage[:4]}").status_code == 200  # a prefix, as `pipe show` takes
+    for ref in ("*", "%2E%2E", runs.triage[:2] + "*", "%2E"):  # (a client folds a bare `..` away itself)
+        response = httpx.get(f"{server.url}runs/{ref}")
+        assert response.status_code == 404, ref
+        assert "expected a run id" in response.text
+    from orgtree_lang.runtime.errors import UsageError
+    from orgtree_lang.viewer.runs import read_run
+
+    for ref in ("..", ".", str(runs.workspace / ".orgtree" / "runs" / runs.triage)):
+        with pytest.raises(UsageError, match="expected a run id"):
+            read_run(runs.workspace, ref)
+
+
 def test_a_request_for_another_host_name_is_refused(server):
     # A page on a site whose name resolves to 127.0.0.1 (DNS rebinding) must not read the runs.
     assert httpx.get(server.url, headers={"Host": "evil.example"}).status_code == 400
@@ -91,8 +105,8 @@ def test_a_read_only_viewer_refuses_a_reply_and_the_run_still_waits(server, runs
     assert response.status_code == 403
     assert "read-only" in response.json()["message"] and "--allow-actions" in response.json()["message"]
     assert show(runs.workspace, runs.approval)["status"] == "waiting"
-    assert "reply" not in httpx.get(f"{server.url}runs/{runs.approval}").text.split('<section class="waiting">')[1] \
-        .split("</section>")[0].replace("pipe reply", "")
+    page = httpx.get(f"{server.url}runs/{runs.approval}").text
+    assert "Ship release 2.1.0 (2 changes)?" in page and '<form class="reply"' not in page
 
 
 def test_an_action_without_the_token_or_with_a_wrong_one_is_refused(tmp_path):
@@ -103,8 +117,11 @@ def test_an_action_without_the_token_or_with_a_wrong_one_is_refused(tmp_path):
         wrong = httpx.post(f"{server.url}actions/reply", json={"run": run_id, "text": "yes"},
                            headers={"X-Pipe-Token": server.token[:-1] + "x"})
         resume = httpx.post(f"{server.url}actions/resume", json={"run": run_id})
+        elsewhere = httpx.post(f"{server.url}actions/reply", headers={"X-Pipe-Token": server.token},
+                               json={"run": str(workspace / ".orgtree" / "runs" / run_id), "text": "yes"})
     assert (missing.status_code, wrong.status_code, resume.status_code) == (403, 403, 403)
     assert "needs the token" in missing.json()["message"] and "wrong token" in wrong.json()["message"]
+    assert elsewhere.status_code == 400 and "expected a run id" in elsewhere.json()["message"]  # a path: refused
     assert show(workspace, run_id)["status"] == "waiting"
     assert not (workspace / "release.log").read_text().count("shipped")
 

@@ -285,7 +285,7 @@ def command_replay(args) -> int:
     from orgtree_lang.engine.registries import workspace_registry
 
     printer = None if args.quiet else print
-    report = durable_runs.replay(Path(args.workspace), args.run, workspace_registry(Path(args.workspace)),
+    report = durable_runs.replay(Path(args.workspace), args.run, workspace_registry(Path(args.workspace), replay=True),
                             printer=printer)
     print(f"replayed run {report.run_id}: {report.reused} journaled step(s) reused, "
           f"{report.outside_calls} outside call(s)", file=sys.stderr)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -100,6 +101,8 @@ class Decomposer:
         # What encloses this program's blocks: a child inherits the root program's description and path.
         self.goal = goal if goal is not None else Goal.of_program(parent_file, parent_source)
         self.parent_author = parent_author
+        # Spec hash -> (block node, set when done) while a block finds or writes the module for that spec.
+        self._writing: dict[str, tuple[str, threading.Event]] = {}
         self.human = human
         self.store = ModuleStore(self.workspace)
         self._programs: dict[str, tuple[SavedModule, Any]] = {}  # spec hash -> module and program, this run
@@ -121,50 +124,73 @@ class Decomposer:
         from orgtree_lang.review.errors import ReviewError
 
         digest = spec_hash(spec)
+        self._await_writer(digest, block)
         if digest in self._programs:  # reached again in this run: no file is read, nothing is compiled again
             saved, program = self._programs[digest]
             block.note(f"reused {saved.path}")
             return self._run_child(program, block, saved, self._metered(block)[0])
-        saved = self.store.find(digest)
-        author, reviewer = self._metered(block)
-        program = None
-        if saved is not None:
-            try:
-                program = checked_for_reuse(saved, spec, self.registry)
-            except ReuseRefused as err:
-                raise PipeRuntimeError(f"ambiguous block `{spec.name}`: {err}", kind="ambiguous", catchable=False,
-                                       hint=err.hint) from None
-            block.note(f"reused {saved.path}")
-        elif self.author is None:
-            raise PipeRuntimeError(
-                f"ambiguous block `{spec.name}` cannot run: no module is saved for it and no model is configured "
-                "to write one", kind="ambiguous", catchable=False,
-                hint="configure a model for the decomposer with `--model NAME` or the PIPE_MODEL environment variable "
-                     "(or replace the block with skill calls)")
-        else:
-            try:
-                # Saved modules that fit this block's signature: the most similar may be reused as they are; the
-                # author sees the rest, down to half the similarity, for reference.
-                similar = similar_modules(self.store, spec, self.registry, self.settings.similarity / 2)
-                saved = self._reuse_similar(spec, digest, reviewer, block,
-                                            [m for score, m in similar if score >= self.settings.similarity])
-                if saved is None:
-                    block.note("writing a module")
-                    saved = write_module(self, spec, inputs, digest, author, reviewer, block,
-                                         [m for _, m in similar])
-                    block.note(f"written to {saved.path} ({saved.provenance.get('review-rounds')} "
-                                        "review round(s))")
-            except (ModelError, ReviewError, StoreError) as err:
-                kind = "model" if isinstance(err, ModelError) else "ambiguous"
-                raise PipeRuntimeError(f"ambiguous block `{spec.name}`: {err}", kind=kind, catchable=False,
-                                       hint=getattr(err, "hint", None) or "nothing was saved; fix the cause "
-                                       "and run again") from err
-        if program is None:
-            from orgtree_lang.compile.api import compile_source
+        writing = threading.Event()
+        self._writing[digest] = (block.node, writing)
+        try:
+            saved = self.store.find(digest)
+            author, reviewer = self._metered(block)
+            program = None
+            if saved is not None:
+                try:
+                    program = checked_for_reuse(saved, spec, self.registry)
+                except ReuseRefused as err:
+                    raise PipeRuntimeError(f"ambiguous block `{spec.name}`: {err}", kind="ambiguous", catchable=False,
+                                           hint=err.hint) from None
+                block.note(f"reused {saved.path}")
+            elif self.author is None:
+                raise PipeRuntimeError(
+                    f"ambiguous block `{spec.name}` cannot run: no module is saved for it and no model is configured "
+                    "to write one", kind="ambiguous", catchable=False,
+                    hint="configure a model for the decomposer with `--model NAME` or the PIPE_MODEL environment "
+                         "variable (or replace the block with skill calls)")
+            else:
+                try:
+                    # Saved modules that fit this block's signature: the most similar may be reused as they are; the
+                    # author sees the rest, down to half the similarity, for reference.
+                    similar = similar_modules(self.store, spec, self.registry, self.settings.similarity / 2)
+                    if getattr(block, "concurrent", False):
+                        # Resolved concurrently (vm/block_calls.py): whether a sibling block's module is saved yet
+                        # depends on timing, and a resume must make the same choices as the run.
+                        similar = [(score, m) for score, m in similar
+                                   if not m.provenance.get("parent", "").startswith(f"{self.parent_file}:")]
+                    saved = self._reuse_similar(spec, digest, reviewer, block,
+                                                [m for score, m in similar if score >= self.settings.similarity])
+                    if saved is None:
+                        block.note("writing a module")
+                        saved = write_module(self, spec, inputs, digest, author, reviewer, block,
+                                             [m for _, m in similar])
+                        block.note(f"written to {saved.path} ({saved.provenance.get('review-rounds')} "
+                                            "review round(s))")
+                except (ModelError, ReviewError, StoreError) as err:
+                    kind = "model" if isinstance(err, ModelError) else "ambiguous"
+                    raise PipeRuntimeError(f"ambiguous block `{spec.name}`: {err}", kind=kind, catchable=False,
+                                           hint=getattr(err, "hint", None) or "nothing was saved; fix the cause "
+                                           "and run again") from err
+            if program is None:
+                from orgtree_lang.compile.api import compile_source
 
-            program = compile_source(saved.text, str(saved.path), self.registry).program
-        self._programs[digest] = (saved, program)
+                program = compile_source(saved.text, str(saved.path), self.registry).program
+            self._programs[digest] = (saved, program)
+        finally:
+            if self._writing.get(digest, (None, None))[1] is writing:
+                del self._writing[digest]
+            writing.set()
         return self._run_child(program, block, saved, author)
+
+    def _await_writer(self, digest: str, block) -> None:
+        """While another block of this run finds or writes the module for the same spec (blocks of parallel
+        branches resolve concurrently, vm/block_calls.py), wait for it, so the module is written and saved once;
+        never for a block this one runs inside."""
+        while digest in self._writing:
+            node, writing = self._writing[digest]
+            if block.node.startswith(node + "/"):
+                return
+            block.spend.away(writing.wait)
 
     def _metered(self, block):
         """The author and reviewer, their calls counted against the run tree's budget and charged to the block."""

@@ -21,8 +21,10 @@ expect CONDITION, "why it must hold"
 
 Give 3 to 6 examples: typical cases and the edge cases the spec implies (empty, zero, missing, ties), with
 every value written out as a literal; for several outputs name each (`NAME(...) -> a=1, b="x"`). Each `expect`
-is a condition over the inputs and outputs that every correct answer meets. The module you write next is run
-on these examples before anyone reviews it."""
+is a condition over the inputs and outputs that every correct answer meets, naming them as the block's signature
+does (`result` is only for pipelines). An example cannot expect a failure: a failure the spec requires is tested
+in a `test` block of the module, with the code. The module you write next is run on these examples before anyone
+reviews it."""
 
 CODE_REQUEST = """The design is settled:
 
@@ -36,7 +38,9 @@ is checked before review. Answer with exactly one ```pipe block holding the whol
 REVIEW_NOTE = """# The design of `{name}`, stated before any code: examples (inputs -> expected outputs) and expectations.
 # Check each against the spec. An expected value the spec contradicts is a blocking concern; so is an important
 # case the spec implies that no example covers: give that case as an example line (`{name}(...) -> ...`) in
-# `suggested_fix`. Do not ask for code: there is none yet."""
+# `suggested_fix`. Expectations name the block's inputs and outputs as its signature does ({names}); `result` is
+# only for pipelines. An example line cannot expect a failure: a failure the spec requires belongs in a `test`
+# block of the module, which comes with the code. Do not ask for code: there is none yet."""
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n(.*?)```", re.S)
 _EXAMPLE_LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\(.*\)\s*->")
@@ -150,7 +154,8 @@ def _records(parent_source: str) -> str:
 
 
 def review_artifact(spec: AmbiguousSpec, design: Design) -> str:
-    return REVIEW_NOTE.format(name=spec.name) + "\n" + design.text(spec) + "\n"
+    names = ", ".join(f"`{name}`" for name, _ in (*spec.inputs, *spec.outputs))
+    return REVIEW_NOTE.format(name=spec.name, names=names) + "\n" + design.text(spec) + "\n"
 
 
 def spec_with_contracts(text: str, spec: AmbiguousSpec) -> str:

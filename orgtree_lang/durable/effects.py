@@ -106,7 +106,10 @@ class EffectLog:
                 raise self._divergence(step, record)
             # A failed step that ended the run runs again on resume: its cause may have been fixed. So does a
             # failed ambiguous block, whose own steps (model answers, the child's effects) come after it.
-            reuse = self.mode == "replay" or record.ok or (step.seq != self.last_seq and record.kind != "ambiguous")
+            # Nor is a call whose executor was lost (a Ray cluster gone): that says nothing about the step, and
+            # another branch's later step may be in the journal too.
+            reuse = self.mode == "replay" or record.ok or (step.seq != self.last_seq and record.kind != "ambiguous"
+                                                           and not _executor_lost(record))
             if reuse:
                 self.reused += 1
                 return True, self._recorded_result(record)
@@ -293,6 +296,11 @@ class EffectLog:
         self._checkpoint_time = self.clock()
         self._checkpoint_steps = state.steps
         self._checkpoint_effects = state.effect_seq
+
+
+def _executor_lost(record: StepRecord) -> bool:
+    """Whether a failed step's record says the executor it ran on was lost, not that the call failed."""
+    return (record.error or {}).get("kind") == "executor"
 
 
 def _error_record(exc: Exception) -> dict[str, Any]:

@@ -422,7 +422,8 @@ def _has_steps(db: sqlite3.Connection) -> bool:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    db = sqlite3.connect(str(path), isolation_level=None, timeout=10)
+    # Blocks resolved concurrently journal from threads of their own, one at a time (vm/runlock.py).
+    db = sqlite3.connect(str(path), isolation_level=None, timeout=10, check_same_thread=False)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")
     db.execute("PRAGMA busy_timeout=10000")

@@ -20,7 +20,9 @@ def journaled_calls(block) -> Callable[..., Completion] | None:
                                  {"schema": schema.__name__ if schema else None})
 
         def ask(_key: str) -> dict[str, Any]:
-            completion = model.complete(messages, schema=schema, conversation_id=conversation_id)
+            # The run lock is let go while the model answers, so that concurrent blocks' calls overlap.
+            completion = block.spend.away(lambda: model.complete(messages, schema=schema,
+                                                                 conversation_id=conversation_id))
             return {"text": completion.text, "usage": completion.usage.to_dict(), "model": completion.model,
                     "conversation_id": completion.conversation_id, "scripted": completion.scripted}
 

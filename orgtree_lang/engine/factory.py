@@ -58,7 +58,7 @@ class MachineFactory:
         kin = dataclasses.replace(self, tracer=tracer)
         observers = tuple(o for o in (tracer, self._tree(), self.spans) if o is not None)
         services = dataclasses.replace(parent.services, budget=budget, resolver=resolver, observers=observers,
-                                       children=kin.child, place=parent.place_for_child(block.node))
+                                       children=kin.child, place=parent.place_for_child(block.node, block))
         if context is not None:
             services.context = context
         return Machine(program, services)

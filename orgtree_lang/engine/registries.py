@@ -28,10 +28,11 @@ def default_registry(*, plugins: bool | None = None) -> SkillRegistry:
     return registry
 
 
-def workspace_registry(root: Path | str, base=None, *, plugins: bool | None = None):
+def workspace_registry(root: Path | str, base=None, *, plugins: bool | None = None, replay: bool = False):
     """`base` (default: stdlib + plugins) with this workspace's pool applied: `skills.report_bug`, every promoted
     module as `learned.<name>`, usage notes from `modify` decisions added to descriptions, removed skills left out;
-    and the MCP servers of its orgtree.toml as lazy namespaces `mcp.NAME` (started only when a tool is asked for).
+    and the MCP servers of its orgtree.toml as lazy namespaces `mcp.NAME` (started only when a tool is asked for;
+    with `replay`, not at all when the tools they listed at their last start are saved).
 
     Reads nothing (and creates nothing) when the workspace has no pool state yet."""
     from orgtree_lang.pool.learned import LearnedStore, learned_skill
@@ -80,5 +81,5 @@ def workspace_registry(root: Path | str, base=None, *, plugins: bool | None = No
     if (Path(root) / "orgtree.toml").is_file():
         from orgtree_lang.mcp.skills import add_servers
 
-        add_servers(registry, root)
+        add_servers(registry, root, offline=replay)
     return registry

@@ -35,13 +35,30 @@ class ThreadExecutor:
     def submit(self, call: Callable[[], Any]) -> Future:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="pipe-worker")
-        if isinstance(call, NodeCall):  # a remote node resumed here: its machine runs on one of the threads
-            from orgtree_lang.engine.remote_nodes import run_node
-
-            return self._pool.submit(run_node, call)
+        if isinstance(call, NodeCall):
+            return _node_thread(call)
         return self._pool.submit(call)
 
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
+
+
+def _node_thread(call: NodeCall) -> Future:
+    """A remote node run in this process (vm/remote.py) gets a thread of its own, not one of the pool's: a node
+    may run until it is cancelled, and the calls issued after it must not wait behind it for a free worker."""
+    import threading
+
+    from orgtree_lang.engine.remote_nodes import run_node
+
+    future: Future = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(run_node(call))
+        except BaseException as exc:  # noqa: BLE001 - whatever ended the node's machine is its outcome
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="pipe-node", daemon=True).start()
+    return future

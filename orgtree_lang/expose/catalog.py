@@ -68,7 +68,7 @@ def pipeline_tools(root: Path, registry, refs: list[str], *, learned: bool = Tru
             raise UsageError(f"{path} has no pipeline `{entry}`" if entry else
                              f"{path} has no `main` pipeline and several others: name one as {path}:PIPELINE",
                              hint=f"its pipelines are: {names}") from None
-        tool_name = name or _NOT_A_NAME.sub("_", path.stem if code.name == "main" else code.name)
+        tool_name = name or _NOT_A_NAME.sub("_", code.name if entry else path.stem)
         if tool_name in tools:
             raise UsageError(f"two exposed pipelines would both be the tool `{tool_name}` ({tools[tool_name].path} "
                              f"and {path})", hint="expose one of them as FILE:PIPELINE under another pipeline name")

@@ -49,7 +49,7 @@ def server_specs(config: Path | str | ConfigSnapshot) -> list[ServerSpec]:
     servers = table.get("servers", {})
     if not isinstance(servers, dict):
         raise ConfigError(f"{config}: [mcp.servers] must be a table of servers, e.g.\n{EXAMPLE}")
-    root = Path(str(config)).parent
+    root = Path(str(config)).resolve().parent
     return [_spec(name, entry, config, root) for name, entry in sorted(servers.items())]
 
 

@@ -60,32 +60,58 @@ def _wrapped_result(schema: Any) -> Any:
 class McpServerSkills:
     """The skills of one `[mcp.servers.NAME]`: its tools, listed once when first needed, called over one session."""
 
-    def __init__(self, spec: ServerSpec, root: Path) -> None:
+    def __init__(self, spec: ServerSpec, root: Path, *, offline: bool = False) -> None:
         self.spec = spec
         self.root = Path(root)
+        self.offline = offline  # take the tool list saved by the last start when there is one (a replay)
         self._failed: tuple[float, SkillError] | None = None
         from orgtree_lang.mcp.connection import McpConnection  # asyncio and threads: only for a workspace with servers
 
-        self.connection = McpConnection(spec, log=Path(root) / ".orgtree" / "mcp" / f"{spec.name}.log")
+        folder = self.root / ".orgtree" / "mcp"
+        self.saved = folder / f"{spec.name}.tools.json"
+        self.connection = McpConnection(spec, log=folder / f"{spec.name}.log")
 
     def load(self) -> list[Skill]:
         """The server's tools as skills; a failure is raised again for RETRY_AFTER seconds without another start
         (an editor's language server checks on every keystroke)."""
         from orgtree_lang.runtime.config import CONFIG_NAME
 
-        if self._failed is not None and time.monotonic() - self._failed[0] < RETRY_AFTER:
-            raise self._failed[1]
-        try:
-            check_allowed(self.spec, self.root / CONFIG_NAME)
-            tools = self.connection.tools()
-        except SkillError as err:
-            self._failed = (time.monotonic(), err)
-            raise
+        tools = self._saved_tools() if self.offline else None
+        if tools is None:
+            if self._failed is not None and time.monotonic() - self._failed[0] < RETRY_AFTER:
+                raise self._failed[1]
+            try:
+                check_allowed(self.spec, self.root / CONFIG_NAME)
+                tools = self.connection.tools()
+            except SkillError as err:
+                self._failed = (time.monotonic(), err)
+                raise
+            self._save_tools(tools)
         skills: dict[str, Skill] = {}
         for tool in tools:
             built = self.skill(tool)
             skills.setdefault(built.name, built)
         return list(skills.values())
+
+    def _save_tools(self, tools: list) -> None:
+        from orgtree_lang.runtime.files import write_atomic
+
+        listed = [{"name": t.name, "title": t.title, "description": t.description, "input_schema": t.input_schema,
+                   "output_schema": t.output_schema} for t in tools]
+        self.saved.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(self.saved, json.dumps({"server": self.spec.key(), "tools": listed}, indent=1))
+
+    def _saved_tools(self) -> list | None:
+        """The tools listed when this server (as configured now) last started, or None."""
+        from types import SimpleNamespace
+
+        try:
+            saved = json.loads(self.saved.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(saved, dict) or saved.get("server") != self.spec.key():
+            return None
+        return [SimpleNamespace(**tool) for tool in saved.get("tools", [])]
 
     def skill(self, tool) -> Skill:
         """The skill of one tool: parameters from its input schema, return type from its output schema (a str of
@@ -151,9 +177,10 @@ def _value(skill: str, result, structured: bool, wrapped: bool) -> Any:
     return "\n".join(texts)
 
 
-def add_servers(registry, root: Path | str) -> None:
+def add_servers(registry, root: Path | str, *, offline: bool = False) -> None:
     """Make every `[mcp.servers.NAME]` of the workspace's orgtree.toml a lazy namespace `mcp.NAME` of `registry`:
-    nothing starts until a program's check or run, or `pipe skills`, asks for one of its tools."""
+    nothing starts until a program's check or run, or `pipe skills`, asks for one of its tools. `offline` (a
+    replay, which calls no tool) takes the tools listed at a server's last start instead of starting it."""
     from orgtree_lang.mcp.settings import server_specs
     from orgtree_lang.runtime.config import CONFIG_NAME
 
@@ -161,7 +188,7 @@ def add_servers(registry, root: Path | str) -> None:
     if not config.is_file():
         return
     for spec in server_specs(config):
-        source = McpServerSkills(spec, Path(root))
+        source = McpServerSkills(spec, Path(root), offline=offline)
         registry.add_lazy(spec.namespace, spec.key(), source.load)
 
 

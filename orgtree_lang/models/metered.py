@@ -31,7 +31,8 @@ class MeteredModel(Model):
             if self.journal is not None:
                 completion = self.journal(self.inner, messages, schema, conversation_id)
             else:
-                completion = self.inner.complete(messages, schema=schema, conversation_id=conversation_id)
+                completion = self._away(lambda: self.inner.complete(messages, schema=schema,
+                                                                    conversation_id=conversation_id))
         except Exception as err:
             self.spend.ended(self.name, 0, 0, 0.0, started, err)
             raise
@@ -40,6 +41,11 @@ class MeteredModel(Model):
         self.spend.ended(completion.model or self.name, usage.prompt_tokens, usage.completion_tokens, usage.cost,
                          started, None)
         return completion
+
+    def _away(self, ask):
+        """`ask()`, with the run lock let go meanwhile when the spend is an ambiguous block's (vm.budget.NodeSpend)."""
+        away = getattr(self.spend, "away", None)
+        return away(ask) if away is not None else ask()
 
     def _complete(self, messages, *, schema, conversation_id):  # pragma: no cover - complete() is overridden
         raise NotImplementedError

@@ -47,7 +47,9 @@ def reply(site: Site, run: str, message: str | None, text: str) -> str:
 
     if not run or not text.strip():
         raise Pointless("a reply needs the run and a non-empty answer")
-    done = record_reply(site.workspace, run, message or None, text)
+    from orgtree_lang.viewer.runs import run_ref
+
+    done = record_reply(site.workspace, run_ref(run), message or None, text)
     shown = json.dumps(done.value) if not isinstance(done.value, str) else repr(done.value)
     return f"answered {done.question.ref} of run {done.run_id} with {shown}"
 
@@ -57,7 +59,9 @@ def resume(site: Site, run: str, running: list[subprocess.Popen]) -> str:
     from orgtree_lang.durable.journal import Journal
     from orgtree_lang.durable.runs import effective_status, find_run
 
-    run_dir = find_run(site.workspace, run)
+    from orgtree_lang.viewer.runs import run_ref
+
+    run_dir = find_run(site.workspace, run_ref(run))
     journal = Journal.open(run_dir)
     try:
         status = effective_status(run_dir, journal.meta())

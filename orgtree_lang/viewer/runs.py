@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from orgtree_lang.runtime.errors import UsageError
 from orgtree_lang.viewer.page import Site, duration, esc, frame, status_badge, table, when
 
 MAX_CHILDREN_SHOWN = 200  # children listed under one node; the rest are counted, so a huge run stays a small page
+_RUN_REF = re.compile(r"[A-Za-z0-9_-]{1,64}")
 FOLD_AT = 6  # a longer stretch of plain skill calls under one node is shown folded, as one line with counts
 
 
@@ -32,7 +35,7 @@ def read_run(workspace: Path, ref: str) -> RunView:
     from orgtree_lang.orgtree.store import TreeStore
     from orgtree_lang.runtime.state_db import state_db_path
 
-    run_dir = find_run(workspace, ref)
+    run_dir = find_run(workspace, run_ref(ref))
     journal = Journal.open(run_dir)
     try:
         meta = view_meta(run_dir, journal)
@@ -45,6 +48,20 @@ def read_run(workspace: Path, ref: str) -> RunView:
             nodes = reconciled_tree(workspace, meta["run_id"], store.run_nodes(meta["run_id"]))
     questions = waiting_questions(workspace, meta) if status == "waiting" else []
     return RunView(meta, status, nodes, questions)
+
+
+class NotARunId(UsageError):
+    """A run named by something other than its id: a path or a pattern could reach outside the workspace."""
+
+    status = 400
+
+
+def run_ref(ref: str) -> str:
+    """`ref` if it can only name a run of this workspace: an id or a prefix of one, never a path or a pattern."""
+    if not _RUN_REF.fullmatch(ref):
+        raise NotARunId(f"expected a run id (letters, digits, - and _), got {ref!r}",
+                         hint="the runs page lists the runs of this workspace")
+    return ref
 
 
 def runs_page(site: Site) -> str:

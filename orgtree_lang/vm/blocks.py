@@ -48,6 +48,22 @@ class BlockContext:
     effects: Effects | None
     context: Any  # the skill context the block's run hands to skills
     _machine: Any = dataclasses.field(repr=False, default=None)
+    # Set when the block is resolved concurrently (vm/block_calls.py): what numbers its journal steps, the
+    # statement count the run had when it reached the block, and where its child's printed lines wait for
+    # the block's result to be delivered.
+    _counter: Any = dataclasses.field(repr=False, default=None)
+    _statement: int | None = dataclasses.field(repr=False, default=None)
+    _printed: list[str] | None = dataclasses.field(repr=False, default=None)
+
+    @property
+    def concurrent(self) -> bool:
+        """Whether the block is resolved on a thread of its own while other tasks go on (vm/block_calls.py)."""
+        return self._counter is not None
+
+    def numbering(self):
+        """What numbers the journal steps of the block's generated child: the block's own range when it is
+        resolved concurrently, else None (the run's numbering)."""
+        return self._counter
 
     def note(self, detail: str) -> None:
         """A progress note on the block's org tree node (`pipe tree` shows it)."""
@@ -57,8 +73,9 @@ class BlockContext:
         """A journaled step asked for by this block (a model call), numbered in the run tree's journal."""
         machine = self._machine
         node = machine.effect_node(self.node[len(machine.state.run_id) + 1:])
-        return EffectStep(machine.next_effect_seq(), kind, name, node, self.spec.span, args, kwargs,
-                          machine.state.steps)
+        seq = self._counter.next() if self._counter is not None else machine.next_effect_seq()
+        return EffectStep(seq, kind, name, node, self.spec.span, args, kwargs,
+                          machine.state.steps if self._statement is None else self._statement)
 
     def ask_human(self, question: str) -> str:
         """Escalate to a person (docs/org.md, "People are nodes"): their answer to `question`, from the journal.
@@ -108,6 +125,8 @@ class BlockContext:
         own = _own_limits(budget, limits, machine.state.steps + machine.steps_elsewhere())
         budget = dataclasses.replace(budget, **own)
         child = build(machine, self, program, resolver, budget, context)
+        if self._printed is not None:
+            child.services.printer = self._printed.append
         # The child run is named after its org tree node, so a block reached twice makes two children.
         child.start("main", dict(self.inputs if inputs is None else inputs),
                     run_id=f"{self.node}/{name}" if name else self.node)
@@ -122,7 +141,7 @@ class BlockContext:
         finally:
             child.release()
             # The child's own counters join the tree's (its children's are in the meter already).
-            machine.meter.add({"steps": child.state.steps, "skill_calls": child.state.skill_calls})
+            self.spend.meter.add({"steps": child.state.steps, "skill_calls": child.state.skill_calls})
         return child.state.result
 
 
@@ -164,12 +183,23 @@ def resolve_block(m, frame: Frame, stack: list, arg: int) -> int:
         )
     node_id = m.node_id(f"{frame.node}/{spec.name}@{m.state.steps}")
     m.observer.block_started(m.state, frame, spec, inputs, node_id)
+    if m.state.tasks and m.place is None:
+        # One of several tasks: resolved on a thread of its own while the others go on (vm/block_calls.py).
+        from orgtree_lang.vm.block_calls import issue
+
+        return issue(m, frame, arg, values, node_id)
     try:
         outputs = _outputs(m, spec, inputs, values, frame, node_id)
     except PipeRuntimeError as err:
         m.observer.block_ended(node_id, None, err)
         raise
     m.observer.block_ended(node_id, outputs, None)
+    push_outputs(spec, outputs, stack)
+    return RELOAD  # the tree meter moved: the loop recomputes where its budgets stop it
+
+
+def push_outputs(spec: AmbiguousSpec, outputs: dict[str, Any], stack: list) -> None:
+    """Check the block's outputs against their declared types and push them, last first."""
     for name, ptype in reversed(spec.outputs):
         if name not in outputs:
             raise PipeRuntimeError(f"the decomposer gave no output `{name}` for ambiguous block {spec.name}",
@@ -178,7 +208,6 @@ def resolve_block(m, frame: Frame, stack: list, arg: int) -> int:
             raise PipeRuntimeError(f"output `{name}` of ambiguous block {spec.name} expected {ptype}, got "
                                    f"{t.type_of_value(outputs[name])}", kind="ambiguous")
         stack.append(outputs[name])
-    return RELOAD  # the tree meter moved: the loop recomputes where its budgets stop it
 
 
 def _outputs(m, spec: AmbiguousSpec, inputs: dict[str, Any], values: list, frame: Frame,
@@ -190,18 +219,20 @@ def _outputs(m, spec: AmbiguousSpec, inputs: dict[str, Any], values: list, frame
     block used inside (model answers, the child's effects), which such a run skips over."""
     ran = []
     root = m.place.root_state if m.place is not None else m.state
-    seq = root.effect_seq
+    numbering = m.step_counter()
+    seq = numbering.effect_seq
     effects = m.services.effects
 
     def decompose(_key: str | None = None) -> dict[str, Any]:
         ran.append(True)
         before = m.meter.snapshot()
         block = BlockContext(spec, inputs, node_id, m.budget, m.records,
-                             NodeSpend(m.meter, m.budget, m.observer, node_id), effects, m.services.context, m)
+                             NodeSpend(m.meter, m.budget, m.observer, node_id, m.run_lock), effects,
+                             m.services.context, m)
         outputs = m.services.resolver(block)
         # The keys end in `:`, which no output name can, so results journaled by earlier versions (the
         # outputs alone) are told apart.
-        return {"outputs:": outputs, "spent:": m.meter.since(before), "effects:": root.effect_seq - seq}
+        return {"outputs:": outputs, "spent:": m.meter.since(before), "effects:": numbering.effect_seq - seq}
 
     if effects is None:
         return decompose()["outputs:"]
@@ -214,5 +245,5 @@ def _outputs(m, spec: AmbiguousSpec, inputs: dict[str, Any], values: list, frame
     if not ran:
         m.meter.add(result["spent:"])
         # The steps journaled inside the block (model answers, the child's effects) keep their numbers.
-        root.effect_seq = max(root.effect_seq, seq + result.get("effects:", 0))
+        numbering.effect_seq = max(numbering.effect_seq, seq + result.get("effects:", 0))
     return result["outputs:"]

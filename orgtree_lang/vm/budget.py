@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.syntax.spans import Span
@@ -88,8 +88,17 @@ class NodeSpend:
     """The decomposer's model calls for one ambiguous block: checked against and charged to the tree's meter,
     and reported to the run's observer for the block's org tree node."""
 
-    def __init__(self, meter: TreeMeter, budget: Budget, observer, node: str) -> None:
+    def __init__(self, meter: TreeMeter, budget: Budget, observer, node: str, lock=None) -> None:
         self.meter, self.budget, self.observer, self.node = meter, budget, observer, node
+        self.lock = lock  # the run's vm.runlock.RunLock, let go of while a model answers
+
+    def away(self, wait: Callable[[], Any]) -> Any:
+        """`wait()` (a model call, or waiting for another block) with the run lock let go: other blocks and the
+        run go on meanwhile."""
+        if self.lock is None:
+            return wait()
+        with self.lock.released():
+            return wait()
 
     def check(self, what: str) -> None:
         self.meter.check_model(self.budget, what)
@@ -160,3 +169,40 @@ class TreeMeter:
             raise budget_exceeded("tokens", budget.max_tokens, self.data["tokens"], None, f"after {what}")
         if budget.max_cost is not None and self.data["cost"] > budget.max_cost:
             raise budget_exceeded("cost", budget.max_cost, float(self.data["cost"]), None, f"after {what}")
+
+
+class BlockMeter(TreeMeter):
+    """What one concurrently resolved ambiguous block (and its generated child) spends, kept apart from the tree's
+    meter until the block's result is delivered, so that a checkpoint taken meanwhile never holds part of it.
+    Budget checks see the tree's totals plus this block's."""
+
+    def __init__(self, tree: TreeMeter) -> None:
+        super().__init__()
+        self.tree = tree
+
+    @property
+    def tokens(self) -> int:
+        return self.tree.tokens + self.data["tokens"]
+
+    @property
+    def cost(self) -> float:
+        return self.tree.cost + self.data["cost"]
+
+    @property
+    def steps(self) -> int:
+        return self.tree.steps + self.data["steps"]
+
+    @property
+    def skill_calls(self) -> int:
+        return self.tree.skill_calls + self.data["skill_calls"]
+
+    def check_model(self, budget: Budget, what: str) -> None:
+        self._total().check_model(budget, what)
+
+    def charge_model(self, budget: Budget, tokens: int, cost: float, what: str) -> None:
+        self.data["tokens"] += tokens
+        self.data["cost"] += cost
+        self._total().charge_model(budget, 0, 0.0, what)  # charges nothing more: checks the totals
+
+    def _total(self) -> TreeMeter:
+        return TreeMeter({name: self.tree.data[name] + self.data[name] for name in self.FIELDS})

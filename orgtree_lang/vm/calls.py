@@ -202,7 +202,8 @@ def _invoke(m, skill, args: list, kwargs: dict, context, span, placed: list[str]
     budget = m.budget
     left = None if budget.max_seconds is None else max(0.0, budget.max_seconds - m.seconds_used())
     try:
-        return pending.result(timeout=left)
+        with m.run_lock.released():  # blocks resolved concurrently (vm/block_calls.py) go on meanwhile
+            return pending.result(timeout=left)
     except concurrent.futures.TimeoutError:
         raise budget_exceeded("seconds", budget.max_seconds, m.seconds_used(), span) from None
     finally:

@@ -14,6 +14,7 @@ from orgtree_lang.vm.calls import failure_text, skill_failure
 from orgtree_lang.vm.effects import EffectStep
 from orgtree_lang.vm.executor import Finished, SkillCall
 from orgtree_lang.vm.memory import check_value
+from orgtree_lang.vm.people import WaitingForHuman
 from orgtree_lang.vm.scheduler import current_task, switch, task_by_id
 from orgtree_lang.vm.state import Frame
 from orgtree_lang.vm.tasks import Call
@@ -42,7 +43,11 @@ def reissue(m) -> None:
     for call in m.state.calls:
         if call.order not in m.in_flight:
             call.started = time.perf_counter()
-            if call.pipeline:
+            if call.block is not None:
+                from orgtree_lang.vm.block_calls import submit
+
+                submit(m, call)
+            elif call.pipeline:
                 from orgtree_lang.vm.remote import submit_node
 
                 submit_node(m, call)
@@ -104,7 +109,8 @@ def deliver_next(m) -> None:
     error = None
     value = None
     try:
-        value = pending.result(timeout=_seconds_left(m))
+        with m.run_lock.released():  # blocks resolved on threads of their own go on meanwhile
+            value = pending.result(timeout=_seconds_left(m))
     except concurrent.futures.TimeoutError:
         m._suspend()  # saved as it is, with the call in flight: a resume with more time issues it again
         raise budget_exceeded("seconds", m.budget.max_seconds, m.seconds_used(), Span(*call.span)) from None
@@ -122,6 +128,13 @@ def deliver_next(m) -> None:
     task.status = "ready"
     switch(m, task)
     frame = task.frames[-1]
+    if call.block is not None:  # an ambiguous block (vm/block_calls.py)
+        if error is not None:
+            raise error
+        from orgtree_lang.vm.block_calls import deliver
+
+        deliver(m, call, pending, value, frame)
+        return
     failure = None if error is None else skill_failure(call.name, error)
     # Observers time a call from `started` to now: shift it so that they see how long the call really took.
     ran = (call.finished or time.perf_counter()) - call.started
@@ -159,10 +172,18 @@ def settle(m) -> None:
         if entry is None:
             continue
         pending, step, _ = entry
+        if call.block is not None:  # a block journals its own result: wait for it to be known
+            try:
+                with m.run_lock.released():
+                    pending.result(timeout=_seconds_left(m))
+            except (Exception, WaitingForHuman):  # noqa: BLE001 - journaled, or asked again on resume, by the block
+                pass
+            continue
         if step is None or effects is None:
             continue
         try:
-            value, error = pending.result(timeout=_seconds_left(m)), None
+            with m.run_lock.released():
+                value, error = pending.result(timeout=_seconds_left(m)), None
         except concurrent.futures.TimeoutError:
             continue  # over the seconds budget: it runs again, with the same key, on resume
         except Exception as exc:

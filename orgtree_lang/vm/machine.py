@@ -20,6 +20,7 @@ from orgtree_lang.vm.instructions import BINARY_FUNCS
 from orgtree_lang.vm.memory import guarded_operators
 from orgtree_lang.vm.observe import observe
 from orgtree_lang.vm.people import WaitingForHuman
+from orgtree_lang.vm.runlock import RunLock
 from orgtree_lang.vm.services import Services, TreePlace
 from orgtree_lang.vm.state import Frame, RunState
 from orgtree_lang.vm.trace import summarize
@@ -52,6 +53,10 @@ class Machine:
         self.meter = place.meter if place is not None else TreeMeter()
         self.parent_node = place.parent_node if place is not None else None  # the block a child runs for
         self.ancestors = place.ancestors if place is not None else (0, 0)
+        # One lock for the run tree (vm/runlock.py); a child inside a concurrently resolved block numbers its
+        # journal steps in the block's own range (vm/block_calls.py).
+        self.run_lock = place.run_lock if place is not None and place.run_lock is not None else RunLock()
+        self.counter = place.counter if place is not None else None
         self.records = RecordTypes(program.records)
         self.state: RunState | None = None
         self._prepared: dict[CodeObject, list[tuple[int, Any]]] = {}
@@ -129,8 +134,12 @@ class Machine:
         fresh = state.steps == 0 and state.status == "ready"
         state.status = "running"
         self.observer.run_started(state, fresh, self.program.entry(state.entry).span)
+        self.run_lock.acquire()
         try:
             self._loop()
+            self._stretch_done()
+            self.observer.run_stopped(state, None)
+            return state
         except PipeRuntimeError as err:
             state.status = "failed"
             state.error = {"message": err.message, "kind": err.kind, "span": str(err.span) if err.span else None}
@@ -142,9 +151,10 @@ class Machine:
                 raise  # a generated child: the whole run tree waits, and its top-level machine says so
             self._wait(wait)
             return state
-        self._stretch_done()
-        self.observer.run_stopped(state, None)
-        return state
+        finally:
+            if self.place is None and state.status in ("done", "failed", "waiting"):
+                self.run_lock.close()  # a block thread left working for the run stops at its next step
+            self.run_lock.release()
 
     def _wait(self, wait: WaitingForHuman) -> None:
         """Stop for a person's answer. Left exactly at the asking instruction, the state is saved there; a
@@ -177,9 +187,13 @@ class Machine:
 
     def next_effect_seq(self) -> int:
         """Number the next journaled step of the run tree (a child's steps continue its parent's numbering)."""
-        root = self._root_state()
-        root.effect_seq += 1
-        return root.effect_seq
+        numbering = self.step_counter()
+        numbering.effect_seq += 1
+        return numbering.effect_seq
+
+    def step_counter(self):
+        """What numbers this machine's journal steps: the top-level run's state, or a concurrent block's counter."""
+        return self.counter if self.counter is not None else self._root_state()
 
     def effect_node(self, node: str) -> str:
         """A node's path in the journal: a child's nodes sit under its ambiguous node (`main/classify@7/main`)."""
@@ -191,10 +205,15 @@ class Machine:
         """A frame node's id in the org tree: the run id, then the node's path."""
         return f"{self.state.run_id}/{node}"
 
-    def place_for_child(self, block_node: str) -> TreePlace:
-        """Where a generated child for block `block_node` of this machine sits in the run tree."""
-        return TreePlace(block_node, self.meter, (self.ancestors[0] + self.state.steps,
-                                                  self.ancestors[1] + self.state.skill_calls), self._root_state())
+    def place_for_child(self, block_node: str, block=None) -> TreePlace:
+        """Where a generated child for block `block_node` of this machine sits in the run tree (`block`, its
+        vm.blocks.BlockContext, gives the meter and numbering of a concurrently resolved block)."""
+        meter = block.spend.meter if block is not None else self.meter
+        numbering = block.numbering() if block is not None else None
+        counter = numbering if numbering is not None else self.counter
+        return TreePlace(block_node, meter, (self.ancestors[0] + self.state.steps,
+                                             self.ancestors[1] + self.state.skill_calls), self._root_state(),
+                         counter, self.run_lock)
 
     def seconds_used(self) -> float:
         """Wall-clock seconds this run has been running, over all its stretches so far."""

@@ -26,13 +26,17 @@ class ChildBuilder(Protocol):
 
 @dataclass(frozen=True)
 class TreePlace:
-    """Where a generated child sits in its run tree: the block it runs for, the tree's shared meter, the steps
-    and skill calls of the paused machines above it, and the top-level run's state (which numbers the journal)."""
+    """Where a generated child sits in its run tree: the block it runs for, the tree's shared meter (a block's
+    own, vm.budget.BlockMeter, while it is resolved concurrently), the steps and skill calls of the paused
+    machines above it, the top-level run's state (which numbers the journal, unless `counter` does), and the
+    tree's run lock."""
 
     parent_node: str
     meter: TreeMeter
     ancestors: tuple[int, int]
     root_state: RunState
+    counter: Any = None  # numbers the child's journal steps when its block is resolved concurrently (block_calls)
+    run_lock: Any = None  # the run tree's vm.runlock.RunLock
 
 
 @dataclass

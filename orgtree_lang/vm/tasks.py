@@ -77,15 +77,22 @@ class Call:
     started: float = field(default=0.0, compare=False)  # perf_counter when issued (not saved)
     finished: float = field(default=0.0, compare=False)  # perf_counter when it returned on its worker
     pipeline: str = ""  # set for a remote spawned node (vm/remote.py): the call runs this pipeline whole
+    # An ambiguous block resolved concurrently (vm/block_calls.py), not a skill call: the pipeline and index of
+    # its spec and its org tree node; `name` is then the block's name and `args` its input values.
+    block: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"order": self.order, "task": self.task, "name": self.name, "args": [encode(a) for a in self.args],
+        data = {"order": self.order, "task": self.task, "name": self.name, "args": [encode(a) for a in self.args],
                 "kwargs": {k: encode(v) for k, v in self.kwargs.items()}, "seq": self.seq, "node": self.node,
                 "span": list(self.span), "statement": self.statement,
                 **({"pipeline": self.pipeline} if self.pipeline else {})}
+        if self.block is not None:
+            data["block"] = dict(self.block)
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Call:
         return cls(data["order"], data["task"], data["name"], [decode(a) for a in data["args"]],
                    {k: decode(v) for k, v in data["kwargs"].items()}, data["seq"], data["node"],
-                   tuple(data["span"]), data["statement"], pipeline=data.get("pipeline", ""))
+                   tuple(data["span"]), data["statement"], pipeline=data.get("pipeline", ""),
+                   block=data.get("block"))

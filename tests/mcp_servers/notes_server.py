@@ -1,7 +1,7 @@
 """An MCP server for the tests (the SDK's MCPServer, FastMCP's 2.x name) that appends every tool call to a file.
 
 Run as `python notes_server.py CALLS_FILE [PORT]`: each call adds one line `TOOL ARGUMENTS-AS-JSON` to CALLS_FILE,
-so a test counts the calls the server really received. With PORT it serves streamable HTTP on 127.0.0.1:PORT/mcp,
+so a test counts the calls the server really received; each start adds a line to CALLS_FILE.starts. With PORT it serves streamable HTTP on 127.0.0.1:PORT/mcp,
 else stdio."""
 
 from __future__ import annotations
@@ -55,6 +55,8 @@ async def nap(seconds: float, label: str) -> str:
 
 
 if __name__ == "__main__":
+    with open(CALLS + ".starts", "a", encoding="utf-8") as starts:
+        starts.write("started\n")
     if len(sys.argv) > 2:
         app.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:

@@ -1,0 +1,215 @@
+"""Ambiguous blocks reached by concurrent tasks: each resolved on a thread of its own, so that the decomposer's model
+calls for several branches overlap, and delivered to its task like a slow call, in issue order.
+
+What keeps this as exact as a block resolved on the VM's thread:
+
+- **One thread at a time.** A block's thread holds the run lock (vm/runlock.py) except while a model answers
+  (`NodeSpend.away`); the VM's thread holds it except while it waits for a call. So the journal, the org tree,
+  the trace and the meters see one thread at a time, and only the waits overlap.
+- **Numbering of its own.** The block's step is numbered when its task reaches it, like any slow call; the steps
+  journaled inside it (model answers, its child's effects) are numbered in a range set aside for it then,
+  `BLOCK_STEPS` numbers after its own. So a resume or replay that redoes, or skips, any other block numbers
+  this one's steps exactly as the first run did, whatever the threads' timing.
+- **Starts in order.** The VM hands the lock to a new block's thread and waits until it first lets go of it, so
+  blocks start in the order the run reached them (the first of two blocks with one spec writes its module; the
+  second waits for it and reuses it: the module is saved once).
+- **Spending and printing apart.** What the block spends goes to a meter of its own (vm.budget.BlockMeter: the
+  budget checks still see the tree's totals) and what its child prints waits; both join the run when the result
+  is delivered, so a checkpoint never holds half a block, and the run's output keeps the order of a sequential run.
+
+The block's result is journaled by its thread as soon as it is known (a resume after kill -9 redoes no finished
+decomposition)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from orgtree_lang.runtime.errors import PipeRuntimeError
+from orgtree_lang.vm.blocks import RELOAD, BlockContext, push_outputs
+from orgtree_lang.vm.budget import BlockMeter, NodeSpend
+from orgtree_lang.vm.effects import EffectStep
+from orgtree_lang.vm.executor import Finished
+from orgtree_lang.vm.runlock import RunClosed
+from orgtree_lang.vm.scheduler import current_task
+from orgtree_lang.vm.tasks import Call
+
+BLOCK_STEPS = 1_000_000  # journal step numbers set aside for the steps inside one concurrently resolved block
+
+
+class StepCounter:
+    """Numbers the journal steps inside one concurrently resolved block, in the range set aside for it."""
+
+    __slots__ = ("_seq", "first", "name")
+
+    def __init__(self, first: int, name: str) -> None:
+        self.first, self._seq, self.name = first, first, name
+
+    @property
+    def effect_seq(self) -> int:
+        return self._seq
+
+    @effect_seq.setter
+    def effect_seq(self, seq: int) -> None:
+        if seq > self.first + BLOCK_STEPS:
+            raise PipeRuntimeError(f"ambiguous block `{self.name}` journaled more than {BLOCK_STEPS:,} steps inside "
+                                   "it while resolved concurrently with other tasks", kind="ambiguous",
+                                   catchable=False, hint="resolve it outside the parallel block (move the block "
+                                                         "before it), or make its generated module do less")
+        self._seq = seq
+
+    def next(self) -> int:
+        self.effect_seq = self._seq + 1
+        return self._seq
+
+
+def issue(m, frame, index: int, values: list, node_id: str) -> int:
+    """AMBIGUOUS in a task: number the block's step, set its range aside, start resolving it; the task waits."""
+    state = m.state
+    spec = frame.code.ambiguous[index]
+    seq = None
+    if m.services.effects is not None:
+        seq = m.next_effect_seq()
+        state.effect_seq += BLOCK_STEPS
+    span = spec.span
+    call = Call(state.next_call, state.current, spec.name, list(values), {}, seq, m.effect_node(frame.node),
+                (span.file, span.line, span.col, span.end_line, span.end_col), state.steps, time.perf_counter(),
+                block={"pipeline": frame.pipeline, "index": index, "node": node_id})
+    state.next_call += 1
+    state.calls.append(call)
+    submit(m, call)
+    current_task(state).status = "blocked"
+    return RELOAD
+
+
+def submit(m, call: Call) -> None:
+    """Start resolving block call `call` (again, after a resume): from the journal if it has the block's result,
+    else on a thread of its own (on the VM's thread when the run has no executor)."""
+    spec = m.program.pipelines[call.block["pipeline"]].ambiguous[call.block["index"]]
+    node_id = call.block["node"]
+    step = None
+    effects = m.services.effects
+    if call.seq is not None:
+        step = EffectStep(call.seq, "ambiguous", spec.name, call.node, spec.span, call.args, {}, call.statement,
+                          inner=node_id[len(m.state.run_id) + 1:])
+        try:
+            reused, found = effects.begin(step)
+        except Exception as exc:  # a recorded failure, or a replay past the journal's end
+            m.observer.block_ended(node_id, None, _as_error(exc))
+            m.in_flight[call.order] = (Finished(error=exc), None, None)
+            return
+        if reused:
+            m.observer.block_ended(node_id, found.get("outputs:") if isinstance(found, dict) else found, None)
+            m.in_flight[call.order] = (Finished(found), None, None)
+            return
+    run = BlockRun(m, call, spec, step)
+    if m.services.executor is None:
+        run.work()
+    else:
+        run.start()
+    m.in_flight[call.order] = (run, None, None)
+
+
+class BlockRun:
+    """One block being resolved: `done()` and `result(timeout)` as a vm.executor.Pending; the result is what a
+    sequential block journals ({"outputs:", "spent:", "effects:"}), with the lines its child printed in `printed`."""
+
+    def __init__(self, m, call: Call, spec, step: EffectStep | None) -> None:
+        self.m, self.call, self.spec, self.step = m, call, spec, step
+        self.printed: list[str] = []
+        self._finished = threading.Event()
+        self._first_yield = threading.Event()
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._threaded = False
+
+    def start(self) -> None:
+        """Run `work` on a thread of its own; return once it first waits (or ends), so blocks start in order."""
+        self._threaded = True
+        thread = threading.Thread(target=self.work, name=f"block {self.call.block['node']}", daemon=True)
+        thread.start()
+        with self.m.run_lock.released():
+            self._first_yield.wait()
+
+    def work(self) -> None:
+        m, call, spec, step = self.m, self.call, self.spec, self.step
+        lock = m.run_lock
+        try:
+            lock.acquire()
+        except RunClosed as closed:
+            self._end(None, closed)
+            return
+        if self._threaded:
+            lock.on_first_yield(self._first_yield)
+        node_id = call.block["node"]
+        value, error = None, None
+        try:
+            meter = BlockMeter(m.meter)
+            counter = StepCounter(call.seq or 0, spec.name)
+            inputs = {name: value for (name, _), value in zip(spec.inputs, call.args)}
+            block = BlockContext(spec, inputs, node_id, m.budget, m.records,
+                                 NodeSpend(meter, m.budget, m.observer, node_id, lock), m.services.effects,
+                                 m.services.context, m, _counter=counter, _statement=call.statement,
+                                 _printed=self.printed)
+            outputs = m.services.resolver(block)
+            result = {"outputs:": outputs, "spent:": dict(meter.data), "effects:": counter.effect_seq - counter.first}
+            if step is not None:
+                m.services.effects.end(step, result, None)
+            m.observer.block_ended(node_id, outputs, None)
+            value = result
+        except RunClosed as closed:
+            error = closed
+        except Exception as exc:
+            error = exc
+            try:
+                if step is not None:
+                    m.services.effects.end(step, None, exc)
+                m.observer.block_ended(node_id, None, _as_error(exc))
+            except Exception:  # noqa: BLE001 - the block's own error is the one its task sees
+                pass
+        except BaseException as exc:  # a person must answer first (vm.people.WaitingForHuman): not journaled
+            error = exc
+        finally:
+            self._end(value, error)
+            lock.release()
+
+    def _end(self, value: Any, error: BaseException | None) -> None:
+        self._value, self._error = value, error
+        self._finished.set()
+        self._first_yield.set()
+
+    def done(self) -> bool:
+        return self._finished.is_set()
+
+    def result(self, timeout: float | None = None) -> Any:
+        import concurrent.futures
+
+        if not self._finished.wait(timeout):
+            raise concurrent.futures.TimeoutError()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+def _as_error(exc: BaseException) -> PipeRuntimeError:
+    """What the block's org tree node and trace say it failed with."""
+    if isinstance(exc, PipeRuntimeError):
+        return exc
+    return PipeRuntimeError(f"{type(exc).__name__}: {exc}", kind="ambiguous")
+
+
+def deliver(m, call: Call, pending, result: Any, frame) -> None:
+    """The block's result reaches its task (current now): its spending joins the tree's meter, its child's printed
+    lines are printed, its outputs are pushed."""
+    spec = m.program.pipelines[call.block["pipeline"]].ambiguous[call.block["index"]]
+    if isinstance(result, dict) and "outputs:" in result:
+        m.meter.add(result["spent:"])
+        outputs = result["outputs:"]
+    else:
+        outputs = result  # journaled by a version that kept the outputs alone
+    services = m.services
+    for line in getattr(pending, "printed", ()):
+        if services.printer is not None and not (services.effects is not None and services.effects.catching_up):
+            services.printer(line)
+    push_outputs(spec, outputs, frame.stack)
