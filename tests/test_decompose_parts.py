@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from orgtree_lang.check.capabilities import capability_allowed
@@ -134,6 +134,7 @@ def test_store_refuses_a_module_that_does_not_compile_and_leaves_nothing(tmp_pat
 
 @pytest.mark.slow
 @given(noise=st.text(max_size=200), module=st.sampled_from([MODULE, "pipeline main() -> int:\n    return 1\n"]))
+@example(noise="#\r0", module="pipeline main() -> int:\n    return 1\n")  # a lone \r in a comment ends it on read-back
 def test_the_store_never_holds_a_module_that_fails_check(noise, module, tmp_path_factory):
     """Property: whatever text the author sends, a saved module always compiles (pipe check passes)."""
     store = ModuleStore(tmp_path_factory.mktemp("store"))

@@ -69,6 +69,7 @@ class ModuleStore:
     def save(self, parent_file: str, block: str, body: str, provenance: dict[str, str], registry) -> SavedModule:
         """Write atomically, after checking that the file as saved compiles (nothing half-saved, nothing broken)."""
         path = self.path_for(parent_file, block)
+        body = as_read_back(body)  # hashed and checked as the file will read: a lone \r ends a line there
         provenance = {**{k: v for k, v in provenance.items() if k not in (BODY_HASH, BUDGET_FAILED)},
                       BODY_HASH: body_hash(body)}
         text = checked_module_text(path, provenance, body, registry)
@@ -139,12 +140,17 @@ def checked_module_text(path: Path, fields: dict[str, object], body: str, regist
     from orgtree_lang.syntax.diagnostics import CompileError
 
     lines = "".join(f"{header}{key} = {_one_line(value)}\n" for key, value in fields.items())
-    text = lines + "\n" + body.strip() + "\n"
+    text = lines + "\n" + as_read_back(body).strip() + "\n"
     try:
         compile_source(text, str(path), registry)
     except CompileError as err:
         raise StoreError(f"refusing to save a module that does not compile:\n{err.render()}") from None
     return text
+
+
+def as_read_back(text: str) -> str:
+    """`text` as reading its file back gives it: Python's text mode ends a line at \r\n and at a lone \r too."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _one_line(value: object) -> str:
