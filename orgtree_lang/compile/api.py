@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import tempfile
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 from orgtree_lang import __version__
@@ -27,9 +29,33 @@ def source_hash(source: str) -> str:
     return hashlib.sha256(source.encode("utf-8")).hexdigest()
 
 
+# The packages whose code decides what bytecode a source becomes (the grammar is read from its package too).
+_COMPILER_PACKAGES = ("orgtree_lang.grammar", "orgtree_lang.syntax", "orgtree_lang.check", "orgtree_lang.compile")
+
+
+@functools.cache
+def compiler_fingerprint() -> str:
+    """A hash of the compiler itself: its format version, its grammar and its code. Bytecode made by another
+    compiler (a cached program, the instruction positions in a run's checkpoint) is never taken for this one's:
+    a checkout's version number stays the same while its code changes."""
+    digest = hashlib.sha256(f"{FORMAT_VERSION}:{__version__}".encode())
+    for package in _COMPILER_PACKAGES:
+        files = [f for f in resources.files(package).iterdir() if f.name.endswith((".py", ".lark"))]
+        for item in sorted(files, key=lambda f: f.name):
+            digest.update(f"{package}/{item.name}\0".encode())
+            digest.update(item.read_bytes())
+    return digest.hexdigest()
+
+
+def program_identity(program: Program) -> str:
+    """Names a program's bytecode: its source and the compiler that made it. A run's checkpoints carry it, and
+    a resume continues from one only under the same identity (its instruction positions mean nothing to another)."""
+    return hashlib.sha256(f"{compiler_fingerprint()}:{program.source_hash}".encode()).hexdigest()
+
+
 def cache_key(source: str, file: str, registry) -> str:
     """Everything that changes the bytecode: the compiler, the file name, the skills' signatures, the text."""
-    parts = [str(FORMAT_VERSION), __version__, file, registry.fingerprint(), source]
+    parts = [compiler_fingerprint(), file, registry.fingerprint(), source]
     return hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()
 
 

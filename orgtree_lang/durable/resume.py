@@ -6,6 +6,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from orgtree_lang.compile.api import program_identity
 from orgtree_lang.durable.attempt import (TRACE_FILE, RunBuilder, attempt, current_program, merged_budget,
                                           open_run, program_hash, with_decomposer)
 from orgtree_lang.durable.effects import EffectLog, NonDeterminismError
@@ -47,7 +48,11 @@ def resume(root: Path, ref: str, registry, options, *, build: RunBuilder, from_s
             mode = "resume"
             checkpoint = opened.journal.latest_checkpoint()
             if checkpoint is not None and digest == meta.get("source_hash"):
-                state = RunState.loads(checkpoint[2])  # same code: continue from the last checkpoint
+                saved = RunState.loads(checkpoint[2])
+                # Same code, and the same compiler made its bytecode (a checkpoint holds instruction positions,
+                # which another compiler's bytecode does not share): continue from it; else from the start.
+                if saved.program_hash == program_identity(program):
+                    state = saved
         if options.tree:
             # What the dead process left in the org tree is put right before this attempt adds to it.
             repair_before_resume(root, meta["run_id"], opened.journal, state.effect_seq if state else 0)

@@ -6,6 +6,7 @@ import dataclasses
 import uuid
 from typing import Any
 
+from orgtree_lang.compile.api import program_identity
 from orgtree_lang.compile.code import CodeObject, Program
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.records import RecordTypes
@@ -100,7 +101,7 @@ class Machine:
             raise PipeRuntimeError(f"pipeline {code.name} has no parameter{'s' if len(inputs) > 1 else ''} {names}",
                                    kind="input", span=code.span,
                                    hint=f"its parameters are: {', '.join(p.name for p in code.params) or '(none)'}")
-        self.state = RunState(run_id or uuid.uuid4().hex[:12], self.program.source_hash, code.name, [frame])
+        self.state = RunState(run_id or uuid.uuid4().hex[:12], program_identity(self.program), code.name, [frame])
         self._bind_meter()
         self.observer.pipeline_entered(self.state, frame, self.parent_node)
         return self.state

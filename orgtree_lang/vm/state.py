@@ -68,7 +68,7 @@ class RunState:
     """Frames plus counters, output and outcome: everything needed to continue a run elsewhere."""
 
     run_id: str
-    program_hash: str
+    program_hash: str  # compile.api.program_identity: the source and the compiler that made the bytecode
     entry: str
     frames: list[Frame] = field(default_factory=list)
     steps: int = 0
