@@ -28,6 +28,8 @@ def contract_statement(checker, stmt: n.Stmt) -> None:
     """A contract met as a statement of a body: `assume` anywhere, `expect` in tests, nothing else."""
     if isinstance(stmt, c.ExampleRun):
         returns = checker.typer.expr(stmt.call)
+        if stmt.example.fails is not None:
+            return
         expected = checker.typer.expr(stmt.expected)
         if checker.report and not t.is_assignable(expected, returns):
             checker.sink.error(f"pipeline `{stmt.example.name}` returns {returns}, but the example expects {expected}",
@@ -89,9 +91,16 @@ def check_pipeline_contracts(checked: CheckedModule, registry, sink: DiagnosticS
         if example.name != decl.name:
             sink.error(f"an example of pipeline `{decl.name}` must call `{decl.name}`, not `{example.name}`",
                        example.name_span, f"write `{decl.name}(...) -> EXPECTED`")
+        _fails_message(sink, example)
         if example.outputs:
             sink.error("a pipeline returns one value: its example gives one expected value", example.outputs[0].span,
                        f"write `{decl.name}(...) -> VALUE` (a record value if it returns a record)")
+
+
+def _fails_message(sink: DiagnosticSink, example: c.Example) -> None:
+    if example.fails is not None and not (isinstance(example.fails, n.Const) and isinstance(example.fails.value, str)):
+        sink.error("the message after `fails` must be a string literal", example.fails.span,
+                   f'write `{example.name}(...) -> fails "part of the error message"`')
 
 
 def example_tests(checked: CheckedModule) -> list[tuple[str, n.Pipeline]]:
@@ -100,10 +109,11 @@ def example_tests(checked: CheckedModule) -> list[tuple[str, n.Pipeline]]:
     for info in checked.pipelines.values():
         decl = info.decl
         for example in decl.examples:
-            if example.name != decl.name or example.result is None:
+            expected = example.fails if example.fails is not None else example.result
+            if example.name != decl.name or expected is None:
                 continue
             call = n.Call(example.span, n.Name(example.name_span, example.name), example.args, example.keywords)
-            run = c.ExampleRun(example.span, call, example.result, example)
+            run = c.ExampleRun(example.span, call, expected, example)
             tests.append((example_name(example),
                           n.Pipeline(example.span, example_name(example), (), None, None, (run,), example.name_span)))
     return tests

@@ -183,6 +183,9 @@ class _PipelineCompiler(ContractEmitter):
         pc = self._emit(opcode, None, span)
         self.fixups.append((pc, label))  # fused jumps hold their target second: see compile()
 
+    def _label(self) -> _Label:
+        return _Label()
+
     def _place(self, label: _Label, pc: int | None = None) -> None:
         label.pc = len(self.code.ops) if pc is None else pc
         self.label_pcs.add(label.pc)

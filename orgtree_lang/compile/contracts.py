@@ -79,6 +79,9 @@ class ContractEmitter:
         self._condition(s, "expect")
 
     def _ExampleRun(self, s: c.ExampleRun) -> None:
+        if s.example.fails is not None:
+            self._example_fails(s)
+            return
         self._expr(s.call)
         self._emit(CODE["STORE_LOCAL"], self._slot(_GOT), s.span)
         self._expr(s.expected)
@@ -87,6 +90,29 @@ class ContractEmitter:
         self._emit(CODE["COMPARE"], "==", s.span)
         text = source_text(s.example)
         self._check("example", text.split(" -> ")[0], f"example on line {s.span.line}", [_GOT, _EXPECTED], s.span)
+
+    def _example_fails(self, s: c.ExampleRun) -> None:
+        """`f(x) -> fails "text"`: the call must raise a catchable error whose message contains the text."""
+        handler, end = self._label(), self._label()
+        text = source_text(s.example).split(" -> ")[0]
+        reason = f"example on line {s.span.line}"
+        self._expr(s.expected)
+        self._emit(CODE["STORE_LOCAL"], self._slot(_EXPECTED), s.expected.span)
+        self._jump(CODE["SETUP_TRY"], handler, s.span)
+        self._expr(s.call)
+        self._emit(CODE["STORE_LOCAL"], self._slot(_GOT), s.span)
+        self._emit(CODE["POP_TRY"], None, s.span)
+        self._emit(CODE["LOAD_CONST"], self._const(False), s.span)
+        self._check("fails", text, reason, [], s.span, ((_GOT, "returned"), (_EXPECTED, "expected")))
+        self._jump(CODE["JUMP"], end, s.span)
+        self._place(handler)
+        self._emit(CODE["STORE_LOCAL"], self._slot(_GOT), s.span)
+        self._emit(CODE["LOAD_LOCAL"], self._slot(_EXPECTED), s.expected.span)
+        self._emit(CODE["LOAD_LOCAL"], self._slot(_GOT), s.span)
+        self._emit(CODE["GET_ATTR"], "message", s.span)
+        self._emit(CODE["COMPARE"], "in", s.span)
+        self._check("fails", text, reason, [], s.span, ((_GOT, "error"), (_EXPECTED, "expected")))
+        self._place(end)
 
     def _post_conditions(self, span: Span) -> None:
         """Before a return with the value on the stack: check the pipeline's `expect` lines on it."""

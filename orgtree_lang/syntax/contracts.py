@@ -20,7 +20,8 @@ class Example(Node):
     args: tuple[Expr, ...]
     keywords: tuple[Keyword, ...]
     result: Expr | None  # the one expected value, or
-    outputs: tuple[Keyword, ...] = ()  # one expected value per named output
+    outputs: tuple[Keyword, ...] = ()  # one expected value per named output, or
+    fails: Expr | None = None  # `-> fails "text"`: the call must raise an error whose message contains the text
 
 
 @node
@@ -114,6 +115,16 @@ class ContractRules(Transformer):
                             'write `f(1) -> 2`, or for several outputs `f(1) -> label="a", score=0.5`')
         return Example(span, self._ident(name), self._tok(name), args, keywords, values[0] if values else None,
                        named)
+
+    def example_fails(self, meta, children):
+        name, arguments, word, text = children
+        if str(word) != "fails":
+            self.sink.error(f"expected an expected value or `fails \"message\"` after `->`, got `{word}`",
+                            self._tok(word), 'to expect an error, write `-> fails "part of its message"`')
+        args = tuple(a for a in arguments or () if not isinstance(a, Keyword))
+        keywords = tuple(a for a in arguments or () if isinstance(a, Keyword))
+        message = Const(self._tok(text), self._string_value(text), str(text))
+        return Example(self._span(meta), self._ident(name), self._tok(name), args, keywords, None, (), message)
 
     def expect_stmt(self, meta, children):
         return Expect(self._span(meta), children[0], children[1])

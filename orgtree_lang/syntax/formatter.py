@@ -170,8 +170,12 @@ class _Printer:
 
     def example(self, e: c.Example) -> str:
         args = [self.expr(a) for a in e.args] + [f"{k.name}={self.expr(k.value)}" for k in e.keywords]
-        results = [self.expr(e.result)] if e.result is not None else \
-            [f"{k.name}={self.expr(k.value)}" for k in e.outputs]
+        if e.fails is not None:
+            results = [f"fails {self.expr(e.fails)}"]
+        elif e.result is not None:
+            results = [self.expr(e.result)]
+        else:
+            results = [f"{k.name}={self.expr(k.value)}" for k in e.outputs]
         return f"{e.name}({', '.join(args)}) -> {', '.join(results)}"
 
     def _docstring(self, doc: str, indent: str) -> None:
