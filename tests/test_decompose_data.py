@@ -293,3 +293,47 @@ def test_a_module_that_fails_on_an_example_is_located_in_the_module(tmp_path):
     assert result.outcome == "failed" and result.location == "save.pipe:2" and "out of range" in result.error
     assert result.evidence(spec).endswith("got: (no value); error: index 10 is out of range for a str of length 5; "
                                           "at save.pipe:2")
+
+
+# ---- examples that expect a failure ---------------------------------------------------------------------
+
+def test_a_design_may_expect_a_failure_and_states_it_back_in_the_same_form():
+    from orgtree_lang.decompose.design import DESIGN_REQUEST, REVIEW_NOTE, Design, parse_design
+
+    assert '-> fails "unterminated quote"' in DESIGN_REQUEST and "fails" in REVIEW_NOTE
+    assert "cannot expect a failure" not in DESIGN_REQUEST + REVIEW_NOTE
+    program = compile_source(PARENT, "p.pipe", REGISTRY).program
+    spec = program.pipelines["main"].ambiguous[0]
+    answer = DESIGN.replace('    classify("How do I', '    classify("") -> fails "empty report"\n    classify("How do I')
+    design, problems = parse_design(answer, spec, REGISTRY, PARENT)
+    assert problems == []
+    assert [e.fails for e in design.examples] == [None, None, "empty report", None]
+    assert design.examples[2].outputs == {}
+    assert '    classify("") -> fails "empty report"\n' in design.text(spec)
+    again, _ = parse_design("```pipe\n" + design.text(spec) + "\n```", spec, REGISTRY, PARENT)
+    assert [(e.inputs, e.outputs, e.fails) for e in again.examples] == \
+        [(e.inputs, e.outputs, e.fails) for e in design.examples]
+    # A failing example and a returning one with the same inputs are two examples, not one.
+    returning = dataclasses.replace(design.examples[2], outputs={"label": "question"}, fails=None)
+    settled = Design.settled(spec, Design(), Design([design.examples[2], returning], ["design", "design"]))
+    assert len(settled.examples) == 2
+
+
+def test_a_failing_example_is_simulated_against_the_module(tmp_path):
+    from orgtree_lang.decompose.simulate import Case, simulate, with_tests
+
+    spec = _spec(())
+    refuses = 'pipeline main(note: str) -> str:\n    if note == "":\n        fail "an empty note"\n    return note\n'
+    cases = [Case({"note": ""}, {}, "design", "empty note"), Case({"note": "hi"}, {"where": "hi"}, "spec")]
+    context = SkillContext(Workspace(tmp_path))
+    text = with_tests(refuses, spec, cases)
+    assert compile_source(text, "save.pipe", REGISTRY).program.tests  # the saved module's `pipe test` runs it
+    assert [r.outcome for r in simulate(text, "save.pipe", spec, cases, REGISTRY, context)] == ["passed", "passed"]
+    returns = 'pipeline main(note: str) -> str:\n    return note\n'
+    first, second = simulate(with_tests(returns, spec, cases), "save.pipe", spec, cases, REGISTRY, context)
+    assert (first.outcome, second.outcome) == ("failed", "passed")
+    assert '"empty note" in message' in first.error and '(main returned normally)' in first.error
+    assert first.evidence(spec).startswith('input: note = ""; expected: an error whose message contains "empty note"')
+    other = refuses.replace("an empty note", "no text")
+    [wrong] = simulate(with_tests(other, spec, cases[:1]), "save.pipe", spec, cases[:1], REGISTRY, context)
+    assert wrong.outcome == "failed" and 'message = "no text"' in wrong.error

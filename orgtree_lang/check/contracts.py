@@ -163,6 +163,9 @@ def _block_example(typer: ExprTyper, sink: DiagnosticSink, block: n.Ambiguous, e
     arg_types = [typer.expr(a) for a in example.args]
     kw_types = {k.name: typer.expr(k.value) for k in example.keywords}
     typer._check_arguments(call, f"ambiguous block `{block.name}`", params, arg_types, kw_types)
+    if example.fails is not None:
+        _fails_message(sink, example)
+        return
     if example.result is not None:
         if len(outputs) != 1:
             names = ", ".join(f"{name}=..." for name in outputs)

@@ -27,20 +27,24 @@ class CallSite:
 
 @dataclass(frozen=True, eq=False)
 class BlockExample:
-    """One `examples:` line of an ambiguous block: constant input values and the outputs they must give."""
+    """One `examples:` line of an ambiguous block: constant input values and the outputs they must give, or the
+    text the error they must raise contains (`-> fails "text"`)."""
 
     inputs: dict[str, Any]
     outputs: dict[str, Any]
     line: int = 0
+    fails: str | None = None
 
     def to_json(self) -> dict[str, Any]:
+        # `fails` only when set, so the spec hash of a block without failing examples stays what it was.
         return {"inputs": {k: encode(v) for k, v in self.inputs.items()},
-                "outputs": {k: encode(v) for k, v in self.outputs.items()}, "line": self.line}
+                "outputs": {k: encode(v) for k, v in self.outputs.items()}, "line": self.line,
+                **({"fails": self.fails} if self.fails is not None else {})}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> BlockExample:
         return cls({k: decode(v) for k, v in data["inputs"].items()},
-                   {k: decode(v) for k, v in data["outputs"].items()}, data.get("line", 0))
+                   {k: decode(v) for k, v in data["outputs"].items()}, data.get("line", 0), data.get("fails"))
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,9 @@ def block_examples(block: n.Ambiguous) -> tuple[BlockExample, ...]:
         for item, value in zip(block.inputs, example.args):
             inputs[item.name] = constant_value(value)
         inputs.update({k.name: constant_value(k.value) for k in example.keywords})
+        if example.fails is not None:
+            found.append(BlockExample(inputs, {}, example.span.line, constant_value(example.fails)))
+            continue
         if example.result is not None:
             outputs = {block.outputs[0].name: constant_value(example.result)}
         else:

@@ -47,7 +47,7 @@ class ExampleFlow:
 
     @property
     def cases(self) -> list[Case]:
-        return [Case(dict(e.inputs), dict(e.outputs), source)
+        return [Case(dict(e.inputs), dict(e.outputs), source, e.fails)
                 for e, source in zip(self.design.examples, self.design.sources)]
 
     @property

@@ -20,11 +20,11 @@ expect CONDITION, "why it must hold"
 ```
 
 Give 3 to 6 examples: typical cases and the edge cases the spec implies (empty, zero, missing, ties), with
-every value written out as a literal; for several outputs name each (`NAME(...) -> a=1, b="x"`). Each `expect`
-is a condition over the inputs and outputs that every correct answer meets, naming them as the block's signature
-does (`result` is only for pipelines). An example cannot expect a failure: a failure the spec requires is tested
-in a `test` block of the module, with the code. The module you write next is run on these examples before anyone
-reviews it."""
+every value written out as a literal; for several outputs name each (`NAME(...) -> a=1, b="x"`). Where the spec
+requires a failure, the example expects it with part of its message: `NAME(...) -> fails "unterminated quote"`.
+Each `expect` is a condition over the inputs and outputs that every correct answer meets, naming them as the
+block's signature does (`result` is only for pipelines). The module you write next is run on these examples
+before anyone reviews it."""
 
 CODE_REQUEST = """The design is settled:
 
@@ -39,8 +39,8 @@ REVIEW_NOTE = """# The design of `{name}`, stated before any code: examples (inp
 # Check each against the spec. An expected value the spec contradicts is a blocking concern; so is an important
 # case the spec implies that no example covers: give that case as an example line (`{name}(...) -> ...`) in
 # `suggested_fix`. Expectations name the block's inputs and outputs as its signature does ({names}); `result` is
-# only for pipelines. An example line cannot expect a failure: a failure the spec requires belongs in a `test`
-# block of the module, which comes with the code. Do not ask for code: there is none yet."""
+# only for pipelines. A failure the spec requires is an example line too: `{name}(...) -> fails "part of its
+# message"`. Do not ask for code: there is none yet."""
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n(.*?)```", re.S)
 _EXAMPLE_LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\(.*\)\s*->")
@@ -85,13 +85,15 @@ class Design:
 
 
 def _key(example: BlockExample) -> str:
-    return pipe_literal(example.inputs) + "->" + pipe_literal(example.outputs)
+    return pipe_literal(example.inputs) + "->" + pipe_literal(example.outputs) + "!" + pipe_literal(example.fails)
 
 
 def example_line(spec: AmbiguousSpec, example: BlockExample) -> str:
     args = ", ".join(f"{name}={pipe_literal(example.inputs[name])}" if i else pipe_literal(example.inputs[name])
                      for i, (name, _) in enumerate(spec.inputs) if name in example.inputs)
-    if len(spec.outputs) == 1:
+    if example.fails is not None:
+        result = f"fails {pipe_literal(example.fails)}"
+    elif len(spec.outputs) == 1:
         result = pipe_literal(example.outputs[spec.outputs[0][0]])
     else:
         result = ", ".join(f"{name}={pipe_literal(example.outputs[name])}" for name, _ in spec.outputs)

@@ -39,10 +39,11 @@ class Case:
     inputs: dict[str, Any]
     outputs: dict[str, Any]
     source: str  # "spec" | "design" | "reviewer"
+    fails: str | None = None  # the text the error the case must raise contains, instead of outputs
 
     @classmethod
     def of(cls, example: BlockExample, source: str) -> Case:
-        return cls(dict(example.inputs), dict(example.outputs), source)
+        return cls(dict(example.inputs), dict(example.outputs), source, example.fails)
 
 
 @dataclass
@@ -60,6 +61,8 @@ class CaseResult:
     def evidence(self, spec: AmbiguousSpec) -> str:
         inputs = ", ".join(f"{k} = {_short(v)}" for k, v in self.case.inputs.items()) or "(none)"
         expected = ", ".join(f"{k} = {_short(v)}" for k, v in self.case.outputs.items())
+        if self.case.fails is not None:
+            expected = f"an error whose message contains {_short(self.case.fails)}"
         got = ", ".join(f"{k} = {_short(v)}" for k, v in self.got.items()) or "(no value)"
         if self.outcome == "passed":
             got = "as expected"
@@ -110,6 +113,10 @@ def tests_text(spec: AmbiguousSpec, cases: list[Case]) -> str:
         lines = [f'test "{test_name(number, case)}":']
         lines += [f"    {name} = {pipe_literal(case.inputs[name])}" for name in inputs if name in case.inputs]
         args = ", ".join(name for name in inputs if name in case.inputs)
+        if case.fails is not None:
+            lines += _failing_call(case.fails, args, taken)
+            blocks.append("\n".join(lines))
+            continue
         if len(outputs) == 1:
             lines.append(f"    {outputs[0]} = main({args})")
         else:
@@ -121,6 +128,16 @@ def tests_text(spec: AmbiguousSpec, cases: list[Case]) -> str:
             lines.append(f"    expect {condition}, {json.dumps(why, ensure_ascii=False)}")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks) + "\n"
+
+
+def _failing_call(fails: str, args: str, taken: set[str]) -> list[str]:
+    """A test's lines for a case that must fail: call `main`, keep the message of the error it raises, check it."""
+    error, message = (next(f"{base}{suffix}" for suffix in ("", "_", "__") if f"{base}{suffix}" not in taken)
+                      for base in ("caught", "message"))
+    why = f"main must fail with a message containing {pipe_literal(fails)}"
+    return [f'    {message} = "(main returned normally)"', "    try:", f"        main({args})",
+            f"    except {error}:", f"        {message} = {error}.message",
+            f"    expect {pipe_literal(fails)} in {message}, {json.dumps(why, ensure_ascii=False)}"]
 
 
 def with_tests(body: str, spec: AmbiguousSpec, cases: list[Case]) -> str:
