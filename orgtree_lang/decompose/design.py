@@ -20,11 +20,11 @@ expect CONDITION, "why it must hold"
 ```
 
 Give 3 to 6 examples: typical cases and the edge cases the spec implies (empty, zero, missing, ties), with
-every value written out as a literal; for several outputs name each (`NAME(...) -> a=1, b="x"`). Where the spec
-requires a failure, the example expects it with part of its message: `NAME(...) -> fails "unterminated quote"`.
-Each `expect` is a condition over the inputs and outputs that every correct answer meets, naming them as the
-block's signature does (`result` is only for pipelines). The module you write next is run on these examples
-before anyone reviews it."""
+every value written out as a literal; for several outputs name each (`NAME(...) -> a=1, b="x"`). Each `expect`
+is a condition over the inputs and outputs that every correct answer meets, naming them as the block's signature
+does (`result` is only for pipelines). Where the spec requires a failure, an example expects it with part of its
+message: `NAME(...) -> fails "unterminated quote"`. The module you write next is run on these examples before
+anyone reviews it."""
 
 CODE_REQUEST = """The design is settled:
 
