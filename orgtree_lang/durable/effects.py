@@ -73,16 +73,7 @@ class EffectLog:
 
     def perform(self, step: EffectStep, execute: Callable[[str], Any]) -> Any:
         """The step's result: from the journal when it may be reused, else by `execute(idempotency_key)`."""
-        reused, found = self.begin(step)
-        if reused:
-            return found
-        try:
-            value = execute(found)
-        except Exception as exc:
-            self.end(step, None, exc)
-            raise
-        self.end(step, value, None)
-        return value
+        return perform_step(self, step, execute)
 
     def begin(self, step: EffectStep) -> tuple[bool, Any]:
         """Start a step: `(True, result)` when the journal's result is reused (a recorded failure is raised
@@ -296,6 +287,21 @@ class EffectLog:
         self._checkpoint_time = self.clock()
         self._checkpoint_steps = state.steps
         self._checkpoint_effects = state.effect_seq
+
+
+def perform_step(effects, step: EffectStep, execute: Callable[[str], Any]) -> Any:
+    """`begin`, then `execute(idempotency_key)` unless a result was reused, then `end` with its value or error:
+    one step done at once, for any effect log with those two halves."""
+    reused, found = effects.begin(step)
+    if reused:
+        return found
+    try:
+        value = execute(found)
+    except Exception as exc:
+        effects.end(step, None, exc)
+        raise
+    effects.end(step, value, None)
+    return value
 
 
 def _executor_lost(record: StepRecord) -> bool:

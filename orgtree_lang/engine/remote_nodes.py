@@ -12,7 +12,7 @@ import json
 import time
 from typing import Any, Callable
 
-from orgtree_lang.durable.effects import EffectLog, _error_record
+from orgtree_lang.durable.effects import EffectLog, _error_record, perform_step
 from orgtree_lang.durable.journal import StepRecord, input_hash
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.values import encode
@@ -61,16 +61,7 @@ class NodeEffects:
             self.report(record)
 
     def perform(self, step, execute: Callable[[str], Any]) -> Any:
-        reused, found = self.begin(step)
-        if reused:
-            return found
-        try:
-            value = execute(found)
-        except Exception as exc:
-            self.end(step, None, exc)
-            raise
-        self.end(step, value, None)
-        return value
+        return perform_step(self, step, execute)
 
     def answer(self, step) -> tuple[bool, Any]:
         raise PipeRuntimeError("a remote node cannot ask a person", kind="executor", catchable=False)
