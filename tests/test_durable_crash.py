@@ -26,6 +26,7 @@ PIPE_CRASH_SEED picks the seed (the failure message names it; kill timing still 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -217,7 +218,8 @@ class Trial:
             self.totals.missed += 1
             return False, out, err, proc.returncode
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):  # it may end between the timeout and the kill
+                os.killpg(proc.pid, signal.SIGKILL)
             out, err = proc.communicate()
             if plan is None:
                 raise AssertionError(f"a process of this trial ran past the deadline: {self.history}") from None
