@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from orgtree_lang.compile.api import compile_source
-from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.run.registries import default_registry
 
 TARGET_SECONDS = 0.5
 

@@ -31,10 +31,10 @@ from orgtree_lang.decompose.decomposer import LANGUAGE_NOTES, DecomposeSettings,
 from orgtree_lang.decompose.prompt import CONTEXT_SHARE, build_request
 from orgtree_lang.models.scripted import ScriptedModel
 from orgtree_lang.models.tokens import count_tokens
-from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.run.registries import default_registry
 from orgtree_lang.runtime.skills import SkillContext
 from orgtree_lang.runtime.workspace import Workspace
-from orgtree_lang.engine.factory import plain_machine
+from orgtree_lang.run.factory import plain_machine
 
 REPO = Path(__file__).resolve().parent.parent
 PARENT = REPO / "examples" / "ambiguous_triage.pipe"

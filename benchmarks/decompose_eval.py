@@ -203,8 +203,8 @@ def hidden_cases(workspace: Path, cases: list[dict]) -> tuple[int, list[str]]:
     every block reuses the module the run saved, and a block the run never reached has none and fails."""
     from orgtree_lang.compile.api import compile_source
     from orgtree_lang.decompose.decomposer import DecomposeSettings, Decomposer
-    from orgtree_lang.engine.registries import default_registry
-    from orgtree_lang.engine.runner import RunOptions, run_program
+    from orgtree_lang.run.registries import default_registry
+    from orgtree_lang.run.runner import RunOptions, run_program
     from orgtree_lang.runtime.errors import PipeRuntimeError
     from orgtree_lang.runtime.values import strict_equal, to_plain
     from orgtree_lang.syntax.diagnostics import CompileError

@@ -19,11 +19,11 @@ import time
 from pathlib import Path
 
 from orgtree_lang.compile.api import compile_source
-from orgtree_lang.orgtree.recorder import recorder_for
-from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.runlog.recorder import recorder_for
+from orgtree_lang.run.registries import default_registry
 from orgtree_lang.runtime.skills import SkillContext
 from orgtree_lang.runtime.workspace import Workspace
-from orgtree_lang.engine.factory import plain_machine
+from orgtree_lang.run.factory import plain_machine
 from orgtree_lang.vm.machine import Machine
 
 SOURCE = '''\

@@ -106,8 +106,8 @@ def time_blocks(n: int, server: SlowModelServer, workspace: Path, protocol: bool
     scratchpad turns before each model call ([decompose] protocol)."""
     from orgtree_lang.compile.api import compile_source
     from orgtree_lang.decompose.decomposer import DecomposeSettings, Decomposer
-    from orgtree_lang.engine.registries import default_registry
-    from orgtree_lang.engine.runner import RunOptions, run_program
+    from orgtree_lang.run.registries import default_registry
+    from orgtree_lang.run.runner import RunOptions, run_program
     from orgtree_lang.models.roles import RunModels
 
     workspace.mkdir(parents=True)
@@ -141,8 +141,8 @@ def fanout_source(n: int) -> str:
 
 def time_fanout(n: int, server: SlowModelServer, workspace: Path) -> float:
     from orgtree_lang.compile.api import compile_source
-    from orgtree_lang.engine.registries import default_registry
-    from orgtree_lang.engine.runner import RunOptions, run_program
+    from orgtree_lang.run.registries import default_registry
+    from orgtree_lang.run.runner import RunOptions, run_program
     from orgtree_lang.models.roles import RunModels
 
     registry = default_registry(plugins=False)
@@ -200,7 +200,7 @@ def best_of(repeat: int, run) -> tuple[float, object]:
 def scheduler_cost(n: int, repeat: int) -> tuple[float, float, float]:
     """(python s, vm without parallel s, vm inside a one-branch parallel block s) for the arithmetic loop."""
     from orgtree_lang.compile.api import compile_source
-    from orgtree_lang.engine.registries import default_registry
+    from orgtree_lang.run.registries import default_registry
     from orgtree_lang.vm.budget import Budget
     from orgtree_lang.vm.machine import Machine
     from orgtree_lang.vm.services import Services
@@ -228,7 +228,7 @@ def scheduler_cost(n: int, repeat: int) -> tuple[float, float, float]:
 BASELINE_RUN = """
 import sys, time
 from orgtree_lang.compile.api import compile_source
-from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.run.registries import default_registry
 from orgtree_lang.vm.budget import Budget
 from orgtree_lang.vm.machine import Machine
 from orgtree_lang.vm.services import Services

@@ -3,7 +3,7 @@
     python benchmarks/ray_executor.py                 # 16 + 16 calls, 30 sequential calls for the overhead
     python benchmarks/ray_executor.py --calls 4       # a quicker look
 
-Measured at the executor seam (engine/threads.py vs engine/ray_executor.py): each batch of calls is submitted at
+Measured at the executor seam (executors/threads.py vs executors/ray_cluster.py): each batch of calls is submitted at
 once, as the branches of a `parallel:` block would submit them, then every result is awaited. The waiting batch
 is timed twice: cold, then again at once, with the worker processes the first one started (Ray may keep them).
 The CPU-bound call is `code.run` of Python that spins for 1 s in the sandbox; the waiting call is
@@ -53,9 +53,9 @@ def main() -> None:
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # keep the simulated cluster on loopback
     from ray.cluster_utils import Cluster
 
-    from orgtree_lang.engine.ray_executor import RayExecutor
-    from orgtree_lang.engine.registries import default_registry
-    from orgtree_lang.engine.threads import ThreadExecutor
+    from orgtree_lang.executors.ray_cluster import RayExecutor
+    from orgtree_lang.run.registries import default_registry
+    from orgtree_lang.executors.threads import ThreadExecutor
     from orgtree_lang.runtime.skills import SkillContext
     from orgtree_lang.runtime.workspace import Workspace
     from orgtree_lang.vm.executor import SkillCall

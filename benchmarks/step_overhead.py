@@ -33,8 +33,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from orgtree_lang.engine.registries import default_registry
-from orgtree_lang.engine.runner import RunOptions, run_file
+from orgtree_lang.run.registries import default_registry
+from orgtree_lang.run.runner import RunOptions, run_file
 
 TARGET_RATIO = 5.0
 

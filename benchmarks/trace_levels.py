@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 
 from orgtree_lang.compile.api import compile_source
-from orgtree_lang.engine.factory import plain_machine
-from orgtree_lang.engine.registries import default_registry
-from orgtree_lang.engine.runner import RunOptions, run_program
+from orgtree_lang.run.factory import plain_machine
+from orgtree_lang.run.registries import default_registry
+from orgtree_lang.run.runner import RunOptions, run_program
 
 SOURCE = '''\
 pipeline main(n: int) -> int:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from orgtree_lang.compile.api import compile_source
-from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.run.registries import default_registry
 from orgtree_lang.runtime.skills import SkillContext
 from orgtree_lang.runtime.workspace import Workspace
 from orgtree_lang.vm.budget import Budget

@@ -34,7 +34,7 @@ settings.load_profile(os.environ.get("PIPE_HYPOTHESIS_PROFILE", "default"))
 @pytest.fixture(scope="module")
 def registry():
     """The stdlib skills only (no plugins), shared by the tests of one module."""
-    from orgtree_lang.engine.registries import default_registry
+    from orgtree_lang.run.registries import default_registry
 
     return default_registry(plugins=False)
 

@@ -100,7 +100,7 @@ def pipe(*args: str, cwd: Path | None = None, exec_log_path: Path | None = None,
         return subprocess.run(cli_command(*args), cwd=cwd, env=cli_env(exec_log_path, kill_after, sync_copy),
                               capture_output=True, text=True, timeout=timeout)
     from cli_testing import pipe as pipe_here
-    from orgtree_lang.engine import registries
+    from orgtree_lang.run import registries
 
     original = registries.default_registry
     if exec_log_path is not None:
@@ -195,7 +195,7 @@ def main() -> int:
         copy_at_each_sync()
     log = os.environ.get(EXEC_LOG_ENV)
     if log:
-        from orgtree_lang.engine import registries
+        from orgtree_lang.run import registries
 
         original = registries.default_registry
 

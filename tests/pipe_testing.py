@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from orgtree_lang.compile.api import Compiled, compile_source
-from orgtree_lang.engine.runner import RunOptions, run_program
+from orgtree_lang.run.runner import RunOptions, run_program
 from orgtree_lang.runtime.errors import PipeRuntimeError
-from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.run.registries import default_registry
 
 TESTS_DIR = Path(__file__).resolve().parent
 GOLDEN_DIR = TESTS_DIR / "golden"

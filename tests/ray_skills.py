@@ -38,7 +38,7 @@ def apply(ctx: SkillContext, folder: str, tag: str, hold: bool = False) -> str:
 
 def registry() -> SkillRegistry:
     """The stdlib, ledger.apply and ledger.wait."""
-    from orgtree_lang.engine.registries import default_registry
+    from orgtree_lang.run.registries import default_registry
 
     skills = default_registry(plugins=False)
     skills.register(apply)

@@ -164,7 +164,7 @@ UPWARD_SAMPLES = {
     "in a function": "def run():\n    from orgtree_lang.cli.main import main\n    return main\n",
     "plain import in a method": "class Tool:\n    def go(self):\n        import orgtree_lang.durable.journal\n",
     "relative, module level": "from ..durable import journal\n",
-    "relative, from the parent package": "from .. import engine\n",
+    "relative, from the parent package": "from .. import run\n",
     "under TYPE_CHECKING": ("from typing import TYPE_CHECKING\n"
                             "if TYPE_CHECKING:\n    from orgtree_lang.pool import store\n"),
 }
@@ -173,7 +173,7 @@ UPWARD_SAMPLES = {
 @pytest.mark.parametrize("sample", sorted(UPWARD_SAMPLES))
 def test_the_check_notices_an_upward_import(sample):
     source = UPWARD_SAMPLES[sample]
-    known = set(MODULES) | {"orgtree_lang.engine"}
+    known = set(MODULES) | {"orgtree_lang.run"}
     found = upward_imports({"orgtree_lang.vm.probe": imports_of("orgtree_lang.vm.probe", source, known=known)})
     assert len(found) == 1 and all(a == "orgtree_lang.vm.probe" for a, _ in found), found
 
@@ -205,7 +205,7 @@ def test_stdlib_uses_only_the_public_skill_api():
                "orgtree_lang.runtime.values", "orgtree_lang.syntax.types", "orgtree_lang.stdlib",
                "orgtree_lang.sandbox",  # code.run: the sandbox is its public API
                "orgtree_lang.memory.skills", "orgtree_lang.memory.pad_skills", "orgtree_lang.memory.insight_skills",
-               "orgtree_lang.web.skills")
+               "orgtree_lang.net.skills")
     offenders = [f"{m}: {imp.module}" for m, found in IMPORTS.items() if _layer_name(m) == "stdlib"
                  for imp in found if imp.module.startswith("orgtree_lang") and not imp.module.startswith(allowed)]
     assert offenders == []

@@ -9,8 +9,8 @@ import pytest
 from orgtree_lang.compile.api import cache_key, compile_file, compile_source
 from orgtree_lang.compile.code import FORMAT_VERSION, Program
 from orgtree_lang.runtime.errors import PipeRuntimeError
-from orgtree_lang.engine.factory import plain_machine
-from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.run.factory import plain_machine
+from orgtree_lang.run.registries import default_registry
 
 REGISTRY = default_registry(plugins=False)
 SOURCE = 'use text\n\npipeline main(x: str = "a") -> str:\n    return text.upper(x) + "!"\n'

@@ -14,8 +14,8 @@ from orgtree_lang.decompose.decomposer import Decomposer, DecomposeSettings
 from orgtree_lang.decompose.inputs import structure
 from orgtree_lang.decompose.prompt import CONTEXT_SHARE
 from orgtree_lang.decompose.store import ModuleStore
-from orgtree_lang.engine.factory import plain_machine
-from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.run.factory import plain_machine
+from orgtree_lang.run.registries import default_registry
 from orgtree_lang.memory.memory import Memory
 from orgtree_lang.models.scripted import ScriptedModel
 from orgtree_lang.models.tokens import context_window, count_tokens, set_context_window

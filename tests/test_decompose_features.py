@@ -25,10 +25,10 @@ from orgtree_lang.models.tokens import count_tokens, set_context_window
 from orgtree_lang.runtime.config import ConfigError
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.records import RecordTypes
-from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.run.registries import default_registry
 from orgtree_lang.runtime.skills import SkillContext
 from orgtree_lang.runtime.workspace import Workspace
-from orgtree_lang.engine.factory import plain_machine
+from orgtree_lang.run.factory import plain_machine
 
 REGISTRY = default_registry(plugins=False)
 

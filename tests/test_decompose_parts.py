@@ -13,7 +13,7 @@ from orgtree_lang.decompose.extract import ExtractError, extract_module
 from orgtree_lang.decompose.spec import required_signature, spec_hash
 from orgtree_lang.decompose.store import ModuleStore, StoreError
 from orgtree_lang.decompose.validate import validate_module
-from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.run.registries import default_registry
 from orgtree_lang.syntax import types as t
 from orgtree_lang.syntax.diagnostics import CompileError
 from orgtree_lang.syntax.spans import Span

@@ -11,8 +11,8 @@ from orgtree_lang.compile.api import compile_source
 from orgtree_lang.decompose.decomposer import Decomposer, DecomposeSettings
 from orgtree_lang.decompose.protocol import SEED_HEADING, plan_of
 from orgtree_lang.decompose.prompt import CONTEXT_SHARE
-from orgtree_lang.engine.factory import plain_machine
-from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.run.factory import plain_machine
+from orgtree_lang.run.registries import default_registry
 from orgtree_lang.memory.insights import InsightPool
 from orgtree_lang.memory.scratchpad import Scratchpad
 from orgtree_lang.models.scripted import ScriptedModel

@@ -13,8 +13,8 @@ from decompose_testing import NO_CONCERNS
 from orgtree_lang.compile.api import compile_source
 from orgtree_lang.decompose.decomposer import Decomposer, DecomposeSettings
 from orgtree_lang.decompose.research import recorded_needs
-from orgtree_lang.engine.factory import plain_machine
-from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.run.factory import plain_machine
+from orgtree_lang.run.registries import default_registry
 from orgtree_lang.memory.insights import InsightPool
 from orgtree_lang.memory.memory import Memory
 from orgtree_lang.models.scripted import ScriptedModel

@@ -10,8 +10,8 @@ from decompose_testing import NO_CONCERNS
 from orgtree_lang.compile.api import compile_source
 from orgtree_lang.decompose.decomposer import Decomposer, DecomposeSettings
 from orgtree_lang.decompose.goal import program_description
-from orgtree_lang.engine.factory import plain_machine
-from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.run.factory import plain_machine
+from orgtree_lang.run.registries import default_registry
 from orgtree_lang.models.scripted import ScriptedModel
 from orgtree_lang.runtime.skills import SkillContext
 from orgtree_lang.runtime.workspace import Workspace

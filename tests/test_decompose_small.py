@@ -12,8 +12,8 @@ from orgtree_lang.compile.api import compile_source
 from orgtree_lang.decompose.attempts import AttemptLog
 from orgtree_lang.decompose.decomposer import LANGUAGE_NOTES, Decomposer, DecomposeSettings
 from orgtree_lang.decompose.store import ModuleStore
-from orgtree_lang.engine.factory import plain_machine
-from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.run.factory import plain_machine
+from orgtree_lang.run.registries import default_registry
 from orgtree_lang.models.scripted import ScriptedModel
 from orgtree_lang.review.ledger import ConcernLedger
 from orgtree_lang.runtime.errors import PipeRuntimeError

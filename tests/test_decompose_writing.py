@@ -16,8 +16,8 @@ from orgtree_lang.decompose.decomposer import DecomposeSettings, Decomposer
 from orgtree_lang.decompose.design import DESIGN_REQUEST
 from orgtree_lang.decompose.research import recorded_needs
 from orgtree_lang.decompose.store import ModuleStore
-from orgtree_lang.engine.factory import plain_machine
-from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.run.factory import plain_machine
+from orgtree_lang.run.registries import default_registry
 from orgtree_lang.memory.memory import Memory
 from orgtree_lang.models import tokens
 from orgtree_lang.models.base import Completion, Message, Usage

@@ -16,10 +16,10 @@ from orgtree_lang.decompose.store import ModuleStore
 from orgtree_lang.models.scripted import ScriptedModel
 from orgtree_lang.review.ledger import ConcernLedger
 from orgtree_lang.runtime.errors import PipeRuntimeError
-from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.run.registries import default_registry
 from orgtree_lang.runtime.skills import SkillContext
 from orgtree_lang.runtime.workspace import Workspace
-from orgtree_lang.engine.factory import plain_machine
+from orgtree_lang.run.factory import plain_machine
 
 REGISTRY = default_registry(plugins=False)
 PARENT = '''use text

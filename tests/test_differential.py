@@ -40,10 +40,10 @@ from hypothesis import strategies as st
 from orgtree_lang.compile.api import compile_source
 from orgtree_lang.runtime.builtins import MAX_SEQUENCE
 from orgtree_lang.runtime.errors import PipeRuntimeError
-from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.run.registries import default_registry
 from orgtree_lang.syntax.diagnostics import CompileError
 from orgtree_lang.vm.budget import Budget
-from orgtree_lang.engine.factory import plain_machine
+from orgtree_lang.run.factory import plain_machine
 
 REGISTRY = default_registry(plugins=False)
 

@@ -24,10 +24,10 @@ from pathlib import Path
 import pytest
 
 from orgtree_lang.compile.api import compile_source
-from orgtree_lang.engine.runner import RunOptions, run_program
+from orgtree_lang.run.runner import RunOptions, run_program
 from orgtree_lang.runtime.builtins import BUILTINS
 from orgtree_lang.runtime.errors import PipeRuntimeError
-from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.run.registries import default_registry
 from orgtree_lang.runtime.values import to_plain
 from orgtree_lang.syntax.diagnostics import CompileError
 from orgtree_lang.syntax.parser import KEYWORDS, RESERVED, SOFT_KEYWORDS

@@ -20,13 +20,13 @@ from durable_testing import (counting_registry, exec_log, journal_meta, journal_
                              pipe)
 from orgtree_lang.durable import attempt as durable_attempt
 from orgtree_lang.durable import replay as durable_replay
-from orgtree_lang.engine import runs as durable_runs
+from orgtree_lang.run import runs as durable_runs
 from orgtree_lang.durable.effects import NonDeterminismError
 from orgtree_lang.durable.journal import JournalError
 from orgtree_lang.durable.runs import RunLock
-from orgtree_lang.engine.runner import RunOptions, run_file
+from orgtree_lang.run.runner import RunOptions, run_file
 from orgtree_lang.runtime.errors import PipeRuntimeError
-from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.run.registries import default_registry
 from orgtree_lang.runtime.skills import SkillRegistry, skill
 from orgtree_lang.vm.budget import Budget
 

@@ -44,9 +44,9 @@ import pytest
 
 from durable_testing import (cli_command, cli_env, counting_registry, exec_log, integrity, journal_meta,
                              journal_steps, pipe, run_dirs)
-from orgtree_lang.engine import runs as durable_runs
+from orgtree_lang.run import runs as durable_runs
 from orgtree_lang.durable.runs import list_runs
-from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.run.registries import default_registry
 
 DEFAULT_TRIALS = 12
 DEFAULT_SECONDS = 40.0  # on a loaded machine the default run stops starting trials after this (at least 6 run)

@@ -14,9 +14,9 @@ import pytest
 
 from durable_testing import exec_log, journal_snapshot, pipe
 from orgtree_lang.durable import replay as durable_replay
-from orgtree_lang.engine import runs as durable_runs
+from orgtree_lang.run import runs as durable_runs
 from orgtree_lang.durable.journal import JOURNAL_FORMAT
-from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.run.registries import default_registry
 from orgtree_lang.runtime.values import to_plain
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "journals"

@@ -9,10 +9,10 @@ import time
 import pytest
 
 from orgtree_lang.compile.api import compile_source
-from orgtree_lang.engine.executors import EXECUTORS, make_executor
-from orgtree_lang.engine.factory import plain_machine
-from orgtree_lang.engine.registries import default_registry
-from orgtree_lang.engine.threads import ThreadExecutor
+from orgtree_lang.executors.table import EXECUTORS, make_executor
+from orgtree_lang.run.factory import plain_machine
+from orgtree_lang.run.registries import default_registry
+from orgtree_lang.executors.threads import ThreadExecutor
 from orgtree_lang.runtime.errors import UsageError
 from orgtree_lang.runtime.skills import SkillRegistry, skill
 from tests.cli_testing import pipe

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from orgtree_lang.compile.api import compile_source
-from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.run.registries import default_registry
 from orgtree_lang.syntax.diagnostics import CompileError
 from orgtree_lang.syntax.formatter import format_source
 from orgtree_lang.syntax.parser import source_comments

@@ -211,7 +211,7 @@ _APPENDER = textwrap.dedent(
     """
     import sys
     from dataclasses import replace
-    from orgtree_lang.engine.registries import default_registry
+    from orgtree_lang.run.registries import default_registry
     from orgtree_lang.runtime.skills import SkillContext
     from orgtree_lang.runtime.workspace import Workspace
 

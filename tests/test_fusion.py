@@ -14,7 +14,7 @@ import pytest
 from orgtree_lang.compile.disassemble import disassemble
 from orgtree_lang.compile.fusion import FUSIONS_BY_NAME, fused_fields
 from orgtree_lang.compile.opcodes import BY_NAME, OPCODES
-from orgtree_lang.engine.factory import plain_machine
+from orgtree_lang.run.factory import plain_machine
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.skills import SkillContext
 from orgtree_lang.runtime.workspace import Workspace

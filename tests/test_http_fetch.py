@@ -6,11 +6,11 @@ import pytest
 from sandbox_testing import local_server
 
 from orgtree_lang.runtime.errors import SkillError
-from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.run.registries import default_registry
 from orgtree_lang.runtime.skills import SkillContext
 from orgtree_lang.runtime.workspace import Workspace
 from orgtree_lang.sandbox.allowlist import HttpPolicy, Origin, UrlRefused
-from orgtree_lang.web.fetch import fetch
+from orgtree_lang.net.fetch import fetch
 
 
 @pytest.fixture(scope="module")

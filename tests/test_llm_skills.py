@@ -9,7 +9,7 @@ import pytest
 from orgtree_lang.compile.api import compile_source
 from orgtree_lang.models.roles import RunModels
 from orgtree_lang.models.scripted import ScriptedModel
-from orgtree_lang.engine.runner import RunOptions, run_program
+from orgtree_lang.run.runner import RunOptions, run_program
 from orgtree_lang.runtime.errors import PipeRuntimeError
 
 
@@ -116,7 +116,7 @@ def test_without_a_model_the_error_says_how_to_configure_one(tmp_path, registry)
 
 
 def test_model_answers_are_journaled_so_replay_calls_no_model(tmp_path, registry):
-    from orgtree_lang.engine import runs as durable_runs
+    from orgtree_lang.run import runs as durable_runs
 
     model = scripted(tmp_path, [{"reply": "forty-two"}])
     machine = run(tmp_path, registry, 'use llm\n\npipeline main() -> str:\n    a = llm.ask("q1")\n'
@@ -142,7 +142,7 @@ def test_the_cli_passes_the_model_and_says_answers_are_scripted(tmp_path, capsys
 
 def test_llm_calls_count_against_the_token_budget_and_are_charged_to_their_node(tmp_path, capsys):
     from orgtree_lang.cli.main import main
-    from orgtree_lang.orgtree.store import TreeStore
+    from orgtree_lang.runlog.store import TreeStore
 
     (tmp_path / "m.json").write_text(json.dumps([{"reply": "a short answer"}]))
     (tmp_path / "p.pipe").write_text('use llm\n\npipeline main() -> str:\n    first = llm.ask("one")\n'

@@ -118,7 +118,7 @@ def test_ranges_count_utf16_units_for_text_outside_the_basic_plane(client, tmp_p
 
 
 def test_a_skill_promoted_in_the_workspace_is_known_after_a_save(client, tmp_path):
-    from orgtree_lang.engine.registries import default_registry
+    from orgtree_lang.run.registries import default_registry
     from orgtree_lang.pool.learned import LearnedStore
 
     path = tmp_path / "uses_learned.pipe"
@@ -209,7 +209,7 @@ def test_definition_of_a_pipeline_a_record_a_label_and_a_variable(client, progra
 
 def test_definition_of_an_ambiguous_block_opens_its_saved_module(client, tmp_path, program):
     from orgtree_lang.decompose.store import ModuleStore
-    from orgtree_lang.engine.registries import default_registry
+    from orgtree_lang.run.registries import default_registry
 
     body = 'pipeline classify(report: str) -> str:\n    """Label a report."""\n    return "bug"\n'
     saved = ModuleStore(tmp_path).save(str(program), "classify", body, {"block": "classify"},

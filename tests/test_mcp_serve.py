@@ -133,7 +133,7 @@ def test_bad_arguments_and_unknown_tools_are_tool_errors(workspace):
 
 
 def test_learned_skills_and_the_configured_pipelines_are_served(workspace):
-    from orgtree_lang.engine.registries import workspace_registry
+    from orgtree_lang.run.registries import workspace_registry
     from orgtree_lang.pool.learned import LearnedStore
 
     LearnedStore(workspace).save("double", 'pipeline main(n: int) -> int:\n    """Twice n."""\n    return n * 2\n',
@@ -210,8 +210,8 @@ def test_a_served_pipeline_resolves_its_ambiguous_block_with_the_models_given(tm
 
 
 def test_choosing_pipelines_that_are_not_there_says_what_is(workspace):
-    from orgtree_lang.engine.registries import workspace_registry
-    from orgtree_lang.expose.catalog import pipeline_tools
+    from orgtree_lang.run.registries import workspace_registry
+    from orgtree_lang.mcp_server.catalog import pipeline_tools
     from orgtree_lang.runtime.errors import UsageError
 
     registry = workspace_registry(workspace)
@@ -232,7 +232,7 @@ def test_choosing_pipelines_that_are_not_there_says_what_is(workspace):
 
 
 def test_the_mcp_tables_of_orgtree_toml_are_checked(tmp_path):
-    from orgtree_lang.mcp.settings import exposed, server_specs
+    from orgtree_lang.mcp_client.settings import exposed, server_specs
     from orgtree_lang.runtime.config import ConfigError
 
     config = tmp_path / "orgtree.toml"

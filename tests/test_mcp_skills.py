@@ -293,7 +293,7 @@ def test_a_lazy_namespace_is_known_before_it_is_loaded_and_loaded_once():
 
 
 def test_json_schemas_become_pipe_types():
-    from orgtree_lang.mcp.skills import pipe_type
+    from orgtree_lang.mcp_client.skills import pipe_type
 
     cases = {
         '{"type": "string"}': "str", '{"type": "integer"}': "int", '{"type": "number"}': "float",

@@ -16,8 +16,8 @@ from orgtree_lang.decompose.decomposer import Decomposer
 from orgtree_lang.decompose.store import ModuleStore, body_hash
 from orgtree_lang.models.scripted import ScriptedModel
 from orgtree_lang.runtime.errors import PipeRuntimeError
-from orgtree_lang.engine.factory import plain_machine
-from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.run.factory import plain_machine
+from orgtree_lang.run.registries import default_registry
 from orgtree_lang.runtime.skills import SkillContext
 from orgtree_lang.runtime.workspace import Workspace
 from orgtree_lang.vm.budget import Budget

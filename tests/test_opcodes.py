@@ -23,7 +23,7 @@ from orgtree_lang.compile.stack import StackError, compute_max_stack, stack_dept
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.skills import SkillContext
 from orgtree_lang.runtime.workspace import Workspace
-from orgtree_lang.engine.factory import plain_machine
+from orgtree_lang.run.factory import plain_machine
 from pipe_testing import compile_text, example_files, golden_files, golden_id, read_expectations, registry
 
 REG = registry()

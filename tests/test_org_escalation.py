@@ -10,9 +10,9 @@ import pytest
 from cli_testing import pipe as run_pipe
 
 from orgtree_lang.durable.people import reply
-from orgtree_lang.engine import runs
-from orgtree_lang.engine.runner import RunOptions, run_program
-from orgtree_lang.orgtree.inbox import AwaitingHuman, Inbox
+from orgtree_lang.run import runs
+from orgtree_lang.run.runner import RunOptions, run_program
+from orgtree_lang.runlog.inbox import AwaitingHuman, Inbox
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from pipe_testing import compile_text, registry
 

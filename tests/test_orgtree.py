@@ -17,17 +17,17 @@ from orgtree_lang.compile.api import compile_source
 from orgtree_lang.decompose.decomposer import Decomposer
 from orgtree_lang.models.base import Completion, Usage
 from orgtree_lang.models.scripted import ScriptedModel
-from orgtree_lang.orgtree.recorder import TreeRecorder
-from orgtree_lang.orgtree.render import render_tree
-from orgtree_lang.orgtree.store import TreeNode, TreeStore
+from orgtree_lang.runlog.recorder import TreeRecorder
+from orgtree_lang.runlog.render import render_tree
+from orgtree_lang.runlog.store import TreeNode, TreeStore
 from orgtree_lang.review.ledger import ConcernLedger
 from orgtree_lang.runtime.errors import PipeRuntimeError
-from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.run.registries import default_registry
 from orgtree_lang.runtime.skills import SkillContext
 from orgtree_lang.runtime.state_db import state_db_path
 from orgtree_lang.runtime.workspace import Workspace
 from orgtree_lang.vm.budget import Budget
-from orgtree_lang.engine.factory import plain_machine
+from orgtree_lang.run.factory import plain_machine
 
 REGISTRY = default_registry(plugins=False)
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import sqlite3
 
 from orgtree_lang.compile.api import compile_source
-from orgtree_lang.engine.factory import plain_machine
-from orgtree_lang.engine.registries import default_registry
-from orgtree_lang.orgtree.recorder import TreeRecorder
-from orgtree_lang.orgtree.store import TreeStore
+from orgtree_lang.run.factory import plain_machine
+from orgtree_lang.run.registries import default_registry
+from orgtree_lang.runlog.recorder import TreeRecorder
+from orgtree_lang.runlog.store import TreeStore
 from orgtree_lang.runtime.skills import SkillContext
 from orgtree_lang.runtime.workspace import Workspace
 

@@ -22,8 +22,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode  # noqa: E402
 
 from orgtree_lang.compile.api import compile_source  # noqa: E402
-from orgtree_lang.engine.otel import OtelExport  # noqa: E402
-from orgtree_lang.engine.runner import RunOptions, run_program  # noqa: E402
+from orgtree_lang.telemetry.otel import OtelExport  # noqa: E402
+from orgtree_lang.run.runner import RunOptions, run_program  # noqa: E402
 from orgtree_lang.models.roles import RunModels  # noqa: E402
 from orgtree_lang.models.scripted import ScriptedModel  # noqa: E402
 from orgtree_lang.runtime.errors import PipeRuntimeError  # noqa: E402

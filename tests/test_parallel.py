@@ -13,11 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from orgtree_lang.compile.api import compile_source
-from orgtree_lang.engine import runs as durable_runs
-from orgtree_lang.engine.factory import plain_machine
-from orgtree_lang.engine.registries import default_registry
-from orgtree_lang.engine.runner import RunOptions, run_program
-from orgtree_lang.engine.threads import ThreadExecutor
+from orgtree_lang.run import runs as durable_runs
+from orgtree_lang.run.factory import plain_machine
+from orgtree_lang.run.registries import default_registry
+from orgtree_lang.run.runner import RunOptions, run_program
+from orgtree_lang.executors.threads import ThreadExecutor
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.skills import SkillContext
 from orgtree_lang.runtime.workspace import Workspace

@@ -19,12 +19,12 @@ from orgtree_lang.compile.api import compile_source
 from orgtree_lang.decompose.decomposer import Decomposer
 from orgtree_lang.durable.journal import Journal
 from orgtree_lang.durable.runs import find_run, list_runs
-from orgtree_lang.engine import runs as durable_runs
-from orgtree_lang.engine.factory import plain_machine
-from orgtree_lang.engine.registries import default_registry
-from orgtree_lang.engine.runner import RunOptions, run_program
+from orgtree_lang.run import runs as durable_runs
+from orgtree_lang.run.factory import plain_machine
+from orgtree_lang.run.registries import default_registry
+from orgtree_lang.run.runner import RunOptions, run_program
 from orgtree_lang.models.base import Completion, ModelError, Usage, parse_structured
-from orgtree_lang.orgtree.store import TreeStore
+from orgtree_lang.runlog.store import TreeStore
 from orgtree_lang.runtime.skills import SkillContext
 from orgtree_lang.runtime.workspace import Workspace
 

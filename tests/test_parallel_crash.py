@@ -28,8 +28,8 @@ import pytest
 
 from durable_testing import cli_command, cli_env, counting_registry, exec_log, integrity, journal_meta, journal_steps
 from orgtree_lang.durable.runs import list_runs
-from orgtree_lang.engine import runs as durable_runs
-from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.run import runs as durable_runs
+from orgtree_lang.run.registries import default_registry
 
 TRIALS = int(os.environ.get("PIPE_CRASH_TRIALS", "0") or 0) or 50
 SEED = int(os.environ.get("PIPE_CRASH_SEED", "20261201"))

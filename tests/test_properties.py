@@ -21,13 +21,13 @@ from lark import Lark
 from orgtree_lang.compile.api import compile_source
 from orgtree_lang.compile.stack import stack_depths
 from orgtree_lang.runtime.errors import PipeRuntimeError
-from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.run.registries import default_registry
 from orgtree_lang.runtime.skills import SkillContext
 from orgtree_lang.runtime.workspace import Workspace
 from orgtree_lang.syntax.diagnostics import CompileError
 from orgtree_lang.syntax.parser import grammar_text
 from orgtree_lang.vm.budget import Budget
-from orgtree_lang.engine.factory import plain_machine
+from orgtree_lang.run.factory import plain_machine
 from pipe_testing import golden_files
 
 pytestmark = pytest.mark.slow

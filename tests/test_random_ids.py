@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from orgtree_lang.compile.api import compile_source
-from orgtree_lang.engine.runner import RunOptions, run_program
+from orgtree_lang.run.runner import RunOptions, run_program
 from orgtree_lang.runtime.errors import SkillArgumentError, SkillError
-from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.run.registries import default_registry
 from orgtree_lang.runtime.skills import SkillContext, SkillRegistry
 from orgtree_lang.runtime.values import RecordValue
 from orgtree_lang.runtime.workspace import Workspace

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from orgtree_lang.engine import runs as durable_runs
-from orgtree_lang.engine.runner import RunOptions, run_file
+from orgtree_lang.run import runs as durable_runs
+from orgtree_lang.run.runner import RunOptions, run_file
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.vm.budget import Budget
 from tests import ray_skills
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
                                 reason="the ray extra is not installed: pip install 'orgtree-lang[ray]'")
 
 # Ray swaps 127.0.0.1 for the machine's network address unless told the cluster is single-machine; the
-# executor does the same for a loopback address (engine/ray_executor.py).
+# executor does the same for a loopback address (executors/ray_cluster.py).
 LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 
 
@@ -448,7 +448,7 @@ ray_skills = importlib.util.module_from_spec(spec)
 sys.modules["ray_skills"] = ray_skills
 spec.loader.exec_module(ray_skills)
 ray.cloudpickle.register_pickle_by_value(ray_skills)
-from orgtree_lang.engine.runner import RunOptions, run_file
+from orgtree_lang.run.runner import RunOptions, run_file
 
 run_file(Path("held.pipe"), RunOptions(inputs={{"folder": {folder!r}}}, registry=ray_skills.registry(), durable=True,
                                        executor={executor!r}, run_id="nodedriver", workspace=Path(".")))

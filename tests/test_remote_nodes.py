@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from orgtree_lang.engine import runs as durable_runs
-from orgtree_lang.engine.registries import default_registry
-from orgtree_lang.engine.runner import RunOptions, run_file
+from orgtree_lang.run import runs as durable_runs
+from orgtree_lang.run.registries import default_registry
+from orgtree_lang.run.runner import RunOptions, run_file
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.skills import SkillContext, skill
 from orgtree_lang.vm.budget import Budget

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from test_parallel import HELPERS, REGISTRY, DelayedExecutor, _run
 
 from orgtree_lang.compile.api import compile_source
-from orgtree_lang.engine import runs as durable_runs
-from orgtree_lang.engine.runner import RunOptions, run_program
+from orgtree_lang.run import runs as durable_runs
+from orgtree_lang.run.runner import RunOptions, run_program
 from orgtree_lang.runtime.errors import PipeRuntimeError
 
 # A desk handles its first message and ends ("once": the next message of its topic starts a new node), or keeps

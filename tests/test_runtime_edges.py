@@ -7,7 +7,7 @@ import json
 import pytest
 
 from orgtree_lang.runtime.errors import PipeRuntimeError
-from orgtree_lang.engine.factory import plain_machine
+from orgtree_lang.run.factory import plain_machine
 from orgtree_lang.vm.machine import Machine
 from orgtree_lang.vm.state import RunState
 from pipe_testing import compile_text, registry, run_source

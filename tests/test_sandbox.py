@@ -10,7 +10,7 @@ import tempfile
 import pytest
 from sandbox_testing import quick_settings
 
-from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.run.registries import default_registry
 from orgtree_lang.runtime.skills import SkillContext
 from orgtree_lang.runtime.workspace import Workspace
 from orgtree_lang.sandbox.environments import requirements_key

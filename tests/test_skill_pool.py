@@ -16,10 +16,10 @@ from orgtree_lang.pool.bugs import review_bug
 from orgtree_lang.pool.history import workspace_history
 from orgtree_lang.pool.learned import LearnedStore
 from orgtree_lang.pool.promote import promote
-from orgtree_lang.engine.registries import workspace_registry
+from orgtree_lang.run.registries import workspace_registry
 from orgtree_lang.pool.store import PoolError, PoolStore
 from orgtree_lang.review.errors import SelfReviewError
-from orgtree_lang.engine.runner import RunOptions, run_program
+from orgtree_lang.run.runner import RunOptions, run_program
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.syntax.diagnostics import CompileError
 

@@ -12,7 +12,7 @@ from typing import Any
 import pydantic
 import pytest
 
-from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.run.registries import default_registry
 from orgtree_lang.runtime.docstrings import parse_docstring
 from orgtree_lang.runtime.errors import SkillArgumentError, SkillError
 from orgtree_lang.runtime.skills import (

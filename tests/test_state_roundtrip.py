@@ -17,7 +17,7 @@ from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.skills import SkillContext
 from orgtree_lang.runtime.values import RecordValue, UNBOUND, decode, encode
 from orgtree_lang.runtime.workspace import Workspace
-from orgtree_lang.engine.factory import plain_machine
+from orgtree_lang.run.factory import plain_machine
 from orgtree_lang.vm.machine import Machine
 from orgtree_lang.vm.state import Frame, RunState
 from pipe_testing import (

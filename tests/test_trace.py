@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from orgtree_lang.compile.api import compile_source
-from orgtree_lang.engine.registries import default_registry
-from orgtree_lang.engine.runner import RunOptions, run_program
+from orgtree_lang.run.registries import default_registry
+from orgtree_lang.run.runner import RunOptions, run_program
 
 PROGRAM = '''\
 use text

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from orgtree_lang.compile.api import compile_source
-from orgtree_lang.engine.factory import build_run
-from orgtree_lang.engine.registries import default_registry
-from orgtree_lang.engine.runner import RunOptions, run_program
+from orgtree_lang.run.factory import build_run
+from orgtree_lang.run.registries import default_registry
+from orgtree_lang.run.runner import RunOptions, run_program
 from orgtree_lang.runtime.config import ConfigError
 from orgtree_lang.vm.trace import TraceSettings, Tracer
 

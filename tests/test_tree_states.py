@@ -14,9 +14,9 @@ from cli_testing import pipe as run_pipe
 
 from orgtree_lang.compile.api import compile_source
 from orgtree_lang.durable.reconcile import reconciled
-from orgtree_lang.engine.registries import default_registry
-from orgtree_lang.engine.runner import RunOptions, run_program
-from orgtree_lang.orgtree.store import TreeNode, TreeStore
+from orgtree_lang.run.registries import default_registry
+from orgtree_lang.run.runner import RunOptions, run_program
+from orgtree_lang.runlog.store import TreeNode, TreeStore
 from orgtree_lang.runtime.schema import SCHEMA_VERSION
 from orgtree_lang.runtime.state_db import open_state_db, schema_version, state_db_path
 

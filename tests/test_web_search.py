@@ -7,7 +7,7 @@ from sandbox_testing import local_server
 
 from orgtree_lang.memory.memory import Memory
 from orgtree_lang.runtime.errors import SkillError
-from orgtree_lang.engine.registries import default_registry
+from orgtree_lang.run.registries import default_registry
 from orgtree_lang.runtime.skills import SkillContext
 from orgtree_lang.runtime.workspace import Workspace
 

@@ -59,8 +59,8 @@ def run_cases(source: str, cases: list[dict], registry=None) -> tuple[int, list[
     import tempfile
 
     from orgtree_lang.compile.api import compile_source
-    from orgtree_lang.engine.registries import default_registry
-    from orgtree_lang.engine.runner import RunOptions, run_program
+    from orgtree_lang.run.registries import default_registry
+    from orgtree_lang.run.runner import RunOptions, run_program
     from orgtree_lang.runtime.errors import PipeRuntimeError
     from orgtree_lang.runtime.values import strict_equal, to_plain
     from orgtree_lang.vm.budget import Budget

@@ -45,14 +45,14 @@ def register(commands) -> None:
 def command_serve(args) -> int:
     import importlib.util
 
-    from orgtree_lang.mcp.settings import INSTALL_HINT
+    from orgtree_lang.mcp_client.settings import INSTALL_HINT
 
     if importlib.util.find_spec("mcp") is None:
         raise UsageError("`pipe mcp serve` needs the `mcp` Python SDK, which is not installed", hint=INSTALL_HINT)
-    from orgtree_lang.engine.registries import workspace_registry
-    from orgtree_lang.expose.catalog import pipeline_tools
-    from orgtree_lang.expose.server import build_server, serve_http, serve_stdio
-    from orgtree_lang.mcp.settings import exposed
+    from orgtree_lang.run.registries import workspace_registry
+    from orgtree_lang.mcp_server.catalog import pipeline_tools
+    from orgtree_lang.mcp_server.server import build_server, serve_http, serve_stdio
+    from orgtree_lang.mcp_client.settings import exposed
     from orgtree_lang.runtime.config import CONFIG_NAME
 
     root = Path(args.workspace).resolve()

@@ -110,7 +110,7 @@ def command_accept(args) -> int:
     from orgtree_lang.decompose.reuse import spec_in_parent
     from orgtree_lang.decompose.store import ModuleStore, StoreError
     from orgtree_lang.decompose.validate import validate_module
-    from orgtree_lang.engine.registries import default_registry
+    from orgtree_lang.run.registries import default_registry
 
     store = ModuleStore(Path(args.workspace))
     module = _one_module(store, args.name)

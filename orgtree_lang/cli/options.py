@@ -137,7 +137,7 @@ def add_reviewer_options(parser: argparse.ArgumentParser) -> None:
 
 def registry_near(near: str | Path = "."):
     """The skills a program in the workspace of `near` (a file or folder) sees, learned.* and pool changes included."""
-    from orgtree_lang.engine.registries import workspace_registry
+    from orgtree_lang.run.registries import workspace_registry
 
     near = Path(near)
     return workspace_registry(near if near.is_dir() else near.resolve().parent)

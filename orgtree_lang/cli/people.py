@@ -71,7 +71,7 @@ def register(commands) -> None:
 
 
 def command_inbox(args) -> int:
-    from orgtree_lang.orgtree.inbox import Inbox
+    from orgtree_lang.runlog.inbox import Inbox
     from orgtree_lang.runtime.state_db import state_db_path
 
     path = state_db_path(Path(args.workspace))
@@ -187,7 +187,7 @@ def command_messages(args) -> int:
 
 def report_waiting(state, workspace: Path | None, as_json: bool, printed: list[str], run_id: str) -> int:
     """Say that the run waits for a person, which questions and how to answer them; exit 75."""
-    from orgtree_lang.orgtree.inbox import Inbox, run_key
+    from orgtree_lang.runlog.inbox import Inbox, run_key
     from orgtree_lang.runtime.people import APPROVAL_WORDS
 
     workspace = Path(workspace or ".")

@@ -36,8 +36,8 @@ def _workspace_of(path: Path) -> Path:
 
 def command_test(args) -> int:
     from orgtree_lang.compile.api import compile_file
-    from orgtree_lang.engine.program_tests import run_tests
-    from orgtree_lang.engine.registries import workspace_registry
+    from orgtree_lang.run.program_tests import run_tests
+    from orgtree_lang.run.registries import workspace_registry
     from orgtree_lang.syntax.diagnostics import CompileError
 
     passed = failed = broken = 0

@@ -67,8 +67,8 @@ def add_executor_option(parser) -> None:
 
 def command_run(args) -> int:
     from orgtree_lang.compile.api import compile_file
-    from orgtree_lang.engine.runner import new_run_id, run_program, workspace_for
-    from orgtree_lang.engine.registries import workspace_registry
+    from orgtree_lang.run.runner import new_run_id, run_program, workspace_for
+    from orgtree_lang.run.registries import workspace_registry
 
     path = Path(args.file)
     if not path.is_file():
@@ -109,9 +109,9 @@ def command_run(args) -> int:
 
 
 def otel_export(args, root: Path):
-    """The OpenTelemetry export `pipe run` asked for (engine.otel.OtelExport), or None; a clear error (exit 2)
+    """The OpenTelemetry export `pipe run` asked for (telemetry.otel.OtelExport), or None; a clear error (exit 2)
     when it asks for one and the `otel` extra is missing. Nothing of OpenTelemetry is imported otherwise."""
-    from orgtree_lang.engine.otel import MISSING_EXTRA, OtelExport
+    from orgtree_lang.telemetry.otel import MISSING_EXTRA, OtelExport
     from orgtree_lang.runtime.config import ConfigError
 
     try:
@@ -187,7 +187,7 @@ class RunSession:
         self.progress = _ProgressLine() if sys.stderr.isatty() else None
 
     def options(self, **fields):
-        from orgtree_lang.engine.runner import RunOptions
+        from orgtree_lang.run.runner import RunOptions
 
         printer = self.printed.append if self.args.json else _echo
         trace = getattr(self.args, "trace", None)

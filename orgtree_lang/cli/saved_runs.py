@@ -188,7 +188,7 @@ def command_show(args) -> int:
 def run_tree(root: Path, run_id: str) -> dict:
     """The pipeline, branch and ambiguous nodes of a run's org tree, reconciled with its journal, by journal path."""
     from orgtree_lang.durable.reconcile import reconciled_tree
-    from orgtree_lang.orgtree.store import TreeStore
+    from orgtree_lang.runlog.store import TreeStore
     from orgtree_lang.runtime.state_db import state_db_path
 
     path = state_db_path(root)
@@ -204,7 +204,7 @@ def _attempt(args, action, source_for_errors) -> int:
     """Run a resume/retry/fork attempt through the same reporting as `pipe run`."""
     from orgtree_lang.cli.run import RunSession, make_decomposer, otel_export
     from orgtree_lang.models.roles import RunModels
-    from orgtree_lang.engine.registries import workspace_registry
+    from orgtree_lang.run.registries import workspace_registry
 
     registry = workspace_registry(Path(args.workspace))
     run_id = getattr(args, "new_run_id", None) or args.run
@@ -242,7 +242,7 @@ def _current_source(args):
 
 
 def command_resume(args) -> int:
-    from orgtree_lang.engine import runs as durable_runs
+    from orgtree_lang.run import runs as durable_runs
 
     return _attempt(args, lambda root, registry, options: durable_runs.resume(
         root, args.run, registry, options, from_scratch=args.from_scratch,
@@ -250,15 +250,15 @@ def command_resume(args) -> int:
 
 
 def command_retry(args) -> int:
-    from orgtree_lang.engine import runs as durable_runs
+    from orgtree_lang.run import runs as durable_runs
 
     return _attempt(args, lambda root, registry, options: durable_runs.retry(
         root, args.run, registry, options, args.node), _current_source(args))
 
 
 def command_fork(args) -> int:
-    from orgtree_lang.engine import runs as durable_runs
-    from orgtree_lang.engine.runner import new_run_id
+    from orgtree_lang.run import runs as durable_runs
+    from orgtree_lang.run.runner import new_run_id
 
     changes = {}
     for pair in args.changes:
@@ -281,8 +281,8 @@ def command_fork(args) -> int:
 
 
 def command_replay(args) -> int:
-    from orgtree_lang.engine import runs as durable_runs
-    from orgtree_lang.engine.registries import workspace_registry
+    from orgtree_lang.run import runs as durable_runs
+    from orgtree_lang.run.registries import workspace_registry
 
     printer = None if args.quiet else print
     report = durable_runs.replay(Path(args.workspace), args.run, workspace_registry(Path(args.workspace), replay=True),

@@ -198,7 +198,7 @@ def history_command(args) -> int:
 def report_command(args) -> int:
     import uuid
 
-    from orgtree_lang.engine.registries import workspace_registry
+    from orgtree_lang.run.registries import workspace_registry
     from orgtree_lang.pool.store import PoolError, PoolStore
 
     registry = workspace_registry(Path(args.workspace))
@@ -219,7 +219,7 @@ def report_command(args) -> int:
 
 
 def review_command(args) -> int:
-    from orgtree_lang.engine.registries import workspace_registry
+    from orgtree_lang.run.registries import workspace_registry
     from orgtree_lang.pool.store import PoolStore
 
     store = PoolStore.for_workspace(Path(args.workspace))
@@ -290,7 +290,7 @@ def promote_command(args) -> int:
     from orgtree_lang.cli.modules import matching_modules
     from orgtree_lang.decompose.store import ModuleStore
     from orgtree_lang.pool.promote import promote as promote_module
-    from orgtree_lang.engine.registries import workspace_registry
+    from orgtree_lang.run.registries import workspace_registry
 
     root = Path(args.workspace)
     store = ModuleStore(root)

@@ -29,8 +29,8 @@ def register(commands) -> None:
 def command_tree(args) -> int:
     from orgtree_lang.durable.reconcile import reconciled_tree
     from orgtree_lang.durable.runs import list_runs
-    from orgtree_lang.orgtree.render import render_tree, status_counts
-    from orgtree_lang.orgtree.store import TreeStore
+    from orgtree_lang.runlog.render import render_tree, status_counts
+    from orgtree_lang.runlog.store import TreeStore
     from orgtree_lang.runtime.state_db import state_db_path
 
     root = Path(args.workspace)

@@ -20,7 +20,7 @@ TRACE_FILE = "trace.jsonl"
 
 
 class RunBuilder(Protocol):
-    """Builds the machine of one attempt (engine.factory.build_run): the durable layer never wires machines itself.
+    """Builds the machine of one attempt (run.factory.build_run): the durable layer never wires machines itself.
 
     Returns parts with `.machine`, `.tracer` and `.close()` (which closes the trace and the org tree recorder)."""
 

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from orgtree_lang.durable.journal import Journal, StepRecord
-from orgtree_lang.orgtree.store import OPEN, TreeNode
+from orgtree_lang.runlog.store import OPEN, TreeNode
 
 INTERRUPTED = "interrupted"
 STALE = "its process ended before it did"
@@ -146,7 +146,7 @@ def repair_before_resume(root: Path, run_id: str, journal: Journal, up_to_seq: i
     """Write the reconciled tree of run `run_id` to state.db as a resume starts (its process holds the run): nodes
     left running are interrupted, and the nodes of steps up to `up_to_seq` (those the resume does not ask for
     again) that the tree lacks are added. A resume from the start (`up_to_seq` 0) records every node again."""
-    from orgtree_lang.orgtree.store import TreeStore
+    from orgtree_lang.runlog.store import TreeStore
     from orgtree_lang.runtime.state_db import state_db_path
 
     path = state_db_path(root)

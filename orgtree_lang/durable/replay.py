@@ -57,7 +57,7 @@ class SealedRegistry:
 def replay(root: Path, ref: str, registry, options, *, build: RunBuilder) -> ReplayReport:
     """Re-execute a run from its journal with no outside calls, and compare with what it produced.
 
-    `options` (engine.runner.RunOptions) give the printer; the run's own budget applies."""
+    `options` (run.runner.RunOptions) give the printer; the run's own budget applies."""
     from orgtree_lang.compile.api import compile_source
 
     opened = open_run(root, ref, lock=False)

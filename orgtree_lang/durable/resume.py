@@ -136,7 +136,7 @@ def retry(root: Path, ref: str, registry, options, node: str, *, build: RunBuild
 
 def tree_node_names(root: Path, run_id: str) -> set[str]:
     """The pipeline and ambiguous nodes the org tree recorded for a run, as paths like the journal's."""
-    from orgtree_lang.orgtree.store import TreeStore
+    from orgtree_lang.runlog.store import TreeStore
     from orgtree_lang.runtime.state_db import state_db_path
 
     path = state_db_path(root)

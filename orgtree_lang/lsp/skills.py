@@ -14,7 +14,7 @@ class WorkspaceSkills:
         self._by_root: dict[Path, tuple[tuple, object]] = {}
 
     def registry(self, root: Path):
-        from orgtree_lang.engine.registries import default_registry, workspace_registry
+        from orgtree_lang.run.registries import default_registry, workspace_registry
 
         if self._base is None:
             self._base = default_registry()

@@ -38,18 +38,18 @@ History = Callable[[str, int], list[Call]]
 
 
 def workspace_history(root: Path | str) -> History:
-    """The call history of the workspace: its org tree (`orgtree_lang.orgtree.store.TreeStore`)."""
+    """The call history of the workspace: its org tree (`orgtree_lang.runlog.store.TreeStore`)."""
     return tree_history(root)
 
 
 def tree_history(root: Path | str) -> History:
-    """The history of the workspace's org tree (`orgtree_lang.orgtree.store.TreeStore`), newest call first."""
+    """The history of the workspace's org tree (`orgtree_lang.runlog.store.TreeStore`), newest call first."""
     from orgtree_lang.pool.store import state_db
 
     path = state_db(root)
 
     def calls(name: str, limit: int = 100) -> list[Call]:
-        from orgtree_lang.orgtree.store import TreeStore
+        from orgtree_lang.runlog.store import TreeStore
 
         if not path.is_file():
             return []

@@ -187,7 +187,7 @@ def _run_case(program, registry, scratch: Path, inputs: dict[str, Any]) -> dict[
 def successful_uses(root: Path | str, block: str) -> int:
     """How many times the workspace's runs resolved the ambiguous block `block` and its module ran to the end
     (the org tree's `ambiguous` nodes of that name with status ok)."""
-    from orgtree_lang.orgtree.store import TreeStore
+    from orgtree_lang.runlog.store import TreeStore
     from orgtree_lang.pool.store import state_db
 
     if not state_db(root).is_file():

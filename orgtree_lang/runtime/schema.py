@@ -132,7 +132,7 @@ _REVIEW_ROUNDS = Table("review_rounds", "orgtree_lang.review.ledger", """
     at REAL NOT NULL,
     PRIMARY KEY (subject, round)
 """)
-_TREE_NODES = Table("tree_nodes", "orgtree_lang.orgtree.store", """
+_TREE_NODES = Table("tree_nodes", "orgtree_lang.runlog.store", """
     id TEXT PRIMARY KEY,          -- <run id>/<node path>, e.g. 3f2a9c1b7d0e/main/fetch#2
     run_id TEXT NOT NULL,         -- the run (a generated child's run id is its ambiguous node's id)
     parent_id TEXT,               -- NULL for a top-level run's entry pipeline
@@ -322,7 +322,7 @@ _FS_APPENDS = Table("fs_appends", "orgtree_lang.stdlib.fs_ledger", """
 """, indexes=(Index("fs_appends_pending", "fs_appends(path) WHERE done = 0"),))
 
 # Version 5 of the org tree's tables: the same columns, with a `branch` kind and the organization's node states.
-_TREE_NODES_V5 = Table("tree_nodes", "orgtree_lang.orgtree.store", _TREE_NODES.columns.replace(
+_TREE_NODES_V5 = Table("tree_nodes", "orgtree_lang.runlog.store", _TREE_NODES.columns.replace(
     "CHECK(kind IN ('pipeline', 'skill', 'ambiguous'))", "CHECK(kind IN ('pipeline', 'skill', 'ambiguous', 'branch'))"
 ).replace("CHECK(status IN ('running', 'ok', 'error'))",
           "CHECK(status IN ('running', 'ok', 'error', 'waiting', 'receiving', 'cancelled', 'interrupted'))"),
@@ -338,9 +338,9 @@ _TREE_CALLS_V5_COLUMNS = """
     ok INTEGER NOT NULL,          -- how many of the calls ended ok ...
     errors INTEGER NOT NULL,      -- ... and how many with an error (the others were cancelled)
     calls TEXT NOT NULL           -- JSON: [[id, seq, status, inputs, output, error, started_at, duration_ms,
-                                  --         tokens, cost, detail], ...] (orgtree/store.py)
+                                  --         tokens, cost, detail], ...] (runlog/store.py)
 """
-_TREE_CALLS_V5 = Table("tree_calls", "orgtree_lang.orgtree.store", _TREE_CALLS_V5_COLUMNS, indexes=(
+_TREE_CALLS_V5 = Table("tree_calls", "orgtree_lang.runlog.store", _TREE_CALLS_V5_COLUMNS, indexes=(
     Index("tree_calls_by_name", "tree_calls (name, last_started)"), Index("tree_calls_by_run", "tree_calls (run_id)"),
     Index("tree_calls_by_parent", "tree_calls (parent_id)")))
 # How version 4 named a branch node, and said that a node was cancelled (vm/scheduler.py then).
@@ -363,7 +363,7 @@ MIGRATIONS: tuple[Migration, ...] = (
 """),)),
     # People are nodes (docs/org.md): the questions runs (and runtime code) put to the human node, and the answers.
     Migration(3, "the human node's inbox: open questions across runs, and their answers", tables=(
-        Table("human_questions", "orgtree_lang.orgtree.inbox", """
+        Table("human_questions", "orgtree_lang.runlog.inbox", """
     id INTEGER PRIMARY KEY AUTOINCREMENT,  -- shown and answered as h<id>
     key TEXT NOT NULL UNIQUE,              -- <run id>:<journal step> for a run's question, else the asker's own key
     run_id TEXT,                           -- the run that waits for the answer (NULL: asked outside any run)
@@ -379,7 +379,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     answered REAL
 """, indexes=(Index("human_questions_open", "human_questions (status, asked)"),)),)),
     Migration(4, "org tree calls that finished before they were written, stored in groups", tables=(
-        Table("tree_calls", "orgtree_lang.orgtree.store", """
+        Table("tree_calls", "orgtree_lang.runlog.store", """
     run_id TEXT NOT NULL,
     parent_id TEXT NOT NULL,      -- the node that made the calls
     name TEXT NOT NULL,           -- skill or pipeline name
@@ -390,13 +390,13 @@ MIGRATIONS: tuple[Migration, ...] = (
     ok INTEGER NOT NULL,          -- how many of the calls ended ok ...
     errors INTEGER NOT NULL,      -- ... and how many with an error
     calls TEXT NOT NULL           -- JSON: [[id, seq, status, inputs, output, error, started_at, duration_ms,
-                                  --         tokens, cost, detail], ...] (orgtree/store.py)
+                                  --         tokens, cost, detail], ...] (runlog/store.py)
 """, indexes=(Index("tree_calls_by_name", "tree_calls (name, last_started)"),
               Index("tree_calls_by_run", "tree_calls (run_id)"),
               Index("tree_calls_by_parent", "tree_calls (parent_id)"))),)),
     # `send "human", value` (docs/org.md): notes to people that need no answer, listed by `pipe inbox`.
     Migration(5, "the human node's notes: what runs tell people without asking", tables=(
-        Table("human_notes", "orgtree_lang.orgtree.inbox", """
+        Table("human_notes", "orgtree_lang.runlog.inbox", """
     id INTEGER PRIMARY KEY AUTOINCREMENT,  -- shown as n<id>
     key TEXT NOT NULL UNIQUE,              -- <run id>:<journal step> (or :m<message id> in a run without a journal)
     run_id TEXT,

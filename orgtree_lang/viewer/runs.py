@@ -32,7 +32,7 @@ def read_run(workspace: Path, ref: str) -> RunView:
     from orgtree_lang.durable.people import waiting_questions
     from orgtree_lang.durable.reconcile import reconciled_tree
     from orgtree_lang.durable.runs import effective_status, find_run, view_meta
-    from orgtree_lang.orgtree.store import TreeStore
+    from orgtree_lang.runlog.store import TreeStore
     from orgtree_lang.runtime.state_db import state_db_path
 
     run_dir = find_run(workspace, run_ref(ref))
@@ -149,7 +149,7 @@ def _questions(site: Site, view: RunView) -> str:
 
 
 def _tree(view: RunView) -> str:
-    from orgtree_lang.orgtree.render import build_tree, message_edges
+    from orgtree_lang.runlog.render import build_tree, message_edges
 
     roots = build_tree(view.nodes)
     if not roots:
@@ -160,7 +160,7 @@ def _tree(view: RunView) -> str:
 
 
 def _branch(branch, edges: dict[str, list[str]]) -> str:
-    from orgtree_lang.orgtree.render import node_label
+    from orgtree_lang.runlog.render import node_label
 
     node = branch.node
     label = node.name if node.kind == "skill" else node_label(node)
@@ -203,7 +203,7 @@ def _grouped(children: list) -> list:
 
 def _calls(group: list, edges: dict[str, list[str]]) -> str:
     """A folded stretch of skill calls: how many of each skill, errors, total time; opened, the calls themselves."""
-    from orgtree_lang.orgtree.render import calls_in
+    from orgtree_lang.runlog.render import calls_in
 
     counts: dict[str, int] = {}
     errors = 0

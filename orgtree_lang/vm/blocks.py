@@ -117,7 +117,7 @@ class BlockContext:
         if build is None:
             raise PipeRuntimeError(f"ambiguous block `{self.spec.name}` cannot run a generated module: this "
                                    "machine was built without a way to build children", kind="ambiguous",
-                                   catchable=False, hint="build machines with orgtree_lang.engine.factory")
+                                   catchable=False, hint="build machines with orgtree_lang.run.factory")
         budget = self.budget
         if budget.max_seconds is not None:
             left = max(budget.max_seconds - machine.seconds_used(), 0.001)

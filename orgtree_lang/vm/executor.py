@@ -61,11 +61,11 @@ class NodeCall:
     """A spawned node that runs whole elsewhere (docs/ray.md, remote nodes), as data: the program's compiled
     text, the pipeline and its inputs, the skills it may call, the budget left to it, and its journal door.
 
-    Whoever runs it (engine/remote_nodes.py: on a Ray worker, or on a thread here) starts a machine of its own
+    Whoever runs it (executors/remote_nodes.py: on a Ray worker, or on a thread here) starts a machine of its own
     for `pipeline`, numbers the node's steps 1, 2, ... and keys each `<key>.<n>`; a step found in `given` (the
     records it reported before a crash) is taken from there instead of being run again, and each new step's
     record goes to `report` as soon as it ends. Its result is an envelope: the pipeline's value, its printed
-    lines, its steps and its skill calls (engine/remote_nodes.py), which the driver delivers in issue order."""
+    lines, its steps and its skill calls (executors/remote_nodes.py), which the driver delivers in issue order."""
 
     program: str  # Program.dumps()
     pipeline: str

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 class ChildBuilder(Protocol):
-    """Builds the machine that runs a generated module for an ambiguous block (engine.factory implements it)."""
+    """Builds the machine that runs a generated module for an ambiguous block (run.factory implements it)."""
 
     def __call__(self, parent: Machine, block: BlockContext, program, resolver: BlockResolver | None,
                  budget: Budget, context: Any = None) -> Machine: ...
@@ -58,7 +58,7 @@ class Services:
     # `[executor] remote_nodes` of orgtree.toml, read the same way by a run, its resume and its replay.
     remote_nodes: bool = False
     routes: dict[str, str] = field(default_factory=dict)  # orgtree.toml's [org] routes: topic -> pipeline
-    # Posts a note to the human node (`send "human", value`): (note, key) -> None; the engine puts it in the
+    # Posts a note to the human node (`send "human", value`): (note, key) -> None; the run factory puts it in the
     # workspace's inbox, once per key. None: the note stays in the run's message log only.
     notify: Callable[[dict[str, Any], str], None] | None = None
     # A durable run's queued messages from outside (`pipe send`; durable.inbound.Inbound): .wait(seconds) -> the

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from orgtree_lang.orgtree.store import OPEN, TreeNode, TreeStore, row_of
+from orgtree_lang.runlog.store import OPEN, TreeNode, TreeStore, row_of
 
 FLUSH_EVERY = 2000  # changed nodes held before they are written
 FLUSH_SECONDS = 1.0  # ... or this long since the last write, so `pipe tree` can follow a running run
@@ -20,7 +20,7 @@ class TreeRecorder:
     Changed nodes are written behind the run, in one transaction per batch: every FLUSH_EVERY changes, at a
     statement boundary FLUSH_SECONDS after the last write (`tick`), when the run stops, and at the end. A
     call that finished before its batch was written is kept only as its row and stored grouped with the other
-    finished calls of its caller (orgtree/store.py): SQLite's cost per row, not Python's, was most of the org
+    finished calls of its caller (runlog/store.py): SQLite's cost per row, not Python's, was most of the org
     tree's. (A writer thread was measured too: SQLite gives up Python's lock for every row it inserts, and
     taking it back from a busy VM cost more than the insert.)
 
@@ -116,7 +116,7 @@ class TreeRecorder:
                 self._running_written.discard(node_id)
                 self._touch(node, keep=False)
             else:
-                # Never written while it ran: it goes with the finished calls, grouped (orgtree/store.py).
+                # Never written while it ran: it goes with the finished calls, grouped (runlog/store.py).
                 self._finished(row_of(node))
         if self.listener is not None and node.kind != "skill":
             self.listener("close", node)

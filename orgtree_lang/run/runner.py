@@ -34,8 +34,8 @@ class RunOptions:
     durability: str = "power"  # power: group commit, survives power loss (docs/durability.md); process: kill -9
     tree: bool = True  # record the org tree (pipeline, skill and ambiguous nodes) in the workspace's state.db
     tree_listener: Callable[..., None] | None = None  # (event, node) as pipeline and ambiguous nodes open and close
-    executor: str | None = None  # where slow skill calls run (`threads`, `threads:8`; engine/executors.py)
-    otel: Any = None  # engine.otel.OtelExport: send the run's spans to an OpenTelemetry collector (docs/otel.md)
+    executor: str | None = None  # where slow skill calls run (`threads`, `threads:8`; executors/table.py)
+    otel: Any = None  # telemetry.otel.OtelExport: send the run's spans to an OpenTelemetry collector (docs/otel.md)
 
 
 def workspace_for(path: Path, explicit: Path | None) -> Path:
@@ -48,7 +48,7 @@ def run_file(path: str | Path, options: RunOptions | None = None):
     Raises CompileError for a program that does not compile and PipeRuntimeError when the run fails
     (the machine's state then says where)."""
     from orgtree_lang.compile.api import compile_file
-    from orgtree_lang.engine.registries import default_registry
+    from orgtree_lang.run.registries import default_registry
 
     options = options or RunOptions()
     path = Path(path)
@@ -68,7 +68,7 @@ def run_program(program, root: Path, registry, options: RunOptions, source: str 
         import dataclasses
 
         from orgtree_lang.durable.attempt import start
-        from orgtree_lang.engine.factory import build_run, trace_settings
+        from orgtree_lang.run.factory import build_run, trace_settings
 
         if source is None or program_path is None:
             raise ValueError("a durable run needs the program's source and path")
@@ -76,7 +76,7 @@ def run_program(program, root: Path, registry, options: RunOptions, source: str 
         options = dataclasses.replace(options, run_id=options.run_id or new_run_id(),
                                       trace_level=trace_settings(root, options.trace_level).level)
         return start(program, Path(root), registry, options, source, Path(program_path), build=build_run)
-    from orgtree_lang.engine.factory import build_run
+    from orgtree_lang.run.factory import build_run
     from orgtree_lang.runtime.errors import PipeRuntimeError
 
     run_id = options.run_id or new_run_id()

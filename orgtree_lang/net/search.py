@@ -64,7 +64,7 @@ class SearxngSearch:
 
     def search(self, query: str, k: int) -> list[SearchResult]:
         from orgtree_lang.sandbox.allowlist import HttpPolicy
-        from orgtree_lang.web.fetch import fetch
+        from orgtree_lang.net.fetch import fetch
 
         fetched = fetch(f"{self.url}/search?{urlencode({'q': query, 'format': 'json'})}",
                         HttpPolicy.from_config(self.config_path))

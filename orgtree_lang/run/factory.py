@@ -33,7 +33,7 @@ class MachineFactory:
     progress: Callable[..., None] | None = None  # (state, span), about once a second
     clock: Callable[[], float] = time.monotonic
     executor: Any = None  # vm.executor.Executor for slow skill calls; None runs them on the VM's thread
-    spans: Any = None  # engine.otel.SpanObserver when the run is exported to OpenTelemetry (shared by children)
+    spans: Any = None  # telemetry.otel.SpanObserver when the run is exported to OpenTelemetry (shared by children)
     remote_nodes: bool = False  # vm/remote.py: `[executor] remote_nodes`
     routes: dict | None = None  # orgtree.toml's [org] routes (topic -> pipeline)
     notify: Callable[[dict, str], None] | None = None  # posts `send "human", ...` notes to the inbox
@@ -70,7 +70,7 @@ class MachineFactory:
     def _tree(self):
         if self.recorder is None:
             return None
-        from orgtree_lang.orgtree.observer import TreeObserver
+        from orgtree_lang.runlog.observer import TreeObserver
 
         return TreeObserver(self.recorder)
 
@@ -82,7 +82,7 @@ class RunParts:
     machine: Machine
     tracer: Tracer
     recorder: Any = None
-    spans: Any = None  # engine.otel.SpanObserver
+    spans: Any = None  # telemetry.otel.SpanObserver
 
     def close(self) -> None:
         executor = self.machine.services.executor
@@ -97,7 +97,7 @@ class RunParts:
 
 def build_run(program, root: Path, registry, options, run_id: str, *, effects=None, trace: Path | None = None,
               tree: bool = True, tracer: Tracer | None = None) -> RunParts:
-    """The machine for one attempt of a run in workspace `root`, wired as `options` (engine.runner.RunOptions) say.
+    """The machine for one attempt of a run in workspace `root`, wired as `options` (run.runner.RunOptions) say.
 
     `trace` is the trace file (default: the run's folder); `tree=False` records no org tree (a replay
     re-executes a run whose tree is already recorded); `tracer` continues an open trace instead (a fork)."""
@@ -109,10 +109,10 @@ def build_run(program, root: Path, registry, options, run_id: str, *, effects=No
         tracer = Tracer(trace, run_id, trace_settings(root, options.trace_level))
     recorder = None
     if tree and options.tree:
-        from orgtree_lang.orgtree.recorder import recorder_for
+        from orgtree_lang.runlog.recorder import recorder_for
 
         recorder = recorder_for(root, options.tree_listener)
-    from orgtree_lang.engine.executors import executor_settings, make_executor
+    from orgtree_lang.executors.table import executor_settings, make_executor
 
     spans = options.otel.observer(run_id) if getattr(options, "otel", None) is not None else None
     from orgtree_lang.runtime.routes import config_routes
@@ -141,7 +141,7 @@ def _note_poster(root: Path, run_id: str) -> Callable[[dict, str], None]:
     """How the run's `send "human", value` notes reach the workspace's inbox (once per key)."""
 
     def post(note: dict, key: str) -> None:
-        from orgtree_lang.orgtree.inbox import Inbox
+        from orgtree_lang.runlog.inbox import Inbox
 
         with Inbox.for_workspace(root) as inbox:
             inbox.note(key, note["text"], run_id=run_id, node=note["node"], topic=note["topic"], file=note["file"],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from orgtree_lang.orgtree.recorder import TreeRecorder
+from orgtree_lang.runlog.recorder import TreeRecorder
 from orgtree_lang.vm.observe import RunObserver
 from orgtree_lang.vm.trace import summarize
 

@@ -50,7 +50,7 @@ def _node_thread(call: NodeCall) -> Future:
     may run until it is cancelled, and the calls issued after it must not wait behind it for a free worker."""
     import threading
 
-    from orgtree_lang.engine.remote_nodes import run_node
+    from orgtree_lang.executors.remote_nodes import run_node
 
     future: Future = Future()
 

@@ -10,7 +10,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from orgtree_lang.engine.threads import ThreadExecutor
+from orgtree_lang.executors.threads import ThreadExecutor
 from orgtree_lang.runtime.config import ConfigSnapshot
 from orgtree_lang.runtime.errors import PipeRuntimeError, SkillError, UsageError
 from orgtree_lang.vm.executor import NodeCall, SkillCall
@@ -81,7 +81,7 @@ def node_on_worker(program: str, pipeline: str, inputs: dict, skills: list, ship
 
     import ray
 
-    from orgtree_lang.engine.remote_nodes import run_node
+    from orgtree_lang.executors.remote_nodes import run_node
 
     node = ray.get_runtime_context().get_node_id()
     records: queue.Queue = queue.Queue()

@@ -125,7 +125,7 @@ def run_tool(tool: ExposedTool, arguments: dict[str, Any], root: Path, registry,
     argument or a failed run is an outcome with the .pipe error message, never an exception.
 
     `services(tool)` gives the run's models and decomposer (as `pipe run` makes them), fresh for each call."""
-    from orgtree_lang.engine.runner import RunOptions, new_run_id, run_program
+    from orgtree_lang.run.runner import RunOptions, new_run_id, run_program
     from orgtree_lang.runtime.errors import PipeError
     from orgtree_lang.runtime.inputs import check_inputs
     from orgtree_lang.runtime.records import RecordTypes

@@ -33,7 +33,7 @@ def run_tests(program, root: Path, registry, *, budget: Budget | None = None, mo
               resolver: Any = None, source: str | None = None, only: str | None = None) -> list[TestOutcome]:
     """Run each test of `program` (those whose name contains `only`, if given) in workspace `root`."""
     from orgtree_lang.compile.code import Program
-    from orgtree_lang.engine.factory import plain_machine
+    from orgtree_lang.run.factory import plain_machine
     from orgtree_lang.runtime.skills import SkillContext
     from orgtree_lang.runtime.workspace import Workspace
 

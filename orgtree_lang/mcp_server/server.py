@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from orgtree_lang.expose.catalog import ExposedTool, run_tool
+from orgtree_lang.mcp_server.catalog import ExposedTool, run_tool
 
 SERVER_NAME = "orgtree"
 

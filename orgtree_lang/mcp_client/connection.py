@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from orgtree_lang.mcp.settings import INSTALL_HINT, ServerSpec
+from orgtree_lang.mcp_client.settings import INSTALL_HINT, ServerSpec
 from orgtree_lang.runtime.errors import SkillError
 
 LOG_TAIL_LINES = 12

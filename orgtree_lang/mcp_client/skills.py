@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from orgtree_lang.mcp.settings import ServerSpec
+from orgtree_lang.mcp_client.settings import ServerSpec
 from orgtree_lang.runtime.errors import SkillError
 from orgtree_lang.runtime.skills import MISSING, Param, Skill
 from orgtree_lang.runtime.values import conforms
@@ -65,7 +65,7 @@ class McpServerSkills:
         self.root = Path(root)
         self.offline = offline  # take the tool list saved by the last start when there is one (a replay)
         self._failed: tuple[float, SkillError] | None = None
-        from orgtree_lang.mcp.connection import McpConnection  # asyncio and threads: only for a workspace with servers
+        from orgtree_lang.mcp_client.connection import McpConnection  # asyncio and threads: only for a workspace with servers
 
         folder = self.root / ".orgtree" / "mcp"
         self.saved = folder / f"{spec.name}.tools.json"
@@ -181,7 +181,7 @@ def add_servers(registry, root: Path | str, *, offline: bool = False) -> None:
     """Make every `[mcp.servers.NAME]` of the workspace's orgtree.toml a lazy namespace `mcp.NAME` of `registry`:
     nothing starts until a program's check or run, or `pipe skills`, asks for one of its tools. `offline` (a
     replay, which calls no tool) takes the tools listed at a server's last start instead of starting it."""
-    from orgtree_lang.mcp.settings import server_specs
+    from orgtree_lang.mcp_client.settings import server_specs
     from orgtree_lang.runtime.config import CONFIG_NAME
 
     config = Path(root) / CONFIG_NAME

@@ -1,10 +1,10 @@
-"""Resume, retry, replay and fork durable runs, with their machines built by the engine's factory."""
+"""Resume, retry, replay and fork durable runs, with their machines built by the run factory."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from orgtree_lang.engine.factory import build_run
+from orgtree_lang.run.factory import build_run
 
 
 def resume(root: Path, ref: str, registry, options, *, from_scratch: bool = False, program_path: Path | None = None):
@@ -25,7 +25,7 @@ def retry(root: Path, ref: str, registry, options, node: str):
 def replay(root: Path, ref: str, registry, printer=None, options=None):
     """Re-execute a run from its journal with no outside calls; a ReplayReport of what differs."""
     from orgtree_lang.durable import replay as durable
-    from orgtree_lang.engine.runner import RunOptions
+    from orgtree_lang.run.runner import RunOptions
 
     return durable.replay(root, ref, registry, options or RunOptions(printer=printer), build=build_run)
 

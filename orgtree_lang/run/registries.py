@@ -79,7 +79,7 @@ def workspace_registry(root: Path | str, base=None, *, plugins: bool | None = No
         pending = left
     registry.learned_problems = {m.skill_name: problems[m.skill_name] for m in pending}
     if (Path(root) / "orgtree.toml").is_file():
-        from orgtree_lang.mcp.skills import add_servers
+        from orgtree_lang.mcp_client.skills import add_servers
 
         add_servers(registry, root, offline=replay)
     return registry

@@ -22,7 +22,7 @@ def fetch(ctx: SkillContext, url: str) -> dict[str, Any]:
         A dict with `url` (after redirects), `status`, `content_type`, `text` and `truncated`.
     """
     from orgtree_lang.sandbox.allowlist import HttpPolicy
-    from orgtree_lang.web.fetch import fetch as fetch_url
+    from orgtree_lang.net.fetch import fetch as fetch_url
 
     return fetch_url(url, HttpPolicy.from_config(ctx.config)).as_value()
 
@@ -41,7 +41,7 @@ def search(ctx: SkillContext, query: str, k: int = 5) -> list[dict[str, Any]]:
     Returns:
         Best first, a dict per result with `title`, `url` and `snippet`.
     """
-    from orgtree_lang.web.search import provider_from_config
+    from orgtree_lang.net.search import provider_from_config
 
     if k < 1:
         raise SkillError(f"web.search: k must be at least 1, got {k}")

@@ -10,8 +10,8 @@ from orgtree_lang.runtime.errors import UsageError
 # name -> (module, class). Adding an executor: a module whose class has `from_spec(argument, settings)`,
 # `submit` and `close` (vm/executor.py's protocol), and one row here. Imported only when chosen.
 EXECUTORS: dict[str, tuple[str, str]] = {
-    "threads": ("orgtree_lang.engine.threads", "ThreadExecutor"),
-    "ray": ("orgtree_lang.engine.ray_executor", "RayExecutor"),
+    "threads": ("orgtree_lang.executors.threads", "ThreadExecutor"),
+    "ray": ("orgtree_lang.executors.ray_cluster", "RayExecutor"),
 }
 DEFAULT_EXECUTOR = "threads"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from orgtree_lang.orgtree.store import TreeNode
+from orgtree_lang.runlog.store import TreeNode
 
 
 @dataclass

@@ -1,0 +1,1 @@
+"""A run seen from outside: OpenTelemetry spans exported over OTLP/HTTP."""
