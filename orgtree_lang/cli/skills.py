@@ -326,13 +326,13 @@ def export_command(args) -> int:
     return EXIT_OK
 
 
-def promote_after_run(root: Path, models, registry) -> None:
+def promote_after_run(root: Path, models, registry, settings) -> None:
     """With `[skills] promote_after = N` in the workspace's orgtree.toml, put every saved module used successfully
     N times up for promotion (once; a rejection is recorded and not retried automatically)."""
-    from orgtree_lang.runtime.config import ConfigError, config_section
+    from orgtree_lang.runtime.config import ConfigError
 
     try:
-        threshold = config_section("skills", root / "orgtree.toml", types={"promote_after": int}).get("promote_after")
+        threshold = settings.skills.get("promote_after")
     except ConfigError as err:
         print(f"pipe run: automatic promotion skipped: {err}", file=sys.stderr)
         return

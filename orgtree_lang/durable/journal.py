@@ -97,10 +97,10 @@ class Journal:
     """One run's SQLite journal in WAL mode: a committed step survives kill -9; with durability "power" every step
     the outside world saw, and every step before it, also survives a power loss (group commit, see DURABILITY)."""
 
-    def __init__(self, path: Path, connection: sqlite3.Connection) -> None:
+    def __init__(self, path: Path, connection: sqlite3.Connection, inline_bytes: int | None = None) -> None:
         self.path = path
         self.db = connection
-        self.blobs = spiller_for(path.parent)
+        self.blobs = spiller_for(path.parent, inline_bytes)
         row = connection.execute("SELECT max(seq) FROM steps").fetchone() if _has_steps(connection) else None
         self._high_seq = (row[0] or 0) if row else 0
         self._statement = _has_steps(connection) and _has_statement_column(connection)
@@ -147,7 +147,8 @@ class Journal:
     # ---- opening ------------------------------------------------------------
 
     @classmethod
-    def create(cls, run_dir: Path, meta: dict[str, Any]) -> Journal:
+    def create(cls, run_dir: Path, meta: dict[str, Any], *, inline_bytes: int | None = None) -> Journal:
+        """A new journal with `meta`; `inline_bytes` is the run's `[blobs] inline_bytes` (None reads the file)."""
         run_dir.mkdir(parents=True, exist_ok=True)
         path = run_dir / JOURNAL_FILE
         if path.exists():
@@ -166,7 +167,7 @@ class Journal:
             db.execute("PRAGMA journal_mode=OFF")
             db.execute("PRAGMA synchronous=OFF")
             db.executescript(_SCHEMA)
-            blobs = spiller_for(run_dir)
+            blobs = spiller_for(run_dir, inline_bytes)
             db.executemany("INSERT INTO meta (key, value) VALUES (?, ?)",
                            [(k, json.dumps(blobs.spill(v))) for k, v in {"format": JOURNAL_FORMAT, **meta}.items()])
         finally:
@@ -177,19 +178,20 @@ class Journal:
         finally:
             os.close(fd)
         os.replace(draft, path)
-        journal = cls(path, _connect(path))
+        journal = cls(path, _connect(path), inline_bytes)
         journal._configure(meta)
         return journal
 
     @classmethod
-    def open(cls, run_dir: Path) -> Journal:
+    def open(cls, run_dir: Path, *, inline_bytes: int | None = None) -> Journal:
+        """The journal in `run_dir`; `inline_bytes` as for `create` (what a reader passes changes nothing it reads)."""
         path = run_dir / JOURNAL_FILE
         if not path.is_file():
             raise JournalError(f"no journal in {run_dir}")
         connection = None
         try:
             connection = _connect(path)
-            journal = cls(path, connection)
+            journal = cls(path, connection, inline_bytes)
             meta = journal.meta()
             fmt = meta.get("format")
             journal._configure(meta)
@@ -399,16 +401,19 @@ class Journal:
         return self.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
-def spiller_for(run_dir: Path) -> Spiller:
+def spiller_for(run_dir: Path, inline_bytes: int | None = None) -> Spiller:
     """How a journal in `run_dir` stores big values: in its workspace's `.orgtree/blobs/` (shared by every run of
-    the workspace, so a value is stored once), above `[blobs] inline_bytes` of the workspace's orgtree.toml.
-    A journal outside a workspace's `.orgtree/runs/` keeps its blobs in its own folder."""
+    the workspace, so a value is stored once), above `inline_bytes` (the run's `[blobs] inline_bytes`; None reads
+    the workspace's orgtree.toml). A journal outside a workspace's `.orgtree/runs/` keeps its blobs in its own
+    folder."""
     run_dir = Path(run_dir)
     threshold = INLINE_BYTES
     if run_dir.parent.name == "runs" and run_dir.parent.parent.name == ".orgtree":
         state = run_dir.parent.parent
-        settings = config_section("blobs", state.parent / CONFIG_NAME, types={"inline_bytes": int})
-        threshold = max(256, settings.get("inline_bytes", INLINE_BYTES))
+        if inline_bytes is None:
+            inline_bytes = config_section("blobs", state.parent / CONFIG_NAME, types={"inline_bytes": int}).get(
+                "inline_bytes")
+        threshold = max(256, inline_bytes if inline_bytes is not None else INLINE_BYTES)
         return Spiller(BlobStore(state / "blobs"), threshold)
     return Spiller(BlobStore(run_dir / "blobs"), threshold)
 
