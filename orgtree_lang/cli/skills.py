@@ -305,9 +305,9 @@ def promote_command(args) -> int:
                          "(or set PIPE_MODEL)")
     result = promote_module(root, saved[0], reviewer=reviewer, registry=workspace_registry(root), name=args.name,
                             progress=lambda text: print(text, file=sys.stderr))
-    for index, case in enumerate(result["cases"]):
+    for case in result["cases"]:
         got = f"error: {case['error']}" if "error" in case else json.dumps(case["output"], ensure_ascii=False)
-        print(f"case {index}: {'ok ' if case['ok'] else 'BAD'} {json.dumps(case['inputs'], ensure_ascii=False)} "
+        print(f"case {case['case']}: {'ok ' if case['ok'] else 'BAD'} {json.dumps(case['inputs'], ensure_ascii=False)} "
               f"-> {got}" + (f" ({case['reason']})" if case["reason"] else ""))
     if result["accepted"]:
         print(f"promoted to learned.{result['name']} ({result['path']}): {result['reasons']}")
