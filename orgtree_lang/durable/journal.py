@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import sqlite3
@@ -15,7 +14,6 @@ from typing import Any
 from orgtree_lang.runtime.blobs import INLINE_BYTES, BlobStore, Spiller
 from orgtree_lang.runtime.config import CONFIG_NAME, config_section
 from orgtree_lang.runtime.errors import UsageError
-from orgtree_lang.runtime.values import encode
 
 JOURNAL_FORMAT = 1
 JOURNAL_FILE = "journal.db"
@@ -51,7 +49,8 @@ CREATE TABLE IF NOT EXISTS steps (
     error TEXT,
     attempts INTEGER NOT NULL DEFAULT 1,
     finished REAL NOT NULL,
-    statement INTEGER             -- statements the run had started when it asked (`pipe fork --at` counts these)
+    statement INTEGER,            -- statements the run had started when it asked (`pipe fork --at` counts these)
+    inputs TEXT                   -- each argument's first characters, length and hash (durable/inputs.py)
 );
 CREATE TABLE IF NOT EXISTS checkpoints (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -85,12 +84,14 @@ class StepRecord:
     attempts: int
     statement: int | None = None  # None in journals written before statements were recorded
     finished: float | None = None
+    inputs: str | None = None  # durable.inputs.StepInputs.shown; None in journals written before it was kept
 
 
-def input_hash(args: list[Any], kwargs: dict[str, Any]) -> str:
-    """A stable hash of a step's inputs (positional and keyword arguments, in order)."""
-    text = json.dumps([encode(args), encode(kwargs)], separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+# Columns of `steps` that journals written by older versions lack: each is added when such a journal is written
+# to again; reading one (show, replay, fork) leaves it exactly as it was, and what it lacks reads as NULL.
+_LATER_COLUMNS = {"statement": "INTEGER", "inputs": "TEXT"}
+_STEP_COLUMNS = ("seq, node, file, line, kind, name, input_hash, source_hash, ok, result, error, attempts, finished, "
+                 + ", ".join(_LATER_COLUMNS))
 
 
 class Journal:
@@ -103,7 +104,7 @@ class Journal:
         self.blobs = spiller_for(path.parent, inline_bytes)
         row = connection.execute("SELECT max(seq) FROM steps").fetchone() if _has_steps(connection) else None
         self._high_seq = (row[0] or 0) if row else 0
-        self._statement = _has_steps(connection) and _has_statement_column(connection)
+        self._later = _later_columns(connection) if _has_steps(connection) else set()
         self._mark_path = path.parent / MARK_FILE
         self._mark = self.committed_mark()
         self._held = False  # inside hold(): writes join one transaction and the mark waits for its commit
@@ -283,16 +284,14 @@ class Journal:
     def record(self, seq: int, node: str, file: str, line: int, kind: str, name: str, digest: str,
                source_hash: str, ok: bool, result: str | None, error: dict[str, Any] | None,
                statement: int | None = None, attempts: int | None = None, finished: float | None = None,
-               observed: bool = True) -> None:
+               observed: bool = True, inputs: str | None = None) -> None:
         """Commit one finished step; a repeat of an in-flight step (same seq) replaces it and counts an attempt
         (unless `attempts` says how many there were: a step copied by a retry keeps its count and its time).
         An `observed` step (one the outside world saw) is fsynced before this returns; others join the group."""
-        if not self._statement:
-            # A journal written before steps recorded their statement gets the column when it is written to
-            # again; reading one (show, replay, fork) leaves it exactly as it was.
+        for column in _LATER_COLUMNS.keys() - self._later:
             with self._writing():
-                self.db.execute("ALTER TABLE steps ADD COLUMN statement INTEGER")
-            self._statement = True
+                self.db.execute(f"ALTER TABLE steps ADD COLUMN {column} {_LATER_COLUMNS[column]}")
+            self._later.add(column)
         with self._writing():
             if attempts is None:
                 attempts = 1
@@ -301,10 +300,10 @@ class Journal:
                     attempts = previous[0] + 1 if previous else 1
             self._high_seq = max(self._high_seq, seq)
             self.db.execute(
-                "INSERT OR REPLACE INTO steps (seq, node, file, line, kind, name, input_hash, source_hash, ok, result,"
-                " error, attempts, finished, statement) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT OR REPLACE INTO steps ({_STEP_COLUMNS}) VALUES ({', '.join('?' * 15)})",
                 (seq, node, file, line, kind, name, digest, source_hash, int(ok), self.blobs.spill_text(result),
-                 json.dumps(error) if error is not None else None, attempts, finished or time.time(), statement),
+                 json.dumps(error) if error is not None else None, attempts, finished or time.time(), statement,
+                 inputs),
             )
         self._committed(seq, observed)
 
@@ -318,13 +317,15 @@ class Journal:
         self._committed()
 
     def steps(self) -> dict[int, StepRecord]:
-        statement = "statement" if self._statement else "NULL"
-        rows = self.db.execute("SELECT seq, node, file, line, kind, name, input_hash, source_hash, ok, result, error,"
-                               f" attempts, {statement}, finished FROM steps ORDER BY seq")
+        rows = self.db.execute(f"SELECT {self._readable_columns()} FROM steps ORDER BY seq")
         return {row[0]: StepRecord(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], bool(row[8]),
                                    self.blobs.resolve_text(row[9]), json.loads(row[10]) if row[10] else None,
-                                   row[11], row[12], row[13])
+                                   row[11], row[13], row[12], row[14])
                 for row in rows}
+
+    def _readable_columns(self) -> str:
+        """`_STEP_COLUMNS`, with NULL for each later column this journal does not have."""
+        return ", ".join(c if c not in _LATER_COLUMNS or c in self._later else "NULL" for c in _STEP_COLUMNS.split(", "))
 
     def truncate_steps(self, after_seq: int) -> None:
         """Forget steps after `after_seq` (they belong to a path the run no longer takes)."""
@@ -336,12 +337,10 @@ class Journal:
         self._committed()
 
     def copy_steps_to(self, other: Journal, up_to_seq: int) -> None:
-        columns = ("seq, node, file, line, kind, name, input_hash, source_hash, ok, result, error, attempts, finished,"
-                   " statement")
-        selected = columns if self._statement else columns.replace(" statement", " NULL")
-        rows = self.db.execute(f"SELECT {selected} FROM steps WHERE seq <= ? ORDER BY seq", (up_to_seq,)).fetchall()
+        rows = self.db.execute(f"SELECT {self._readable_columns()} FROM steps WHERE seq <= ? ORDER BY seq",
+                               (up_to_seq,)).fetchall()
         with other.db:
-            other.db.executemany(f"INSERT INTO steps ({columns}) VALUES ({', '.join('?' * 14)})", rows)
+            other.db.executemany(f"INSERT INTO steps ({_STEP_COLUMNS}) VALUES ({', '.join('?' * 15)})", rows)
         if rows:
             other._high_seq = max(other._high_seq, rows[-1][0])
             other._committed(rows[-1][0], urgent=True)
@@ -418,8 +417,8 @@ def spiller_for(run_dir: Path, inline_bytes: int | None = None) -> Spiller:
     return Spiller(BlobStore(run_dir / "blobs"), threshold)
 
 
-def _has_statement_column(db: sqlite3.Connection) -> bool:
-    return "statement" in {row[1] for row in db.execute("PRAGMA table_info(steps)")}
+def _later_columns(db: sqlite3.Connection) -> set[str]:
+    return {row[1] for row in db.execute("PRAGMA table_info(steps)")} & _LATER_COLUMNS.keys()
 
 
 def _has_steps(db: sqlite3.Connection) -> bool:
