@@ -267,6 +267,26 @@ pipeline main(n: int = 30) -> int:
     assert replay.returncode == 0, replay.stderr
 
 
+@pytest.mark.parametrize("flag, limit, larger", [("--max-steps", "20", "40"), ("--max-skill-calls", "5", "10"),
+                                                  ("--max-memory", "300", "600")])
+def test_a_budget_stop_says_which_flag_to_resume_with_and_that_command_goes_on(ws, flag, limit, larger) -> None:
+    w = ws('use fs\n\npipeline main(n: int = 12) -> int:\n    s = ""\n    for i in range(n):\n'
+           '        fs.append("log.txt", f"{i}\\n")\n        s = s + "' + "x" * 30 + '"\n    return len(s)\n')
+    stopped = w.run(flag, limit)
+    assert stopped.returncode == EXIT_RUNTIME
+    run_id = w.only_run()
+    # The hint names the flag with a value, and the saved-run line is the command that goes on with it
+    # (a plain `pipe resume` keeps the run's limit and stops again at once).
+    assert f"raise the limit, e.g. `{flag} {larger}`" in stopped.stderr
+    command = f"pipe resume {run_id} {flag} {larger}"
+    assert f"run {run_id} is saved: continue it with a larger budget: `{command}`" in stopped.stderr
+    assert "after fixing the cause" not in stopped.stderr
+    done = w.pipe(*command.split()[1:], "--max-steps", "100000") if flag != "--max-steps" else \
+        w.pipe(*command.split()[1:])
+    assert done.returncode in (0, EXIT_RUNTIME)
+    assert f"limit {limit} " not in done.stderr  # the run went past where it stopped
+
+
 def test_a_budget_stop_resumes_through_the_api_without_redoing_steps(tmp_path: Path) -> None:
     calls: list[int] = []
 

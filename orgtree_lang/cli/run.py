@@ -11,6 +11,7 @@ from orgtree_lang.cli.options import (EXIT_OK, add_budget_options, add_model_opt
                                       add_workspace_option, budget_from_args)
 from orgtree_lang.runtime.errors import PipeRuntimeError, UsageError
 from orgtree_lang.runtime.inputs import InputError, check_depth, parse_input, too_deep
+from orgtree_lang.vm.budget import BudgetExceeded
 
 
 def register(commands) -> None:
@@ -238,8 +239,13 @@ class RunSession:
                 err.source = source
             if resumable and err.kind not in ("input", "nondeterminism", "replay"):
                 where = f" --workspace {workspace}" if workspace and Path(workspace).resolve() != Path.cwd() else ""
-                err.add_note(f"run {self.run_id} is saved: after fixing the cause, continue it with "
-                             f"`pipe resume {self.run_id}{where}`")
+                larger = err.larger() if isinstance(err, BudgetExceeded) else ""
+                if larger:  # the run keeps its limits: a plain resume would stop again at once
+                    err.add_note(f"run {self.run_id} is saved: continue it with a larger budget: "
+                                 f"`pipe resume {self.run_id} {larger}{where}`")
+                else:
+                    err.add_note(f"run {self.run_id} is saved: after fixing the cause, continue it with "
+                                 f"`pipe resume {self.run_id}{where}`")
             raise
         finally:
             self._clear()
