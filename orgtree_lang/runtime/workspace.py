@@ -26,17 +26,21 @@ class Workspace:
         self.writable_sources = writable_sources and not generated
         self.generated = generated
         self._host_code: HostCode | None = None
+        self._settings = None  # the run's ConfigSnapshot of orgtree.toml, when for_run had one
 
     @classmethod
-    def for_run(cls, root: Path | str) -> Workspace:
-        """The workspace of a run started by a person, with the source policy its orgtree.toml sets."""
+    def for_run(cls, root: Path | str, config=None) -> Workspace:
+        """The workspace of a run started by a person, with the source policy its orgtree.toml sets (`config`: the
+        run's runtime.config.ConfigSnapshot; None reads the file)."""
         from orgtree_lang.runtime.config import ConfigError, config_section
         from orgtree_lang.runtime.errors import PipeRuntimeError
 
         root = Path(root).expanduser().resolve()
         try:
-            section = config_section("fs", root / SETTINGS_FILE_NAME, types={"writable_sources": bool})
+            settings = config if config is not None else root / SETTINGS_FILE_NAME
+            section = config_section("fs", settings, types={"writable_sources": bool})
             workspace = cls(root, writable_sources=section.get("writable_sources", False))
+            workspace._settings = settings
             workspace.host_code  # settings errors now, at the start, not at the first write
         except ConfigError as err:
             raise PipeRuntimeError(str(err), kind="config", catchable=False,
@@ -45,7 +49,9 @@ class Workspace:
 
     def for_generated_module(self) -> Workspace:
         """The same folder as a generated module sees it: program sources stay read-only whatever the settings."""
-        return Workspace(self.root, generated=True)
+        view = Workspace(self.root, generated=True)
+        view._settings = self._settings
+        return view
 
     @property
     def state_dir(self) -> Path:
@@ -96,7 +102,8 @@ class Workspace:
         if self._host_code is None:
             from orgtree_lang.runtime.config import read_config
 
-            self._host_code = HostCode.of(self.root, read_config(self.root / SETTINGS_FILE_NAME),
+            settings = self._settings if self._settings is not None else self.root / SETTINGS_FILE_NAME
+            self._host_code = HostCode.of(self.root, read_config(settings),
                                           writable_sources=self.writable_sources, generated=self.generated)
         return self._host_code
 
