@@ -52,20 +52,21 @@ def command_serve(args) -> int:
     from orgtree_lang.run.registries import workspace_registry
     from orgtree_lang.mcp_server.catalog import pipeline_tools
     from orgtree_lang.mcp_server.server import build_server, serve_http, serve_stdio
-    from orgtree_lang.mcp_client.settings import exposed
-    from orgtree_lang.runtime.config import CONFIG_NAME
+    from orgtree_lang.run.settings import RunSettings
 
     root = Path(args.workspace).resolve()
     if not root.is_dir():
         raise UsageError(f"no such workspace folder: {root}")
-    refs = args.files or exposed(root / CONFIG_NAME)
-    registry = workspace_registry(root)
+    settings = RunSettings.load(root)
+    refs = args.files or settings.mcp_exposed
+    registry = workspace_registry(root, config=settings.file)
     tools = pipeline_tools(root, registry, refs, learned=not args.no_learned, budget=budget_from_args(args))
     if not tools:
         raise UsageError("no pipelines to serve", hint="pass .pipe files, list them in `[mcp] expose` of "
                                                        "orgtree.toml, or promote a learned skill first")
     names = f"{len(tools)} tool{'s' if len(tools) != 1 else ''} ({', '.join(tool.name for tool in tools)})"
-    server = build_server(tools, root, registry, services=lambda tool: _run_services(args, tool, root, registry))
+    server = build_server(tools, root, registry, services=lambda tool: _run_services(args, tool, root, registry,
+                                                                                           settings))
     if args.http:
         serve_http(server, args.port, ready=lambda port: print(
             f"pipe mcp serve: {names} at http://127.0.0.1:{port}/mcp", file=sys.stderr,
@@ -76,10 +77,10 @@ def command_serve(args) -> int:
     return EXIT_OK
 
 
-def _run_services(args, tool, root: Path, registry):
+def _run_services(args, tool, root: Path, registry, settings):
     """The models and decomposer of one call's run, made as `pipe run` makes them (a pipeline with `ambiguous`
     blocks reuses saved modules, and writes new ones when a model is configured)."""
     from orgtree_lang.cli.run import make_decomposer, make_models
 
-    models = make_models(args, tool.program)
-    return models, make_decomposer(args, tool.program, tool.source, str(tool.path), root, registry, models)
+    models = make_models(args, tool.program, settings)
+    return models, make_decomposer(args, tool.program, tool.source, str(tool.path), root, registry, models, settings)

@@ -60,9 +60,10 @@ def _wrapped_result(schema: Any) -> Any:
 class McpServerSkills:
     """The skills of one `[mcp.servers.NAME]`: its tools, listed once when first needed, called over one session."""
 
-    def __init__(self, spec: ServerSpec, root: Path, *, offline: bool = False) -> None:
+    def __init__(self, spec: ServerSpec, root: Path, *, offline: bool = False, config=None) -> None:
         self.spec = spec
         self.root = Path(root)
+        self.config = config  # the orgtree.toml snapshot its [http] allowlist is read from (None: the file)
         self.offline = offline  # take the tool list saved by the last start when there is one (a replay)
         self._failed: tuple[float, SkillError] | None = None
         from orgtree_lang.mcp_client.connection import McpConnection  # asyncio and threads: only for a workspace with servers
@@ -81,7 +82,7 @@ class McpServerSkills:
             if self._failed is not None and time.monotonic() - self._failed[0] < RETRY_AFTER:
                 raise self._failed[1]
             try:
-                check_allowed(self.spec, self.root / CONFIG_NAME)
+                check_allowed(self.spec, self.config if self.config is not None else self.root / CONFIG_NAME)
                 tools = self.connection.tools()
             except SkillError as err:
                 self._failed = (time.monotonic(), err)
@@ -177,22 +178,23 @@ def _value(skill: str, result, structured: bool, wrapped: bool) -> Any:
     return "\n".join(texts)
 
 
-def add_servers(registry, root: Path | str, *, offline: bool = False) -> None:
+def add_servers(registry, root: Path | str, *, offline: bool = False, config=None) -> None:
     """Make every `[mcp.servers.NAME]` of the workspace's orgtree.toml a lazy namespace `mcp.NAME` of `registry`:
     nothing starts until a program's check or run, or `pipe skills`, asks for one of its tools. `offline` (a
-    replay, which calls no tool) takes the tools listed at a server's last start instead of starting it."""
+    replay, which calls no tool) takes the tools listed at a server's last start instead of starting it.
+    `config` is the run's orgtree.toml snapshot (runtime.config.ConfigSnapshot); None reads the file."""
     from orgtree_lang.mcp_client.settings import server_specs
-    from orgtree_lang.runtime.config import CONFIG_NAME
+    from orgtree_lang.runtime.config import CONFIG_NAME, ConfigSnapshot
 
-    config = Path(root) / CONFIG_NAME
-    if not config.is_file():
+    config = config if config is not None else ConfigSnapshot(Path(root) / CONFIG_NAME)
+    if not config.exists():
         return
     for spec in server_specs(config):
-        source = McpServerSkills(spec, Path(root), offline=offline)
+        source = McpServerSkills(spec, Path(root), offline=offline, config=config)
         registry.add_lazy(spec.namespace, spec.key(), source.load)
 
 
-def check_allowed(spec: ServerSpec, config: Path) -> None:
+def check_allowed(spec: ServerSpec, config) -> None:
     """SkillError unless the server's URL is on the workspace's `[http] allow` list (a stdio server needs none)."""
     if spec.url is None:
         return

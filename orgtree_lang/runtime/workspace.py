@@ -27,14 +27,16 @@ class Workspace:
         self.generated = generated
 
     @classmethod
-    def for_run(cls, root: Path | str) -> Workspace:
-        """The workspace of a run started by a person, with the source policy its orgtree.toml sets."""
+    def for_run(cls, root: Path | str, config=None) -> Workspace:
+        """The workspace of a run started by a person, with the source policy its orgtree.toml sets (`config`: the
+        run's runtime.config.ConfigSnapshot; None reads the file)."""
         from orgtree_lang.runtime.config import ConfigError, config_section
         from orgtree_lang.runtime.errors import PipeRuntimeError
 
         root = Path(root).expanduser().resolve()
         try:
-            section = config_section("fs", root / SETTINGS_FILE_NAME, types={"writable_sources": bool})
+            section = config_section("fs", config if config is not None else root / SETTINGS_FILE_NAME,
+                                     types={"writable_sources": bool})
         except ConfigError as err:
             raise PipeRuntimeError(str(err), kind="config", catchable=False,
                                    hint="fix the setting in orgtree.toml, then run again") from None
