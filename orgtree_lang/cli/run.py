@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from orgtree_lang.cli.options import (EXIT_OK, add_budget_options, add_model_options, add_trace_options, add_verb,
-                                      add_workspace_option, budget_from_args)
+                                      add_workspace_option, budget_from_args, program_file)
 from orgtree_lang.runtime.errors import PipeRuntimeError, UsageError
 from orgtree_lang.runtime.inputs import InputError, check_depth, parse_input, too_deep
 from orgtree_lang.vm.budget import BudgetExceeded
@@ -72,9 +72,7 @@ def command_run(args) -> int:
     from orgtree_lang.run.registries import workspace_registry
     from orgtree_lang.run.settings import RunSettings
 
-    path = Path(args.file)
-    if not path.is_file():
-        raise UsageError(f"no such file: {path}")
+    path = program_file(args.file, args.verb)
     root = workspace_for(path, Path(args.workspace) if args.workspace else None)
     settings = RunSettings.load(root)
     registry = workspace_registry(root, config=settings.file)

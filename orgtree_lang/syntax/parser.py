@@ -17,6 +17,7 @@ from lark.indenter import DedentError, Indenter
 from orgtree_lang.syntax import nodes as n
 from orgtree_lang.syntax.contracts import ContractRules, TestDecl, take_contracts
 from orgtree_lang.syntax.diagnostics import CompileError, Diagnostic, DiagnosticSink
+from orgtree_lang.syntax.lalr import Rejected, Unsupported, parse_with
 from orgtree_lang.syntax.parse_errors import RESERVED, parse_error_diagnostic
 from orgtree_lang.syntax.python_habits import find_habits
 from orgtree_lang.syntax.spans import Span
@@ -34,8 +35,8 @@ _PYTHON_TYPE_NAMES = {"None": "none", "NoneType": "none", "String": "str", "stri
                       "Bool": "bool", "List": "list", "Dict": "dict", "tuple": "list", "set": "list"}
 
 
-# Sources larger than this are refused before parsing: the parser takes about 0.5 ms a line, so a 10 MB
-# file would take minutes and gigabytes. docs/language.md states the limit.
+# Sources larger than this are refused before parsing: parse, check and codegen take about 0.1 ms a line, so
+# a 10 MB file would take most of a minute and gigabytes. docs/language.md states the limit.
 MAX_SOURCE_BYTES = 200_000
 # Brackets and blocks open at once. Every later pass walks the tree recursively, so a deeper program
 # would end in a Python RecursionError; no program written by a person or a model needs this many.
@@ -50,21 +51,48 @@ class NestingTooDeep(LarkError):
         self.token = token
 
 
+_OPENING = frozenset({"LPAR", "LSQB", "LBRACE"})
+_CLOSING = frozenset({"RPAR", "RSQB", "RBRACE"})
+
+
 class PipeIndenter(Indenter):
     """Turns leading whitespace after newlines into _INDENT/_DEDENT; ignores newlines inside brackets."""
 
     NL_type = "_NL"
-    OPEN_PAREN_types = ["LPAR", "LSQB", "LBRACE"]
-    CLOSE_PAREN_types = ["RPAR", "RSQB", "RBRACE"]
+    OPEN_PAREN_types = sorted(_OPENING)
+    CLOSE_PAREN_types = sorted(_CLOSING)
     INDENT_type = "_INDENT"
     DEDENT_type = "_DEDENT"
     tab_len = 8
 
     def _process(self, stream):
-        for token in super()._process(stream):
-            if self.paren_level + len(self.indent_level) - 1 > MAX_NESTING:
-                raise NestingTooDeep(token)
-            yield token
+        # Lark's Indenter._process with the depth check folded in (one generator instead of two: every token
+        # of every parse passes through here).
+        token = None
+        indent_level = self.indent_level
+        for token in stream:
+            kind = token.type
+            if kind == "_NL":
+                for made in self.handle_NL(token):
+                    if self.paren_level + len(indent_level) - 1 > MAX_NESTING:
+                        raise NestingTooDeep(made)
+                    yield made
+            else:
+                if self.paren_level + len(indent_level) - 1 > MAX_NESTING:
+                    raise NestingTooDeep(token)
+                yield token
+            if kind in _OPENING:
+                self.paren_level += 1
+            elif kind in _CLOSING:
+                self.paren_level -= 1
+                assert self.paren_level >= 0
+        while len(indent_level) > 1:
+            indent_level.pop()
+            made = Token.new_borrow_pos(self.DEDENT_type, "", token) if token else Token(self.DEDENT_type, "", 0, 0, 0, 0, 0, 0)
+            if self.paren_level + len(indent_level) - 1 > MAX_NESTING:
+                raise NestingTooDeep(made)
+            yield made
+        assert indent_level == [0], indent_level
 
 
 @functools.lru_cache(maxsize=1)
@@ -91,8 +119,9 @@ def parse(source: str, file: str = "<string>") -> n.Module:
     _refuse_huge(source, file)
     if not source.endswith("\n"):
         source += "\n"
+    sink = DiagnosticSink(file)
     try:
-        tree = lark_parser().parse(source, start="start")
+        module = build(source, "start", _Builder(file, sink))
     except NestingTooDeep as err:
         raise CompileError([_nesting_diagnostic(err, file)], {file: source}) from None
     except (UnexpectedInput, DedentError) as err:
@@ -100,11 +129,21 @@ def parse(source: str, file: str = "<string>") -> n.Module:
         # A Python spelling at or before the place the parser stopped is the likely cause: say that instead.
         habits = [h for h in find_habits(source, file) if h.span.line <= diagnostic.span.line]
         raise CompileError(habits or [diagnostic], {file: source}) from None
-    sink = DiagnosticSink(file)
-    module = _Builder(file, sink).transform(tree)
     if sink.has_errors:
         raise CompileError(_explain_habits(sink.items, source, file), {file: source})
     return module
+
+
+def build(text: str, start: str, builder: "_Builder"):
+    """The nodes of `text` from grammar rule `start`; a text the grammar refuses raises Lark's exception."""
+    mark = len(builder.sink.items)
+    try:
+        return parse_with(lark_parser(), text, start, builder, PipeIndenter())
+    except Unsupported:
+        del builder.sink.items[mark:]  # Lark's transform below reports them again
+    except (Rejected, LarkError):
+        pass  # Lark's own parse raises the exception (with its parser state) that diagnostics are made from
+    return builder.transform(lark_parser().parse(text, start=start))
 
 
 def _refuse_huge(source: str, file: str) -> None:
@@ -135,7 +174,7 @@ def _explain_habits(diagnostics: list, source: str, file: str) -> list:
 def parse_expr(text: str, file: str, line: int, col: int, sink: DiagnosticSink) -> n.Expr | None:
     """Parse one expression (an f-string field) located at line/col; report errors into sink."""
     try:
-        tree = lark_parser().parse(text, start="expr")
+        return build(text, "expr", _Builder(file, sink, line_offset=line - 1, col_offset=col - 1))
     except NestingTooDeep as err:
         diag = _nesting_diagnostic(err, file)
         sink.error(diag.message, Span(file, line, col, line, col + 1), diag.hint)
@@ -145,10 +184,21 @@ def parse_expr(text: str, file: str, line: int, col: int, sink: DiagnosticSink) 
         span = Span(file, line, col + diag.span.col - 1, line, col + diag.span.col)
         sink.error(f"in f-string expression: {diag.message}", span, diag.hint)
         return None
-    return _Builder(file, sink, line_offset=line - 1, col_offset=col - 1).transform(tree)
 
 
 # ---- tree to nodes -------------------------------------------------------
+
+_CONVERSION = re.compile(r"!\s*([rsa])\s*$")  # `{x!r}`: Python's conversions, which .pipe has not
+
+
+def string_value(literal: str) -> str:
+    """The value of a string literal as Python reads it; the quotes are cut off directly when nothing inside
+    needs reading (no escape, no carriage return, no NUL), which is most literals and far cheaper."""
+    if "\\" in literal or "\r" in literal or "\x00" in literal:
+        return ast.literal_eval(literal)
+    quotes = 3 if literal.startswith(('"""', "'''")) else 1
+    return literal[quotes:-quotes]
+
 
 @v_args(meta=True)
 class _Builder(ContractRules):
@@ -166,7 +216,9 @@ class _Builder(ContractRules):
     def _span(self, meta) -> Span:
         if getattr(meta, "empty", True):
             return Span(self.file, 0, 0, 0, 0)
-        return self._shift(meta.line, meta.column, meta.end_line, meta.end_column)
+        if self.line_offset or self.col_offset:
+            return self._shift(meta.line, meta.column, meta.end_line, meta.end_column)
+        return Span(self.file, meta.line, meta.column, meta.end_line, meta.end_column)
 
     def _tok(self, token: Token) -> Span:
         return self._shift(token.line, token.column, token.end_line, token.end_column)
@@ -568,7 +620,7 @@ class _Builder(ContractRules):
 
     def _string_value(self, token: Token) -> str:
         try:
-            return ast.literal_eval(str(token))
+            return string_value(str(token))
         except (ValueError, SyntaxError) as err:
             self.sink.error(f"invalid string literal: {err}", self._tok(token))
             return ""
@@ -636,7 +688,7 @@ class _FStringReader:
         if hash_at is not None and (colon is None or hash_at < colon):  # a `#` in the format spec is fine
             self._error("f-string expression cannot contain `#`", hash_at, "move the comment out of the f-string")
             return pos + 1
-        conversion = re.search(r"!\s*([rsa])\s*$", expr_text)
+        conversion = _CONVERSION.search(expr_text)
         if conversion is not None:
             self._error(f"f-strings have no `!{conversion.group(1)}` conversion", start + 1 + conversion.start(),
                         f"drop it: `{{{expr_text[:conversion.start()].strip()}}}` shows the value as `print` does; "
@@ -651,7 +703,7 @@ class _FStringReader:
 
     def _literal(self, text: str, pos: int) -> str:
         try:
-            return ast.literal_eval(self.quote + text + self.quote)
+            return string_value(self.quote + text + self.quote)
         except (ValueError, SyntaxError):
             self._error("invalid escape in f-string", pos)
             return text
