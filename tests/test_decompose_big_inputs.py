@@ -3,25 +3,18 @@ and a view within the prompt's share, and the generated module finds what it nee
 
 from __future__ import annotations
 
-import json
 import random
 
 import pytest
-from decompose_testing import NO_CONCERNS
+from decompose_testing import NO_CONCERNS, Recording, run_decomposed
 
-from orgtree_lang.compile.api import compile_source
-from orgtree_lang.decompose.decomposer import Decomposer, DecomposeSettings
 from orgtree_lang.decompose.inputs import structure
 from orgtree_lang.decompose.prompt import CONTEXT_SHARE
 from orgtree_lang.decompose.store import ModuleStore
-from orgtree_lang.run.factory import plain_machine
 from orgtree_lang.run.registries import default_registry
 from orgtree_lang.memory.memory import Memory
-from orgtree_lang.models.scripted import ScriptedModel
 from orgtree_lang.models.tokens import context_window, count_tokens, set_context_window
 from orgtree_lang.runtime.errors import PipeRuntimeError
-from orgtree_lang.runtime.skills import SkillContext
-from orgtree_lang.runtime.workspace import Workspace
 
 REGISTRY = default_registry(plugins=False)
 
@@ -62,17 +55,6 @@ def big_log(megabytes: int) -> str:
     return "\n".join(lines)
 
 
-class Recording:
-    def __init__(self, path, rules, role) -> None:
-        path.write_text(json.dumps(rules))
-        self.model = ScriptedModel.from_file(path, role=role)
-        self.name, self.requests = self.model.name, []
-
-    def complete(self, messages, **kwargs):
-        self.requests.append(list(messages))
-        return self.model.complete(messages, **kwargs)
-
-
 SUMMARY = "Covers: lines of a worker log. Facts: workers 0-96 serve requests; a vault combination is mentioned."
 
 
@@ -83,13 +65,8 @@ def run(tmp_path, log: str, answer: str = FINDER, window: int | None = None, **s
     if window is not None:
         set_context_window(author.name, window)
     reviewer = Recording(tmp_path / "r.json", [{"reply": NO_CONCERNS}], "reviewer")
-    program = compile_source(PROGRAM, "vault.pipe", REGISTRY).program
-    decomposer = Decomposer(author=author, reviewer=reviewer, registry=REGISTRY, workspace=tmp_path,
-                            parent_file="vault.pipe", parent_source=PROGRAM, settings=DecomposeSettings(**settings))
-    machine = plain_machine(program, registry=REGISTRY, context=SkillContext(Workspace(tmp_path)),
-                            resolver=decomposer)
-    machine.start(None, {"log": log})
-    return machine.run().result, author
+    return run_decomposed(tmp_path, PROGRAM, {"log": log}, author, reviewer, file="vault.pipe",
+                          registry=REGISTRY, **settings), author
 
 
 def test_a_20_mb_input_stays_within_the_prompt_share_and_the_child_finds_a_fact_deep_inside(tmp_path):

@@ -7,10 +7,8 @@ from __future__ import annotations
 import json
 
 from cli_testing import pipe as run_pipe
-from decompose_testing import GOOD, NO_CONCERNS, ONE_CONCERN
+from decompose_testing import GOOD, NO_CONCERNS, ONE_CONCERN, Recording, run_decomposed
 
-from orgtree_lang.compile.api import compile_source
-from orgtree_lang.decompose.decomposer import Decomposer, DecomposeSettings
 from orgtree_lang.decompose.prompt import CONTEXT_SHARE
 from orgtree_lang.decompose.protocol import plan_of
 from orgtree_lang.decompose.store import ModuleStore
@@ -19,12 +17,7 @@ from orgtree_lang.memory.scratchpad import Scratchpad
 from orgtree_lang.memory.turn import SEED_HEADING
 from orgtree_lang.models.scripted import ScriptedModel
 from orgtree_lang.models.tokens import count_tokens, set_context_window
-from orgtree_lang.run.factory import plain_machine
-from orgtree_lang.run.registries import default_registry
-from orgtree_lang.runtime.skills import SkillContext
-from orgtree_lang.runtime.workspace import Workspace
 
-REGISTRY = default_registry(plugins=False)
 PARENT = '''use text
 
 pipeline main(report: str) -> str:
@@ -38,17 +31,6 @@ INSIGHT_HEADING = "## Insights relevant to:"
 GUIDE_HEADING = "## Your note on the shared scratchpad"
 
 
-class Recording:
-    def __init__(self, path, rules, role) -> None:
-        path.write_text(json.dumps(rules))
-        self.model = ScriptedModel.from_file(path, role=role)
-        self.name, self.requests = self.model.name, []
-
-    def complete(self, messages, **kwargs):
-        self.requests.append(list(messages))
-        return self.model.complete(messages, **kwargs)
-
-
 def run(tmp_path, author_rules=None, reviewer_rules=None, **settings):
     author = Recording(tmp_path / "a.json", author_rules or [
         {"match": {"contains": "raised these concerns"}, "reply": GOOD + "\nc1: resolved: lower-cased"},
@@ -57,13 +39,8 @@ def run(tmp_path, author_rules=None, reviewer_rules=None, **settings):
     set_context_window(author.name, WINDOW)
     reviewer = Recording(tmp_path / "r.json", reviewer_rules or [{"replies": [ONE_CONCERN, NO_CONCERNS]}], "reviewer")
     set_context_window(reviewer.name, WINDOW)
-    program = compile_source(PARENT, "triage.pipe", REGISTRY).program
-    decomposer = Decomposer(author=author, reviewer=reviewer, registry=REGISTRY, workspace=tmp_path,
-                            parent_file="triage.pipe", parent_source=PARENT, settings=DecomposeSettings(**settings))
-    machine = plain_machine(program, registry=REGISTRY, context=SkillContext(Workspace(tmp_path)),
-                            resolver=decomposer)
-    machine.start(None, {"report": "It CRASHED"})
-    assert machine.run().result == "bug"
+    assert run_decomposed(tmp_path, PARENT, {"report": "It CRASHED"}, author, reviewer, file="triage.pipe",
+                          **settings) == "bug"
     return author, reviewer
 
 
@@ -224,13 +201,7 @@ pipeline main(report: str) -> str:
     author = Recording(tmp_path / "a.json", [{"match": {"contains": "step `classify`"}, "reply": outer},
                                             {"reply": GOOD}], "author")
     reviewer = Recording(tmp_path / "r.json", [{"reply": NO_CONCERNS}], "reviewer")
-    program = compile_source(PARENT, "triage.pipe", REGISTRY).program
-    decomposer = Decomposer(author=author, reviewer=reviewer, registry=REGISTRY, workspace=tmp_path,
-                            parent_file="triage.pipe", parent_source=PARENT)
-    machine = plain_machine(program, registry=REGISTRY, context=SkillContext(Workspace(tmp_path)),
-                            resolver=decomposer)
-    machine.start(None, {"report": "a Crash"})
-    assert machine.run().result == "bug"
+    assert run_decomposed(tmp_path, PARENT, {"report": "a Crash"}, author, reviewer, file="triage.pipe") == "bug"
     assert [n.agent for n in notes(tmp_path)] == ["author of classify", "reviewer of classify", "author of decide",
                                                   "reviewer of decide"]
     # The nested block's author reads what the outer block's agents planned.

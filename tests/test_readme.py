@@ -71,3 +71,46 @@ def test_check_session_shows_the_misspelled_skill(workdir):
 def test_runtime_error_session_matches(workdir):
     argv, expected = next(s for s in _sessions() if "err.pipe" in s[0])
     assert _run(argv, workdir) == _same_ids(expected)
+
+
+def _people_commands() -> list[tuple[list[str], str]]:
+    """The "People are nodes" block: each command (shell words) and the comment that says what it does."""
+    section = README.read_text(encoding="utf-8").split("## People are nodes", 1)[1]
+    block = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
+    commands = []
+    for line in block.splitlines():
+        command, _, comment = line.partition("  # ")
+        commands.append((shlex.split(command), comment.strip()))
+    return commands
+
+
+def _files_under(folder: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in folder.rglob("*") if p.is_file()}
+
+
+def test_the_people_are_nodes_commands_work_from_the_repository_root_and_write_nothing_into_it(tmp_path):
+    root = README.parent
+    workspace = str(tmp_path / "release")
+    before = _files_under(root / "examples")
+    commands = _people_commands()
+    assert [argv[:2] for argv, _ in commands] == [["pipe", "run"], ["pipe", "inbox"], ["pipe", "reply"],
+                                                  ["pipe", "resume"], ["pipe", "reply"], ["pipe", "replay"]]
+    run_id, seen = None, []
+    for argv, comment in commands:
+        argv = [workspace if word == "/tmp/release" else run_id if word == "RUN" else word for word in argv[1:]]
+        result = pipe(*argv, cwd=root, env={"PIPE_NO_PLUGINS": "1"})
+        text = result.stdout + result.stderr
+        if run_id is None:
+            run_id = re.search(r"run ([0-9a-f]{12}) is waiting", text).group(1)
+        expected_code = 75 if "(exit 75)" in comment else 0
+        assert result.returncode == expected_code, f"{argv}: {text}"
+        seen.append(text)
+    assert "release 2.1.0" in seen[0]
+    assert re.search(rf"h1 +{run_id} +approve .*Ship release 2\.1\.0 \(2 changes\)\?", seen[1])
+    assert "Who signs off release 2.1.0?" in seen[3]
+    assert "2.1.0 shipped, signed off by Ada Lovelace" in seen[4]
+    assert "0 outside call(s)" in seen[5] and "identical to the original run" in seen[5]
+    assert _files_under(root / "examples") == before, "running the example changed files in the clone"
+    assert (tmp_path / "release" / "release.log").read_text() == \
+        "prepared 2.1.0\nshipped 2.1.0, signed off by Ada Lovelace\n"

@@ -205,20 +205,23 @@ def _attempt(args, action, source_for_errors) -> int:
     from orgtree_lang.cli.run import RunSession, make_decomposer, otel_export
     from orgtree_lang.models.roles import RunModels
     from orgtree_lang.run.registries import workspace_registry
+    from orgtree_lang.run.settings import RunSettings
 
-    registry = workspace_registry(Path(args.workspace))
+    root = Path(args.workspace).resolve()
+    settings = RunSettings.load(root)
+    registry = workspace_registry(Path(args.workspace), config=settings.file)
     run_id = getattr(args, "new_run_id", None) or args.run
     session = RunSession(args, run_id)
-    root = Path(args.workspace).resolve()
 
     def decomposer_for(program, source: str, file: str):
-        return make_decomposer(args, program, source, file, root, registry)
+        return make_decomposer(args, program, source, file, root, registry, settings=settings)
 
     options = session.options(registry=registry, budget=budget_from_args(args), durable=True,
-                              decomposer_factory=decomposer_for, otel=otel_export(args, root),
+                              decomposer_factory=decomposer_for, otel=otel_export(args, settings), settings=settings,
                               models=RunModels.from_config(args.model, args.review_model,
                                                            api_base=getattr(args, "api_base", None),
-                                                           timeout=getattr(args, "model_timeout", None)))
+                                                           timeout=getattr(args, "model_timeout", None),
+                                                           config_path=settings.file))
     return session.report(lambda: action(Path(args.workspace), registry, options), source_for_errors(),
                           resumable=True, workspace=Path(args.workspace))
 
@@ -283,10 +286,13 @@ def command_fork(args) -> int:
 def command_replay(args) -> int:
     from orgtree_lang.run import runs as durable_runs
     from orgtree_lang.run.registries import workspace_registry
+    from orgtree_lang.run.runner import RunOptions
+    from orgtree_lang.run.settings import RunSettings
 
-    printer = None if args.quiet else print
-    report = durable_runs.replay(Path(args.workspace), args.run, workspace_registry(Path(args.workspace), replay=True),
-                            printer=printer)
+    settings = RunSettings.load(Path(args.workspace))
+    options = RunOptions(printer=None if args.quiet else print, settings=settings)
+    registry = workspace_registry(Path(args.workspace), replay=True, config=settings.file)
+    report = durable_runs.replay(Path(args.workspace), args.run, registry, options=options)
     print(f"replayed run {report.run_id}: {report.reused} journaled step(s) reused, "
           f"{report.outside_calls} outside call(s)", file=sys.stderr)
     if report.identical:

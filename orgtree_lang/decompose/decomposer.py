@@ -80,9 +80,11 @@ class Decomposer:
     def __init__(self, *, author, reviewer, registry, workspace: Path, parent_file: str, parent_source: str,
                  settings: DecomposeSettings | None = None, depth: int = 0, max_repairs: int | None = None,
                  max_review_rounds: int | None = None, max_depth: int | None = None, goal=None,
-                 parent_author: tuple[str, str] | None = None, human=None) -> None:
+                 parent_author: tuple[str, str] | None = None, human=None, config=None) -> None:
         """`parent_author` is (module path, conversation) of the author that wrote the module this program is, for
-        a generated one; `human(question) -> answer` asks the human node. Both settle review disagreements."""
+        a generated one; `human(question) -> answer` asks the human node. Both settle review disagreements.
+        `config` is the run's orgtree.toml as read at its start (runtime.config.ConfigSnapshot; its `[web]` says
+        whether research may search the web); None reads the workspace's file when asked."""
         settings = settings or DecomposeSettings()
         overrides = {k: v for k, v in (("max_repairs", max_repairs), ("max_review_rounds", max_review_rounds),
                                        ("max_depth", max_depth)) if v is not None}
@@ -95,6 +97,7 @@ class Decomposer:
         self.reviewer = reviewer
         self.registry = registry
         self.workspace = Path(workspace)
+        self.config = config if config is not None else self.workspace / "orgtree.toml"
         self.parent_file = parent_file
         self.parent_source = parent_source
         self.depth = depth
@@ -262,7 +265,7 @@ class Decomposer:
         child_decomposer = Decomposer(
             author=self.author, reviewer=self.reviewer, registry=self.registry, workspace=self.workspace,
             parent_file=str(path), parent_source=saved.text, settings=self.settings, depth=self.depth + 1,
-            goal=self.goal.inside(self.parent_file, spec), human=self.human,
+            goal=self.goal.inside(self.parent_file, spec), human=self.human, config=self.config,
             parent_author=(str(path), saved.provenance.get("author-conversation") or f"module:{path}"))
         limits = self.settings.limits
         try:

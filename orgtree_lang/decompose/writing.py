@@ -176,7 +176,7 @@ def researched(decomposer, need, what: str, spec: AmbiguousSpec, block, reviewer
     module = decomposer.settings.research_module
     file, source = research_source(str(decomposer.workspace / module) if module else "")
     program = compile_source(source, file, decomposer.registry).program
-    web = web_allowed(decomposer.workspace / "orgtree.toml")
+    web = web_allowed(decomposer.config)
     block.note(f"researching ({'web and ' if web else ''}workspace memory): {' | '.join(need.questions)}")
     result = block.run_child(program, None, context=generated_context(block.context),
                              limits=decomposer.settings.limits.budget(), name="research",

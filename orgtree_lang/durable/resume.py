@@ -19,7 +19,7 @@ from orgtree_lang.vm.state import RunState
 def resume(root: Path, ref: str, registry, options, *, build: RunBuilder, from_scratch: bool = False,
            program_path: Path | None = None):
     """Continue a crashed, killed, stopped or failed run without redoing its journaled steps."""
-    opened = open_run(root, ref, whole=not from_scratch)
+    opened = open_run(root, ref, whole=not from_scratch, inline_bytes=options.settings.inline_bytes)
     try:
         meta = opened.meta
         if meta.get("status") == "done" and not from_scratch:
@@ -91,7 +91,7 @@ def retry(root: Path, ref: str, registry, options, node: str, *, build: RunBuild
     """Run one node (and what depends on it) again with the program and saved modules as they are now, reusing
     the journaled results of everything else. The journal changes in one transaction, committed when the retry
     finishes with its steps recorded: a retry that fails, stops or is killed midway leaves the run as it was."""
-    opened = open_run(root, ref)
+    opened = open_run(root, ref, inline_bytes=options.settings.inline_bytes)
     try:
         meta = opened.meta
         nodes = node_names(opened.journal, meta) | tree_node_names(root, meta["run_id"])

@@ -13,7 +13,8 @@ import time
 from typing import Any, Callable
 
 from orgtree_lang.durable.effects import EffectLog, _error_record, perform_step
-from orgtree_lang.durable.journal import StepRecord, input_hash
+from orgtree_lang.durable.inputs import input_hash
+from orgtree_lang.durable.journal import StepRecord
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.values import encode
 from orgtree_lang.vm.executor import NodeCall

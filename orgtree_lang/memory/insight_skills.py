@@ -13,7 +13,7 @@ def _reviewer(ctx: SkillContext, name: str):
     from orgtree_lang.models.base import ModelError
     from orgtree_lang.models.roles import RunModels
 
-    models = ctx.models if ctx.models is not None else RunModels.from_config()
+    models = ctx.models if ctx.models is not None else RunModels.from_config(config_path=ctx.config)
     try:
         reviewer = models.reviewer()
     except ModelError as err:
