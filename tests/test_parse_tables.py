@@ -18,9 +18,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from orgtree_lang.syntax import parser
+from orgtree_lang.syntax.builder import NodeBuilder
 from orgtree_lang.syntax.diagnostics import CompileError, DiagnosticSink
+from orgtree_lang.syntax.indent import PipeIndenter
 from orgtree_lang.syntax.lalr import parse_with
 from orgtree_lang.syntax.spans import Span
+from orgtree_lang.syntax.strings import string_value
 from pipe_testing import REPO_DIR, example_files, golden_files
 
 CORPUS = golden_files() + example_files() + sorted((REPO_DIR / "stdlib").glob("**/*.pipe"))
@@ -80,8 +83,8 @@ def test_the_driver_runs_on_every_program_of_the_corpus():
         except CompileError:
             continue
         source += "" if source.endswith("\n") else "\n"
-        module = parse_with(parser.lark_parser(), source, "start", parser._Builder("t.pipe", DiagnosticSink("t.pipe")),
-                            parser.PipeIndenter())
+        module = parse_with(parser.lark_parser(), source, "start", NodeBuilder("t.pipe", DiagnosticSink("t.pipe"), parser.parse_expr),
+                            PipeIndenter())
         assert module.pipelines or module.records or module.uses or module.tests, path
         driven += 1
     assert driven >= 40
@@ -128,6 +131,6 @@ def test_string_values_are_python_s(literal):
         expected = ast.literal_eval(literal)
     except (ValueError, SyntaxError):
         with pytest.raises((ValueError, SyntaxError)):
-            parser.string_value(literal)
+            string_value(literal)
         return
-    assert parser.string_value(literal) == expected
+    assert string_value(literal) == expected
