@@ -62,17 +62,19 @@ def _raw(model):
     return getattr(model, "inner", model)
 
 
-def _settings(workspace: Path):
+def _settings(block, workspace: Path):
+    """`[memory]` from the run's snapshot of orgtree.toml (the skill context's, read once per run), else the file."""
     from orgtree_lang.memory.settings import MemorySettings
 
-    return MemorySettings.for_workspace(workspace)
+    config = getattr(block.context, "config", None)
+    return MemorySettings.from_config(config) if config is not None else MemorySettings.for_workspace(workspace)
 
 
 def pad_summarizer(block, model, workspace: Path):
     """The summarizer of the scratchpad's older notes for a block's agents: the run's model (metered, not journaled:
     it runs inside the turn's journaled read) unless `[memory] summarizer = "extractive"` or there is none."""
     models = getattr(block.context, "models", None)
-    settings = _settings(workspace)
+    settings = _settings(block, workspace)
     source = models if settings.summary_model and models is not None else _raw(model)
     return settings.summarizer_for(source, spend=block.spend, what="summaries of the scratchpad")
 
@@ -83,7 +85,7 @@ def input_summarizer(block, model, workspace: Path):
     if model is None:
         return None
     models = getattr(block.context, "models", None)
-    settings = _settings(workspace)
+    settings = _settings(block, workspace)
     source = models if settings.summary_model and models is not None else _raw(model)
     journal = None
     if block.effects is not None:
@@ -102,7 +104,7 @@ def take_turns(model, block, *, agent: str, task: str, workspace: Path, reviewer
     older notes summarized by `summarizer` (default: `pad_summarizer` on `model`)."""
     summarizer = summarizer if summarizer is not None else pad_summarizer(block, model, workspace)
     return agent_turns(model, agent, task, workspace, reviewer=reviewer, journal=block_journal(block),
-                       summarizer=summarizer, fallback=fallback)
+                       summarizer=summarizer, fallback=fallback, settings=_settings(block, workspace))
 
 
 def task_of(spec) -> str:

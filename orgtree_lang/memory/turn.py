@@ -261,13 +261,14 @@ class AgentModel:
 
 def agent_turns(model, agent: str, task: str, workspace: Path | str, *, reviewer=None,
                 journal: TurnJournal | None = None, summarizer=None,
-                fallback: Callable[[str], str] = plan_from_request) -> AgentModel:
-    """`model` as `agent`, taking its turn around every answer in `workspace`, with the workspace's `[memory]`
-    settings (how the pad and insights are searched; the older notes summarized by `summarizer`, else by `model`
-    unless `[memory] summarizer = "extractive"`). `reviewer` reviews the insights it offers (None: none taken)."""
+                fallback: Callable[[str], str] = plan_from_request, settings=None) -> AgentModel:
+    """`model` as `agent`, taking its turn around every answer in `workspace`, with `settings` (a MemorySettings;
+    default the workspace's `[memory]`: how the pad and insights are searched; the older notes summarized by
+    `summarizer`, else by `model` unless `summarizer = "extractive"`). `reviewer` reviews the insights it offers (None:
+    none taken)."""
     from orgtree_lang.memory.settings import MemorySettings
 
-    settings = MemorySettings.for_workspace(workspace)
+    settings = settings or MemorySettings.for_workspace(workspace)
     if summarizer is None:
         summarizer = settings.summarizer_for(getattr(model, "inner", model), what="summaries of the scratchpad")
     return AgentModel(model, Seat(agent, task, Path(workspace), journal=journal, reviewer=reviewer,
