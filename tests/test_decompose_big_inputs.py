@@ -55,8 +55,13 @@ def big_log(megabytes: int) -> str:
     return "\n".join(lines)
 
 
+SUMMARY = "Covers: lines of a worker log. Facts: workers 0-96 serve requests; a vault combination is mentioned."
+
+
 def run(tmp_path, log: str, answer: str = FINDER, window: int | None = None, **settings):
-    author = Recording(tmp_path / "a.json", [{"reply": answer}], "author")
+    # The author's model also writes the summaries of the big input's view (each request asks for a `Covers:` line).
+    author = Recording(tmp_path / "a.json", [{"match": {"contains": "Covers: ..."}, "reply": SUMMARY},
+                                            {"reply": answer}], "author")
     if window is not None:
         set_context_window(author.name, window)
     reviewer = Recording(tmp_path / "r.json", [{"reply": NO_CONCERNS}], "reviewer")
@@ -70,9 +75,12 @@ def test_a_20_mb_input_stays_within_the_prompt_share_and_the_child_finds_a_fact_
     # A window like today's models': the view gets 40% of the request's 25% of it.
     result, author = run(tmp_path, log, window=128_000)
     assert result == SECRET
-    (system, request), = author.requests
+    summaries = [r for r in author.requests if "Covers: ..." in r[-1].content]
+    (system, request), = [r for r in author.requests if r not in summaries]
     window = context_window(author.name)
     assert window == 128_000 and count_tokens(request.content, author.name) <= window * CONTEXT_SHARE
+    # The view's summaries were written by the model, each asked for within a share of the view's budget.
+    assert summaries and SUMMARY in request.content
     # A structural summary, where the input is and how to read it, and a view of it.
     assert f"str of {len(log):,} characters in" in request.content
     assert 'tag="input:find_code.log"' in request.content and "A view of it" in request.content

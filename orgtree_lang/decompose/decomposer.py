@@ -206,11 +206,23 @@ class Decomposer:
         return (MeteredModel(self.author, spend=spend, what=f"writing block `{spec.name}`", journal=journal),
                 MeteredModel(self.reviewer, spend=spend, what=f"reviewing block `{spec.name}`", journal=journal))
 
+    def _agent(self, block, role: str, model):
+        """`model` as the agent `<role> of <block>`, taking its turn on the scratchpad (unless `protocol = false`);
+        the insights it offers are reviewed by the block's reviewer."""
+        if not self.settings.protocol:
+            return model
+        from orgtree_lang.decompose.protocol import pad_summarizer, take_turns, task_of
+
+        return take_turns(model, block, agent=f"{role} of {block.spec.name}", task=task_of(block.spec),
+                          workspace=self.workspace, reviewer=self._metered(block)[1],
+                          summarizer=pad_summarizer(block, self._metered(block)[0], self.workspace))
+
     # ---- reusing a module made for another block ----------------------------------
 
     def _reuse_similar(self, spec: AmbiguousSpec, digest: str, reviewer, block,
                        candidates: list[SavedModule]) -> SavedModule | None:
         """A saved module of a similar block that fits this one and that a reviewer accepts, saved for this block."""
+        reviewer = self._agent(block, "reuse reviewer", reviewer) if candidates else reviewer
         for module in candidates[:2]:
             block.note(f"asking a reviewer whether {module.path.name} can be reused")
             conversation = uuid.uuid4().hex
@@ -287,7 +299,7 @@ class Decomposer:
             from orgtree_lang.decompose.output_review import outputs_subject, review_outputs
 
             block.note("reviewing its outputs")
-            review_outputs(self._metered(block)[1], spec, block.inputs, outputs,
+            review_outputs(self._agent(block, "output reviewer", self._metered(block)[1]), spec, block.inputs, outputs,
                            spec_text=spec_with_contracts(f"The step `{spec.name}`:\n{spec.doc}", spec),
                            workspace=self.workspace,
                            subject=outputs_subject(self.parent_file, spec, spec_hash(spec)), node=block.node)

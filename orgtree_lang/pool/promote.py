@@ -88,6 +88,7 @@ def promote(root: Path | str, saved, *, reviewer, registry, name: str | None = N
     PoolError when the module cannot be promoted (no spec, a taken name), ModelError from the model."""
     from orgtree_lang.compile.api import compile_source
     from orgtree_lang.decompose.spec import required_signature
+    from orgtree_lang.memory.turn import agent_turns
     from orgtree_lang.models.base import Message
 
     root = Path(root)
@@ -114,6 +115,8 @@ def promote(root: Path | str, saved, *, reviewer, registry, name: str | None = N
     signature = required_signature(spec)
     spec_text = f"The step `{spec.name}`:\n{spec.doc.strip()}\n\nIts signature:\n{signature}"
     messages = [Message("system", PLAN_SYSTEM), Message("user", spec_text)]
+    # The tester is an agent of the workspace: it takes its turn on the scratchpad around each of its answers.
+    reviewer = agent_turns(reviewer, f"promotion tester of {name}", spec_text, root, reviewer=reviewer)
     progress(f"asking {reviewer.name} for test inputs")
     plan = ask_structured(reviewer, messages, TrialPlan, conversation, f"test plan for {saved.path.name}")
     messages.append(Message("assistant", plan.model_dump_json()))

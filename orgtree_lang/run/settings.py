@@ -52,6 +52,13 @@ class RunSettings:
         return DecomposeSettings.from_config(self.file)
 
     @cached_property
+    def memory(self):
+        """`[memory]`: memory.settings.MemorySettings (who writes the context tree's summaries, agents' searches)."""
+        from orgtree_lang.memory.settings import MemorySettings
+
+        return MemorySettings.from_config(self.file)
+
+    @cached_property
     def executor(self) -> dict[str, Any]:
         """`[executor]`: kind, address, ship_env, remote_nodes (executors/table.py)."""
         from orgtree_lang.executors.table import executor_settings
