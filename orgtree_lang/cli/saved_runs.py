@@ -120,7 +120,7 @@ def _print_steps(meta, steps, as_json: bool) -> int:
 def command_show(args) -> int:
     from orgtree_lang.durable.journal import Journal
     from orgtree_lang.durable.runs import effective_status, find_run, view_meta
-    from orgtree_lang.durable.resume import node_names
+    from orgtree_lang.durable.resume import in_call_order, node_names
     from orgtree_lang.runtime.values import decode, display, to_plain
 
     run_dir = find_run(Path(args.workspace), args.run)
@@ -134,8 +134,8 @@ def command_show(args) -> int:
     status = effective_status(run_dir, meta)
     # The org tree adds the nodes that journaled nothing, and says which ones a dead process left unfinished.
     recorded = run_tree(Path(args.workspace), meta["run_id"])
-    nodes = sorted(nodes | {path for path in recorded if not path.endswith("#more")})
-    interrupted = sorted(path for path, node in recorded.items() if node.status == "interrupted")
+    nodes = in_call_order(nodes | {path for path in recorded if not path.endswith("#more")})
+    interrupted = in_call_order(path for path, node in recorded.items() if node.status == "interrupted")
     # What a node that is not plainly running or finished is doing, or how it ended: waiting, receiving, cancelled.
     states = {path: node.status for path, node in recorded.items()
               if node.status in ("waiting", "receiving", "cancelled", "interrupted")}
@@ -249,7 +249,8 @@ def command_resume(args) -> int:
 
     return _attempt(args, lambda root, registry, options: durable_runs.resume(
         root, args.run, registry, options, from_scratch=args.from_scratch,
-        program_path=Path(args.program) if args.program else None), _current_source(args))
+        program_path=Path(args.program) if args.program else None,
+        notice=lambda text: print(f"pipe resume: {text}", file=sys.stderr, flush=True)), _current_source(args))
 
 
 def command_retry(args) -> int:

@@ -281,6 +281,15 @@ class EffectLog:
             return True
         return effect_seq != self._checkpoint_effects and self.clock() - self._checkpoint_time >= CHECKPOINT_SECONDS
 
+    def record_progress(self, state) -> None:
+        """Keep the run's figures (steps, seconds, printed lines) where the views of a crashed run read them
+        (durable.runs.view_meta), when the state cannot be checkpointed: it waits inside an instruction."""
+        if self.mode == "replay" or self.catching_up:
+            return
+        self.journal.update_meta(progress={"steps": state.steps, "elapsed": state.elapsed, "output": state.output,
+                                           "skill_calls": state.skill_calls, "messages": state.messages,
+                                           "taken": time.time()})
+
     def checkpoint(self, state) -> None:
         """Save the whole run state (taken at a statement boundary)."""
         if self.mode == "replay" or self.catching_up:

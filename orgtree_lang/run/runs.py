@@ -9,12 +9,14 @@ import dataclasses
 from orgtree_lang.run.factory import build_run, settings_of
 
 
-def resume(root: Path, ref: str, registry, options, *, from_scratch: bool = False, program_path: Path | None = None):
-    """Continue a crashed, killed, stopped or failed run without redoing its journaled steps; returns the Machine."""
+def resume(root: Path, ref: str, registry, options, *, from_scratch: bool = False, program_path: Path | None = None,
+           notice=None):
+    """Continue a crashed, killed, stopped or failed run without redoing its journaled steps; returns the Machine.
+    `notice(text)` hears which lines of a killed run are printed again (durable/resume.py)."""
     from orgtree_lang.durable import resume as durable
 
     return durable.resume(root, ref, registry, _settled(options, root), build=build_run, from_scratch=from_scratch,
-                          program_path=program_path)
+                          program_path=program_path, notice=notice)
 
 
 def retry(root: Path, ref: str, registry, options, node: str):

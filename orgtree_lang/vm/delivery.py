@@ -10,7 +10,7 @@ from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.syntax.spans import Span
 from orgtree_lang.vm.blocks import RELOAD
 from orgtree_lang.vm.budget import ModelSpend, budget_exceeded
-from orgtree_lang.vm.calls import failure_text, skill_failure
+from orgtree_lang.vm.calls import await_call, failure_text, skill_failure
 from orgtree_lang.vm.effects import EffectStep
 from orgtree_lang.vm.executor import Finished, SkillCall
 from orgtree_lang.vm.memory import check_value
@@ -109,8 +109,7 @@ def deliver_next(m) -> None:
     error = None
     value = None
     try:
-        with m.run_lock.released():  # blocks resolved on threads of their own go on meanwhile
-            value = pending.result(timeout=_seconds_left(m))
+        value = await_call(m, pending, lambda: _seconds_left(m), whole=True)
     except concurrent.futures.TimeoutError:
         m._suspend()  # saved as it is, with the call in flight: a resume with more time issues it again
         raise budget_exceeded("seconds", m.budget.max_seconds, m.seconds_used(), Span(*call.span)) from None
