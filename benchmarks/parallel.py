@@ -200,6 +200,7 @@ def best_of(repeat: int, run) -> tuple[float, object]:
 def scheduler_cost(n: int, repeat: int) -> tuple[float, float, float]:
     """(python s, vm without parallel s, vm inside a one-branch parallel block s) for the arithmetic loop."""
     from orgtree_lang.compile.api import compile_source
+    from orgtree_lang.org.scheduler import Scheduler
     from orgtree_lang.run.registries import default_registry
     from orgtree_lang.vm.budget import Budget
     from orgtree_lang.vm.machine import Machine
@@ -209,7 +210,7 @@ def scheduler_cost(n: int, repeat: int) -> tuple[float, float, float]:
     program = compile_source(ARITHMETIC, "arithmetic.pipe", registry).program
 
     def vm(entry: str):
-        machine = Machine(program, Services(registry=registry, budget=Budget(max_steps=None)))
+        machine = Machine(program, Services(registry=registry, budget=Budget(max_steps=None), org=Scheduler))
         machine.start(entry, {"n": n})
         return machine.run().result
 

@@ -99,6 +99,7 @@ class NodeCalls(RunObserver):
 def run_node(call: NodeCall, context: Any = None) -> dict[str, Any]:
     """Run the node's pipeline to its end: the envelope the driver delivers (value, output, steps, calls, error)."""
     from orgtree_lang.compile.code import Program
+    from orgtree_lang.org.scheduler import Scheduler
     from orgtree_lang.runtime.skills import SkillRegistry
     from orgtree_lang.vm.machine import Machine
     from orgtree_lang.vm.services import Services
@@ -109,7 +110,7 @@ def run_node(call: NodeCall, context: Any = None) -> dict[str, Any]:
     calls = NodeCalls(call)
     effects = NodeEffects(call.key, call.given, call.report) if call.key is not None else None
     services = Services(registry=registry, context=context if context is not None else call.context,
-                        budget=call.budget, effects=effects, observers=(calls,))
+                        budget=call.budget, effects=effects, observers=(calls,), org=Scheduler)
     machine = Machine(Program.loads(call.program), services)
     state = machine.start(call.pipeline, call.inputs, run_id=call.key or "node")
     error = None
