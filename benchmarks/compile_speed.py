@@ -1,22 +1,27 @@
 """Time parse + check + compile of a generated 2,000-line program; print seconds and the ratio to 0.5 s.
 
-    python benchmarks/compile_speed.py [--lines 2000] [--repeat 5] [--save FILE]
+    python benchmarks/compile_speed.py [--lines 2000] [--repeat 5] [--save FILE] [--baseline REV]
 
 The program has many pipelines with varied statements (records, if/elif/else, while, for, try/except,
 label/goto, f-strings, skill, built-in, pipeline and record calls, lists, dicts, slices, chained
 comparisons). The bytecode cache is off, so every run does the full work. The first run also pays
 for building the Lark parser once per process; the best run is the steady state.
+
+With --baseline REV the same program is compiled by this tree and by git revision REV, each in fresh
+processes taking turns, and the ratio of their best times is printed (a shared machine's load hits both).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-from orgtree_lang.compile.api import compile_source
-from orgtree_lang.run.registries import default_registry
+from baseline import checkout, child_env, this_tree
 
 TARGET_SECONDS = 0.5
 
@@ -107,17 +112,73 @@ def compile_once(source: str, registry) -> tuple[float, float, float]:
     return t1 - t0, t2 - t1, t3 - t2
 
 
+def skill_registry():
+    """The stdlib's skills, from wherever the revision being timed keeps its registry factory."""
+    try:
+        from orgtree_lang.run.registries import default_registry
+    except ImportError:  # revisions before run/ was named
+        try:
+            from orgtree_lang.engine.registries import default_registry
+        except ImportError:
+            from orgtree_lang.runtime.skills import default_registry
+    return default_registry(plugins=False)
+
+
+def child(repeat: int) -> None:
+    """In a subprocess: compile the program on stdin `repeat` times, print the best split as JSON."""
+    source = sys.stdin.read()
+    registry = skill_registry()
+    compile_once(source, registry)  # builds the parser
+    print(json.dumps(min((compile_once(source, registry) for _ in range(repeat)), key=sum)))
+
+
+def versus_baseline(rev: str, source: str, repeat: int) -> int:
+    """Time this tree and revision `rev` in alternating fresh processes; print both and the ratio."""
+    def best_in(root: str) -> list[float]:
+        done = subprocess.run([sys.executable, __file__, "--child", str(repeat)], input=source,
+                              capture_output=True, text=True, env=child_env(root), cwd=root)
+        if done.returncode != 0:
+            raise SystemExit(f"compiling with the tree in {root} failed:\n{done.stderr}")
+        return json.loads(done.stdout.splitlines()[-1])
+
+    rounds = 3
+    with tempfile.TemporaryDirectory(prefix="pipe-baseline-") as tmp:
+        roots = {"now": this_tree(), "before": checkout(rev, tmp)}
+        splits = {"now": [], "before": []}
+        for _ in range(rounds):
+            for which, root in roots.items():
+                splits[which].append(best_in(root))
+    now, before = (min(splits[which], key=sum) for which in ("now", "before"))
+    print(f"program: {len(source.splitlines())} lines; best of {rounds} processes x {repeat} compiles each")
+    for label, split in (("this tree", now), (f"baseline {rev}", before)):
+        print(f"{label:>20}: {sum(split):.3f} s  (parse {split[0]:.3f} s, check {split[1]:.3f} s, "
+              f"codegen {split[2]:.3f} s)")
+    print(f"ratio to the baseline: {sum(now) / sum(before):.2f} (parse {now[0] / before[0]:.2f}, "
+          f"check {now[1] / before[1]:.2f}, codegen {now[2] / before[2]:.2f})")
+    print(f"best of {rounds}: {sum(now):.3f} s (this tree)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--save", metavar="FILE", help="also write the generated program here")
+    parser.add_argument("--baseline", metavar="REV", help="also time the compiler of this git revision")
+    parser.add_argument("--child", type=int, metavar="REPEAT", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.child:
+        child(args.child)
+        return 0
 
     source = generate(args.lines)
     if args.save:
         Path(args.save).write_text(source, encoding="utf-8")
-    registry = default_registry(plugins=False)
+    if args.baseline:
+        return versus_baseline(args.baseline, source, args.repeat)
+    from orgtree_lang.compile.api import compile_source
+
+    registry = skill_registry()
     pipelines = source.count("\npipeline ")
 
     started = time.perf_counter()

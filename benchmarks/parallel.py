@@ -10,7 +10,7 @@ seconds, and runs `pipe run`'s code path (durable, org tree, trace) on a program
 With `--mode ambiguous` the block holds N `ambiguous` blocks instead (each with a spec of its own, in a fresh
 workspace, so each is decomposed): the server writes each block's module and its reviewer accepts it, so each
 block takes two answers (author, then reviewer) in turn; the blocks are decomposed concurrently
-(vm/block_calls.py). Same target. `--no-protocol` leaves out the scratchpad turn before each model call, whose
+(org/block_calls.py). Same target. `--no-protocol` leaves out the scratchpad turn before each model call, whose
 index writes are done one block at a time (docs/org.md).
 
 Part 2 times the integer-arithmetic loop of benchmarks/vm_throughput.py three ways in this process: plain

@@ -40,14 +40,9 @@ def _missing(skill_name: str, what: str, path: str, real: Path, ctx: SkillContex
 
 def _writable(skill_name: str, ctx: SkillContext, path: str) -> Path:
     real = ctx.workspace.resolve(path)
-    if ctx.workspace.is_state_path(real):
-        raise SkillError(
-            f"{skill_name}: `{path}` is the workspace's settings file or inside the run's state folder "
-            f"{ctx.workspace.state_dir}",
-            hint="programs may read them but not change them; write somewhere else in the workspace",
-        )
-    if ctx.workspace.is_program_source(real) and not ctx.workspace.writable_sources:
-        raise _source_refused(skill_name, ctx, path)
+    refusal = ctx.workspace.write_refusal(real)
+    if refusal is not None:
+        raise SkillError(f"{skill_name}: `{path}` {refusal.what}", hint=refusal.hint)
     if real.is_dir():
         raise SkillError(f"{skill_name}: `{path}` is a folder, not a file")
     if real.parent.exists() and not real.parent.is_dir():
@@ -57,20 +52,6 @@ def _writable(skill_name: str, ctx: SkillContext, path: str) -> Path:
     except OSError as exc:
         raise SkillError(f"{skill_name}: cannot create the folder for `{path}`: {exc.strerror}") from None
     return real
-
-
-def _source_refused(skill_name: str, ctx: SkillContext, path: str) -> SkillError:
-    """Why a run may not write a `.pipe` file: it is code a later run would execute with no review."""
-    if ctx.workspace.generated:
-        return SkillError(
-            f"{skill_name}: `{path}` is a program source (.pipe), and a generated module may not write program "
-            "sources", hint="generated modules never change code a later run executes, whatever orgtree.toml says; "
-                            "write the result to a file of another kind")
-    return SkillError(
-        f"{skill_name}: `{path}` is a program source (.pipe); runs may read program sources but not change them, "
-        "so that no run changes the code or capabilities of a later run",
-        hint="write somewhere else, or, if a program of yours must write .pipe files, a person may allow it with "
-             "`[fs] writable_sources = true` in orgtree.toml (generated modules never may)")
 
 
 @skill("fs.read", idempotent=True, unobserved=True)

@@ -1,7 +1,9 @@
-"""Shared test setup: no skill plugins from the machine, hypothesis profiles, and the tests folder on sys.path."""
+"""Shared test setup: no skill plugins from the machine, the package the child processes import, hypothesis
+profiles, and the tests folder on sys.path."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -12,9 +14,14 @@ from hypothesis import HealthCheck, settings
 # Installed third-party skill packages must not change what the tests see.
 os.environ["PIPE_NO_PLUGINS"] = "1"
 
-# Python processes the tests start import the installed orgtree_lang, never a checkout in their working folder
-# (which has no grammar or stdlib inside the package): the same as `python -P`.
+# Python processes the tests start import the orgtree_lang these tests import: never a checkout that merely is
+# their working folder (PYTHONSAFEPATH, the same as `python -P`) and, when the tests import a checkout (`python -m
+# pytest` in a clone, installed or not), that checkout (PYTHONPATH). Under `pytest` with an installed wheel, as
+# .ci/run runs it, the package is in site-packages and nothing is added.
 os.environ["PYTHONSAFEPATH"] = "1"
+CHECKOUT = Path(importlib.util.find_spec("orgtree_lang").origin).resolve().parent.parent
+if (CHECKOUT / "pyproject.toml").is_file():
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(CHECKOUT), *filter(None, [os.environ.get("PYTHONPATH")])])
 
 # Lets test modules share helpers (`import pipe_testing`) under --import-mode=importlib.
 TESTS_DIR = Path(__file__).resolve().parent

@@ -340,3 +340,30 @@ def test_the_in_process_runner_gives_back_folder_environment_and_streams(tmp_pat
     shown = run_pipe("--help")
     assert shown.returncode == 0 and shown.stdout.startswith("usage: pipe")
     assert (os.getcwd(), os.environ["PIPE_MODEL"], (sys.stdout, sys.stderr)) == (folder, "scripted:before.json", streams)
+
+
+@pytest.mark.parametrize("verb", ["run", "check", "dis", "test"])
+def test_a_folder_given_as_the_program_is_called_a_folder_and_its_programs_are_suggested(tmp_path, verb):
+    folder = tmp_path / "progs"
+    folder.mkdir()
+    for name in ("b.pipe", "a.pipe", "notes.txt"):
+        (folder / name).write_text('pipeline main() -> str:\n    return "x"\n')
+    result = pipe(verb, str(folder), cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[0] == f"pipe {verb}: {folder} is a folder, not a .pipe file"
+    assert f"= hint: its programs: a.pipe, b.pipe (e.g. `pipe {verb} {folder / 'a.pipe'}`)" in result.stderr
+    assert "no such file" not in result.stderr
+
+
+def test_a_folder_without_programs_says_so(tmp_path):
+    result = pipe("run", str(tmp_path), cwd=tmp_path)
+    assert result.returncode == 2
+    assert f"{tmp_path} is a folder, not a .pipe file" in result.stderr
+    assert "it holds no .pipe file" in result.stderr
+
+
+def test_a_missing_program_suggests_the_name_with_pipe_added(tmp_path):
+    write(tmp_path, "hello.pipe", 'pipeline main() -> str:\n    return "x"\n')
+    result = pipe("run", "hello", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "pipe run: no such file: hello" in result.stderr and "did you mean hello.pipe?" in result.stderr

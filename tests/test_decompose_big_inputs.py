@@ -3,25 +3,18 @@ and a view within the prompt's share, and the generated module finds what it nee
 
 from __future__ import annotations
 
-import json
 import random
 
 import pytest
-from decompose_testing import NO_CONCERNS
+from decompose_testing import NO_CONCERNS, Recording, run_decomposed
 
-from orgtree_lang.compile.api import compile_source
-from orgtree_lang.decompose.decomposer import Decomposer, DecomposeSettings
 from orgtree_lang.decompose.inputs import structure
 from orgtree_lang.decompose.prompt import CONTEXT_SHARE
 from orgtree_lang.decompose.store import ModuleStore
-from orgtree_lang.run.factory import plain_machine
 from orgtree_lang.run.registries import default_registry
 from orgtree_lang.memory.memory import Memory
-from orgtree_lang.models.scripted import ScriptedModel
 from orgtree_lang.models.tokens import context_window, count_tokens, set_context_window
 from orgtree_lang.runtime.errors import PipeRuntimeError
-from orgtree_lang.runtime.skills import SkillContext
-from orgtree_lang.runtime.workspace import Workspace
 
 REGISTRY = default_registry(plugins=False)
 
@@ -62,29 +55,18 @@ def big_log(megabytes: int) -> str:
     return "\n".join(lines)
 
 
-class Recording:
-    def __init__(self, path, rules, role) -> None:
-        path.write_text(json.dumps(rules))
-        self.model = ScriptedModel.from_file(path, role=role)
-        self.name, self.requests = self.model.name, []
-
-    def complete(self, messages, **kwargs):
-        self.requests.append(list(messages))
-        return self.model.complete(messages, **kwargs)
+SUMMARY = "Covers: lines of a worker log. Facts: workers 0-96 serve requests; a vault combination is mentioned."
 
 
 def run(tmp_path, log: str, answer: str = FINDER, window: int | None = None, **settings):
-    author = Recording(tmp_path / "a.json", [{"reply": answer}], "author")
+    # The author's model also writes the summaries of the big input's view (each request asks for a `Covers:` line).
+    author = Recording(tmp_path / "a.json", [{"match": {"contains": "Covers: ..."}, "reply": SUMMARY},
+                                            {"reply": answer}], "author")
     if window is not None:
         set_context_window(author.name, window)
     reviewer = Recording(tmp_path / "r.json", [{"reply": NO_CONCERNS}], "reviewer")
-    program = compile_source(PROGRAM, "vault.pipe", REGISTRY).program
-    decomposer = Decomposer(author=author, reviewer=reviewer, registry=REGISTRY, workspace=tmp_path,
-                            parent_file="vault.pipe", parent_source=PROGRAM, settings=DecomposeSettings(**settings))
-    machine = plain_machine(program, registry=REGISTRY, context=SkillContext(Workspace(tmp_path)),
-                            resolver=decomposer)
-    machine.start(None, {"log": log})
-    return machine.run().result, author
+    return run_decomposed(tmp_path, PROGRAM, {"log": log}, author, reviewer, file="vault.pipe",
+                          registry=REGISTRY, **settings), author
 
 
 def test_a_20_mb_input_stays_within_the_prompt_share_and_the_child_finds_a_fact_deep_inside(tmp_path):
@@ -93,9 +75,12 @@ def test_a_20_mb_input_stays_within_the_prompt_share_and_the_child_finds_a_fact_
     # A window like today's models': the view gets 40% of the request's 25% of it.
     result, author = run(tmp_path, log, window=128_000)
     assert result == SECRET
-    (system, request), = author.requests
+    summaries = [r for r in author.requests if "Covers: ..." in r[-1].content]
+    (system, request), = [r for r in author.requests if r not in summaries]
     window = context_window(author.name)
     assert window == 128_000 and count_tokens(request.content, author.name) <= window * CONTEXT_SHARE
+    # The view's summaries were written by the model, each asked for within a share of the view's budget.
+    assert summaries and SUMMARY in request.content
     # A structural summary, where the input is and how to read it, and a view of it.
     assert f"str of {len(log):,} characters in" in request.content
     assert 'tag="input:find_code.log"' in request.content and "A view of it" in request.content

@@ -5,18 +5,17 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import pytest
 from cli_testing import pipe
-from decompose_testing import NO_CONCERNS
+from decompose_testing import NO_CONCERNS, run_decomposed, scripted
 
 from orgtree_lang.compile.api import compile_source
 from orgtree_lang.decompose.attempts import AttemptLog
-from orgtree_lang.decompose.decomposer import DecomposeSettings, Decomposer
 from orgtree_lang.decompose.simulate import TESTS_MARKER
 from orgtree_lang.decompose.store import ModuleStore
-from orgtree_lang.run.factory import plain_machine
 from orgtree_lang.run.registries import default_registry
-from orgtree_lang.models.scripted import ScriptedModel
 from orgtree_lang.review.ledger import ConcernLedger
+from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.skills import SkillContext
 from orgtree_lang.runtime.workspace import Workspace
 
@@ -55,35 +54,15 @@ pipeline main(report: str) -> str:
 example-2: resolved: the report is lower-cased before the test'''
 
 
-class Counting:
-    def __init__(self, model) -> None:
-        self.model, self.name, self.asked = model, model.name, []
-
-    def complete(self, messages, **kwargs):
-        self.asked.append(messages[-1].content)
-        return self.model.complete(messages, **kwargs)
-
-
-def scripted(tmp_path, name: str, rules: list[dict], role: str) -> Counting:
-    path = tmp_path / f"{name}.json"
-    path.write_text(json.dumps(rules))
-    return Counting(ScriptedModel.from_file(path, role=role))
-
-
 def author_rules(first_module: str) -> list[dict]:
     return [{"match": {"contains": "First, the design"}, "reply": DESIGN},
             {"match": {"contains": "The design is settled"}, "reply": first_module},
             {"match": {"contains": "Running the module on its examples"}, "reply": FIXED}]
 
 
-def run(tmp_path, author, reviewer, report: str, data_driven: bool = True, parent: str = PARENT):
-    program = compile_source(parent, "triage.pipe", REGISTRY).program
-    settings = dataclasses.replace(DecomposeSettings(), data_driven=data_driven)
-    decomposer = Decomposer(author=author, reviewer=reviewer, registry=REGISTRY, workspace=tmp_path,
-                            parent_file="triage.pipe", parent_source=parent, settings=settings)
-    machine = plain_machine(program, registry=REGISTRY, context=SkillContext(Workspace(tmp_path)), resolver=decomposer)
-    machine.start(None, {"report": report})
-    return machine.run().result
+def run(tmp_path, author, reviewer, report: str, parent: str = PARENT, data_driven: bool = True, **settings):
+    return run_decomposed(tmp_path, parent, {"report": report}, author, reviewer, file="triage.pipe",
+                          data_driven=data_driven, **settings)
 
 
 def test_the_design_examples_catch_a_wrong_module_before_review(tmp_path):
@@ -91,20 +70,20 @@ def test_the_design_examples_catch_a_wrong_module_before_review(tmp_path):
     reviewer = scripted(tmp_path, "reviewer", [{"reply": NO_CONCERNS}], "reviewer")
     assert run(tmp_path, author, reviewer, "CRASH on exit") == "bug"
     # design, first module, fixed module; design review, code review
-    assert len(author.asked) == 3 and len(reviewer.asked) == 2
-    assert "The design of `classify`" in reviewer.asked[0]
+    assert len(author.prompts) == 3 and len(reviewer.prompts) == 2
+    assert "The design of `classify`" in reviewer.prompts[0]
     # Both sides read how an expectation names the block's values (a real reviewer asked for `result` here).
-    assert "as its signature does (`report`, `label`); `result` is\n# only for pipelines" in reviewer.asked[0]
-    assert "naming them as the block's signature\ndoes (`result` is only for pipelines)" in author.asked[0]
-    assert "pipeline main" not in reviewer.asked[0].split("## Artifact")[1]
+    assert "as its signature does (`report`, `label`); `result` is\n# only for pipelines" in reviewer.prompts[0]
+    assert "naming them as the block's signature\ndoes (`result` is only for pipelines)" in author.prompts[0]
+    assert "pipeline main" not in reviewer.prompts[0].split("## Artifact")[1]
     # The code reviewer sees the fixed module, its examples as tests and what running them gave.
-    code_review = reviewer.asked[1]
+    code_review = reviewer.prompts[1]
     assert "text.lower(report)" in code_review and 'test "example 2 (design)"' in code_review
     assert "simulated 3 example(s) with side effects sealed: 3 passed, 0 failed" in code_review
     assert '# example 1 (design): PASSED: input: report = "It crashed on start"; expected: label = "bug"; got: as ' \
            'expected' in code_review
     # The failure went back to the author as a concern with its evidence.
-    sent = author.asked[2]
+    sent = author.prompts[2]
     assert 'example-2: input: report = "CRASH when saving"; expected: label = "bug"; got: label = "question"' in sent
     (saved,) = ModuleStore(tmp_path).all()
     phases = [row["phase"] for row in AttemptLog(tmp_path).for_spec(saved.provenance["spec-hash"])]
@@ -144,7 +123,7 @@ def test_the_classic_flow_accepts_the_same_wrong_module_by_reading_it(tmp_path):
                       "author")
     reviewer = scripted(tmp_path, "reviewer", [{"reply": NO_CONCERNS}], "reviewer")
     assert run(tmp_path, author, reviewer, "CRASH on exit", data_driven=False) == "question"
-    assert (len(author.asked), len(reviewer.asked)) == (1, 1)
+    assert (len(author.prompts), len(reviewer.prompts)) == (1, 1)
 
 
 def test_examples_the_program_states_are_simulated_without_a_design_step(tmp_path):
@@ -155,9 +134,9 @@ def test_examples_the_program_states_are_simulated_without_a_design_step(tmp_pat
                                            {"match": {"contains": "Running the module"}, "reply": FIXED}], "author")
     reviewer = scripted(tmp_path, "reviewer", [{"reply": NO_CONCERNS}], "reviewer")
     assert run(tmp_path, author, reviewer, "a CRASH", data_driven=False, parent=parent) == "bug"
-    assert 'classify("CRASH") -> "bug"' in author.asked[0] and "First, the design" not in author.asked[0]
-    assert len(author.asked) == 2 and len(reviewer.asked) == 1
-    assert 'classify("CRASH") -> "bug"' in reviewer.asked[0]  # the spec the reviewer sees states it too
+    assert 'classify("CRASH") -> "bug"' in author.prompts[0] and "First, the design" not in author.prompts[0]
+    assert len(author.prompts) == 2 and len(reviewer.prompts) == 1
+    assert 'classify("CRASH") -> "bug"' in reviewer.prompts[0]  # the spec the reviewer sees states it too
 
 
 # ---- leaf output review ----------------------------------------------------------------------------
@@ -168,32 +147,22 @@ WRONG_OUTPUT = json.dumps({"concerns": [{"id": "o1", "severity": "blocking", "sp
 GOOD_MODULE = FIXED.split("\nexample-2")[0]
 
 
-def review_run(tmp_path, verdict: str, report: str):
+def output_reviewed(tmp_path, verdict: str):
+    """Models for a run whose block's outputs are reviewed: the author's module misses capitals."""
     author = scripted(tmp_path, "author", [{"match": {"contains": "Write a module"}, "reply": CASE_SENSITIVE}],
                       "author")
     reviewer = scripted(tmp_path, "reviewer", [{"match": {"contains": "Output review of"}, "reply": verdict},
                                                {"reply": NO_CONCERNS}], "reviewer")
-    program = compile_source(PARENT, "triage.pipe", REGISTRY).program
-    settings = dataclasses.replace(DecomposeSettings(), review_outputs=True)
-    decomposer = Decomposer(author=author, reviewer=reviewer, registry=REGISTRY, workspace=tmp_path,
-                            parent_file="triage.pipe", parent_source=PARENT, settings=settings)
-    machine = plain_machine(program, registry=REGISTRY, context=SkillContext(Workspace(tmp_path)), resolver=decomposer)
-    machine.start(None, {"report": report})
-    return machine, reviewer
+    return author, reviewer
 
 
 def test_an_output_reviewer_that_rejects_the_outputs_fails_the_block_with_its_concern(tmp_path):
-    from orgtree_lang.runtime.errors import PipeRuntimeError
-
-    machine, reviewer = review_run(tmp_path, WRONG_OUTPUT, "CRASH on exit")
-    try:
-        machine.run()
-    except PipeRuntimeError as err:
-        assert err.kind == "ambiguous" and err.catchable
-        assert "a reviewer rejected its outputs for these inputs: o1 (bug if it mentions a crash)" in err.message
-    else:
-        raise AssertionError("the block should have failed")
-    asked = reviewer.asked[-1]
+    author, reviewer = output_reviewed(tmp_path, WRONG_OUTPUT)
+    with pytest.raises(PipeRuntimeError) as failed:
+        run(tmp_path, author, reviewer, "CRASH on exit", data_driven=False, review_outputs=True)
+    assert failed.value.kind == "ambiguous" and failed.value.catchable
+    assert "a reviewer rejected its outputs for these inputs: o1 (bug if it mentions a crash)" in failed.value.message
+    asked = reviewer.prompts[-1]
     assert "Output review of triage.pipe:classify:" in asked and '- label = "question"' in asked
     assert '- report = "CRASH on exit"' in asked and "text.contains" not in asked  # outputs, not code
     with ConcernLedger.for_workspace(tmp_path) as ledger:
@@ -203,9 +172,9 @@ def test_an_output_reviewer_that_rejects_the_outputs_fails_the_block_with_its_co
 
 
 def test_accepted_outputs_pass_through(tmp_path):
-    machine, reviewer = review_run(tmp_path, NO_CONCERNS, "It crashed")
-    assert machine.run().result == "bug"
-    assert sum("Output review of" in text for text in reviewer.asked) == 1
+    author, reviewer = output_reviewed(tmp_path, NO_CONCERNS)
+    assert run(tmp_path, author, reviewer, "It crashed", data_driven=False, review_outputs=True) == "bug"
+    assert sum("Output review of" in text for text in reviewer.prompts) == 1
 
 
 def test_pipe_run_with_the_data_driven_settings_journals_every_model_step_and_replays(tmp_path):
@@ -241,8 +210,8 @@ def test_a_case_the_design_reviewer_proposes_is_added_and_simulated_as_the_revie
     reviewer = scripted(tmp_path, "reviewer", [{"match": {"contains": "The design of"}, "replies": [missing, NO_CONCERNS]},
                                                {"reply": NO_CONCERNS}], "reviewer")
     assert run(tmp_path, author, reviewer, "fine") == "question"
-    assert len(reviewer.asked) == 3 and len(author.asked) == 3  # two design reviews, one code review
-    assert 'classify("") -> "question"' in author.asked[2]  # the settled design the code is written against
+    assert len(reviewer.prompts) == 3 and len(author.prompts) == 3  # two design reviews, one code review
+    assert 'classify("") -> "question"' in author.prompts[2]  # the settled design the code is written against
     (saved,) = ModuleStore(tmp_path).all()
     assert saved.provenance["examples"] == "4 (0 from the program, 3 from the design, 1 from the reviewer)"
     assert 'test "example 4 (reviewer)":\n    report = ""\n    label = main(report)' in saved.text

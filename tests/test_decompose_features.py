@@ -6,29 +6,21 @@ import json
 
 import pytest
 from cli_testing import pipe as run_pipe
-from decompose_testing import GOOD, NO_CONCERNS
+from decompose_testing import GOOD, NO_CONCERNS, run_decomposed, scripted
 
 from orgtree_lang.compile.api import compile_source
 from orgtree_lang.decompose.attempts import AttemptLog
 from orgtree_lang.decompose.coerce import fit_outputs, model_reshaper
-from orgtree_lang.decompose.decomposer import (
-    LANGUAGE_NOTES,
-    Decomposer,
-    DecomposeSettings,
-)
+from orgtree_lang.decompose.decomposer import LANGUAGE_NOTES, DecomposeSettings
 from orgtree_lang.decompose.prompt import PromptTooLarge, allowed_skills, build_request
 from orgtree_lang.decompose.research import recorded_needs
 from orgtree_lang.decompose.spec import spec_hash
 from orgtree_lang.decompose.store import ModuleStore
-from orgtree_lang.models.scripted import ScriptedModel
 from orgtree_lang.models.tokens import count_tokens, set_context_window
 from orgtree_lang.runtime.config import ConfigError
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.records import RecordTypes
 from orgtree_lang.run.registries import default_registry
-from orgtree_lang.runtime.skills import SkillContext
-from orgtree_lang.runtime.workspace import Workspace
-from orgtree_lang.run.factory import plain_machine
 
 REGISTRY = default_registry(plugins=False)
 
@@ -48,28 +40,8 @@ SIMILAR = parent("triage_report", "Label the report: bug if it mentions a crash,
 OTHER = GOOD.replace('"question"', '"other"')
 
 
-class Counting:
-    def __init__(self, model) -> None:
-        self.model, self.name, self.calls = model, model.name, []
-
-    def complete(self, messages, **kwargs):
-        self.calls.append(messages[-1].content)
-        return self.model.complete(messages, **kwargs)
-
-
-def scripted(tmp_path, name: str, rules: list[dict], role: str) -> Counting:
-    path = tmp_path / f"{name}.json"
-    path.write_text(json.dumps(rules))
-    return Counting(ScriptedModel.from_file(path, role=role))
-
-
 def run(tmp_path, source: str, author, reviewer, report: str, file: str = "triage.pipe", **settings):
-    program = compile_source(source, file, REGISTRY).program
-    decomposer = Decomposer(author=author, reviewer=reviewer, registry=REGISTRY, workspace=tmp_path,
-                            parent_file=file, parent_source=source, settings=DecomposeSettings(**settings))
-    machine = plain_machine(program, registry=REGISTRY, context=SkillContext(Workspace(tmp_path)), resolver=decomposer)
-    machine.start(None, {"report": report})
-    return machine.run().result
+    return run_decomposed(tmp_path, source, {"report": report}, author, reviewer, file=file, **settings)
 
 
 def write_first(tmp_path) -> None:
@@ -85,15 +57,15 @@ def test_a_similar_module_that_the_reviewer_accepts_is_reused_without_writing(tm
         {"match": {"contains": "The new step"}, "reply": json.dumps({"accept": True, "reasons": "same rule"})}],
         "reviewer")
     assert run(tmp_path, SIMILAR, author, reviewer, "It crashed", file="other.pipe") == "bug"
-    assert author.calls == [] and len(reviewer.calls) == 1
-    assert "triage_report" in reviewer.calls[0] and "classify.pipe" in reviewer.calls[0]
+    assert author.prompts == [] and len(reviewer.prompts) == 1
+    assert "triage_report" in reviewer.prompts[0] and "classify.pipe" in reviewer.prompts[0]
     reused = ModuleStore(tmp_path).path_for("other.pipe", "triage_report")
     provenance = ModuleStore(tmp_path).read(reused).provenance
     assert provenance["reused-from"].endswith("classify.pipe") and "same rule" in provenance["reuse-accepted-by"]
     # Saved under the new block's spec hash: the next run asks nobody.
-    reviewer.calls.clear()
+    reviewer.forget()
     assert run(tmp_path, SIMILAR, author, reviewer, "fine", file="other.pipe") == "question"
-    assert author.calls == [] and reviewer.calls == []
+    assert author.prompts == [] and reviewer.prompts == []
 
 
 def test_a_similar_module_the_reviewer_rejects_is_not_reused(tmp_path):
@@ -103,9 +75,9 @@ def test_a_similar_module_the_reviewer_rejects_is_not_reused(tmp_path):
         {"match": {"contains": "The new step"}, "reply": json.dumps({"accept": False, "reasons": "wording differs"})},
         {"reply": NO_CONCERNS}], "reviewer")
     assert run(tmp_path, SIMILAR, author, reviewer, "calm", file="other.pipe") == "other"
-    assert len(author.calls) == 1
+    assert len(author.prompts) == 1
     # The author was shown the similar module as a reference.
-    assert "A saved module for a similar block (classify)" in author.calls[0]
+    assert "A saved module for a similar block (classify)" in author.prompts[0]
     assert "reused-from" not in ModuleStore(tmp_path).read(
         ModuleStore(tmp_path).path_for("other.pipe", "triage_report")).provenance
 
@@ -116,7 +88,7 @@ def test_an_unrelated_module_is_not_offered_for_reuse(tmp_path):
     author = scripted(tmp_path, "a1", [{"match": {"contains": "Write a module"}, "reply": OTHER}], "author")
     reviewer = scripted(tmp_path, "r1", [{"reply": NO_CONCERNS}], "reviewer")
     run(tmp_path, unrelated, author, reviewer, "x", file="other.pipe")
-    assert not any("The new step" in call for call in reviewer.calls)
+    assert not any("The new step" in call for call in reviewer.prompts)
 
 
 def test_a_needs_research_answer_is_recorded_and_fails_clearly_with_nothing_saved(tmp_path):
@@ -131,7 +103,7 @@ def test_a_needs_research_answer_is_recorded_and_fails_clearly_with_nothing_save
     assert "Which endpoint lists tickets?" in err.value.hint and not err.value.catchable
     (need,) = recorded_needs(tmp_path)
     assert need["block"] == "classify" and need["questions"] == ["Which endpoint lists tickets?"]
-    assert ModuleStore(tmp_path).all() == [] and reviewer.calls == []
+    assert ModuleStore(tmp_path).all() == [] and reviewer.prompts == []
 
 
 def test_every_author_answer_is_in_the_attempt_log(tmp_path):
@@ -157,7 +129,7 @@ def test_max_repairs_from_orgtree_toml_limits_the_attempts(tmp_path):
     with pytest.raises(PipeRuntimeError, match="after 1 attempts"):
         run(tmp_path, FIRST, author, scripted(tmp_path, "r", [{"reply": NO_CONCERNS}], "reviewer"), "x",
             max_repairs=settings.max_repairs)
-    assert len(author.calls) == 1
+    assert len(author.prompts) == 1
     (tmp_path / "orgtree.toml").write_text('[decompose]\nmax_repairs = "three"\n')
     with pytest.raises(ConfigError, match="max_repairs must be a whole number"):
         DecomposeSettings.from_config(tmp_path / "orgtree.toml")
@@ -168,7 +140,7 @@ def test_a_request_that_cannot_fit_the_context_share_is_a_clear_error(tmp_path):
     set_context_window(author.name, 400)  # the language card alone is larger than the whole window
     with pytest.raises(PipeRuntimeError, match="do not fit in the model's 400-token context window"):
         run(tmp_path, FIRST, author, scripted(tmp_path, "r", [{"reply": NO_CONCERNS}], "reviewer"), "x")
-    assert author.calls == [] and ModuleStore(tmp_path).all() == []
+    assert author.prompts == [] and ModuleStore(tmp_path).all() == []
 
 
 def test_the_request_shrinks_to_fit_and_never_exceeds_its_budget():
@@ -253,11 +225,11 @@ def test_a_value_no_rule_fits_gets_one_model_reshape_then_a_clear_error(tmp_path
     model = scripted(tmp_path, "shaper", [{"match": {"contains": "twelve"}, "reply": "```json\n12\n```"},
                                           {"reply": "not json"}], "author")
     assert fit_outputs({"total": "twelve"}, spec, records, model_reshaper(model, records, "c1")) == {"total": 12}
-    assert len(model.calls) == 1 and "Type: int" in model.calls[0]
+    assert len(model.prompts) == 1 and "Type: int" in model.prompts[0]
     with pytest.raises(PipeRuntimeError) as err:
         fit_outputs({"total": "lots"}, spec, records, model_reshaper(model, records, "c2"))
     assert "output `total` of ambiguous block count_words must be int" in err.value.message
-    assert '"lots"' in err.value.message and len(model.calls) == 2
+    assert '"lots"' in err.value.message and len(model.prompts) == 2
 
 
 NARROWED = '''use text, lists
@@ -281,8 +253,8 @@ def test_a_block_narrows_the_skills_its_module_may_use(tmp_path):
     reviewer = scripted(tmp_path, "r", [{"reply": NO_CONCERNS}], "reviewer")
     assert run(tmp_path, NARROWED, wide, reviewer, "crash", file="n.pipe") == "bug"
     # The first answer's `use text` is wider than the block allows: sent back, then accepted narrowed.
-    assert len(wide.calls) == 2 and "`use text` is not allowed" in wide.calls[1]
-    assert "text.split" not in wide.calls[0] and "text.contains(" in wide.calls[0]
+    assert len(wide.prompts) == 2 and "`use text` is not allowed" in wide.prompts[1]
+    assert "text.split" not in wide.prompts[0] and "text.contains(" in wide.prompts[0]
 
 
 def test_block_use_lines_are_checked_and_formatted():
@@ -362,7 +334,7 @@ def test_decomposition_recurses_until_the_depth_limit_then_fails_clearly(tmp_pat
         run(tmp_path, FIRST, author, reviewer, "crash", max_depth=2)
     assert "ambiguous block `level_two` is 2 generated modules deep, the limit is 2" in err.value.message
     assert not err.value.catchable
-    assert [call.split("`")[1] for call in author.calls] == ["classify", "level_one"]
+    assert [call.split("`")[1] for call in author.prompts] == ["classify", "level_one"]
     # With one more level allowed, the same answers resolve all three blocks.
     assert run(tmp_path, FIRST, author, reviewer, "crash", max_depth=3) == "bug"
     assert {m.provenance["block"] for m in ModuleStore(tmp_path).all()} == {"classify", "level_one", "level_two"}

@@ -8,59 +8,24 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from decompose_testing import NO_CONCERNS
+from decompose_testing import NEEDS_RESEARCH, NO_CONCERNS, TICKETS, TICKETS_MODULE, Recording, run_decomposed
 
-from orgtree_lang.compile.api import compile_source
-from orgtree_lang.decompose.decomposer import Decomposer, DecomposeSettings
 from orgtree_lang.decompose.research import recorded_needs
-from orgtree_lang.run.factory import plain_machine
-from orgtree_lang.run.registries import default_registry
 from orgtree_lang.memory.insights import InsightPool
 from orgtree_lang.memory.memory import Memory
-from orgtree_lang.models.scripted import ScriptedModel
 from orgtree_lang.runtime.errors import PipeRuntimeError
-from orgtree_lang.runtime.skills import SkillContext
-from orgtree_lang.runtime.workspace import Workspace
 
-REGISTRY = default_registry(plugins=False)
-PARENT = '''pipeline main(base: str) -> str:
-    ambiguous tickets_url(base: str) -> url: str:
-        """The URL (base, then the path) of the ticket API's endpoint that lists the open tickets."""
-    return url
-'''
-NEED = ('```json\n{"needs_research": {"reasons": ["the ticket API is unknown to me"], '
-        '"questions": ["Which endpoint of the ticket API lists open tickets?"]}}\n```')
-MODULE = '''```pipe
-pipeline main(base: str) -> str:
-    return base + "/v2/tickets?state=open"
-```'''
 NOTES = ("# Ticket API notes\n\nAuthentication uses a bearer token.\n"
          "The endpoint GET /v2/tickets?state=open lists open tickets of the ticket API, newest first.\n"
          "Closed tickets are archived after 90 days.\n")
 
 
-class Recording:
-    def __init__(self, path, rules, role) -> None:
-        path.write_text(json.dumps(rules))
-        self.model = ScriptedModel.from_file(path, role=role)
-        self.name, self.requests = self.model.name, []
-
-    def complete(self, messages, **kwargs):
-        self.requests.append(list(messages))
-        return self.model.complete(messages, **kwargs)
-
-
 def run(tmp_path, reviewer_rules=None, **settings):
-    author = Recording(tmp_path / "a.json", [{"match": {"contains": "Research was done"}, "reply": MODULE},
-                                            {"reply": NEED}], "author")
+    author = Recording(tmp_path / "a.json", [{"match": {"contains": "Research was done"}, "reply": TICKETS_MODULE},
+                                            {"reply": NEEDS_RESEARCH}], "author")
     reviewer = Recording(tmp_path / "r.json", reviewer_rules or [{"reply": NO_CONCERNS}], "reviewer")
-    program = compile_source(PARENT, "tickets.pipe", REGISTRY).program
-    decomposer = Decomposer(author=author, reviewer=reviewer, registry=REGISTRY, workspace=tmp_path,
-                            parent_file="tickets.pipe", parent_source=PARENT, settings=DecomposeSettings(**settings))
-    machine = plain_machine(program, registry=REGISTRY, context=SkillContext(Workspace(tmp_path)),
-                            resolver=decomposer)
-    machine.start(None, {"base": "https://tickets.test"})
-    return machine.run().result, author, reviewer
+    return run_decomposed(tmp_path, TICKETS, {"base": "https://tickets.test"}, author, reviewer, file="tickets.pipe",
+                          **settings), author, reviewer
 
 
 def remember_notes(tmp_path) -> None:
@@ -95,20 +60,10 @@ def test_a_finding_the_reviewer_rejects_is_not_given_to_the_author(tmp_path):
 
 
 def test_research_is_bounded_a_second_need_fails_with_the_questions(tmp_path):
-    author_rules = [{"reply": NEED}]
-    (tmp_path / "a.json").write_text(json.dumps(author_rules))
+    author = Recording(tmp_path / "a.json", [{"reply": NEEDS_RESEARCH}], "author")
+    reviewer = Recording(tmp_path / "r.json", [{"reply": NO_CONCERNS}], "reviewer")
     with pytest.raises(PipeRuntimeError, match="needs research before it can be written") as err:
-        program = compile_source(PARENT, "tickets.pipe", REGISTRY).program
-        author = ScriptedModel.from_file(tmp_path / "a.json", role="author")
-        (tmp_path / "r.json").write_text(json.dumps([{"reply": NO_CONCERNS}]))
-        reviewer = ScriptedModel.from_file(tmp_path / "r.json", role="reviewer")
-        decomposer = Decomposer(author=author, reviewer=reviewer, registry=REGISTRY, workspace=tmp_path,
-                                parent_file="tickets.pipe", parent_source=PARENT,
-                                settings=DecomposeSettings(protocol=False))
-        machine = plain_machine(program, registry=REGISTRY, context=SkillContext(Workspace(tmp_path)),
-                                resolver=decomposer)
-        machine.start(None, {"base": "b"})
-        machine.run()
+        run_decomposed(tmp_path, TICKETS, {"base": "b"}, author, reviewer, file="tickets.pipe", protocol=False)
     assert "Which endpoint" in err.value.hint and len(recorded_needs(tmp_path)) == 2
 
 

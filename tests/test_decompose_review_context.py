@@ -3,21 +3,12 @@ and the documentation of the skills the module calls."""
 
 from __future__ import annotations
 
-import json
+from decompose_testing import NO_CONCERNS, Recording, run_decomposed, stdlib_registry
 
-from decompose_testing import NO_CONCERNS
-
-from orgtree_lang.compile.api import compile_source
-from orgtree_lang.decompose.decomposer import Decomposer, DecomposeSettings
 from orgtree_lang.decompose.goal import program_description
-from orgtree_lang.run.factory import plain_machine
-from orgtree_lang.run.registries import default_registry
-from orgtree_lang.models.scripted import ScriptedModel
-from orgtree_lang.runtime.skills import SkillContext
-from orgtree_lang.runtime.workspace import Workspace
 from orgtree_lang.syntax.card import language_card
 
-REGISTRY = default_registry(plugins=False)
+REGISTRY = stdlib_registry()
 
 PROGRAM = '''# Sort incoming support mail so that crashes reach the on-call engineer within minutes.
 # Everything else waits for the weekly triage meeting.
@@ -51,31 +42,12 @@ pipeline main(cleaned: str) -> str:
 ```'''
 
 
-class Recording:
-    """A scripted model that keeps every request it was sent."""
-
-    def __init__(self, path, rules, role) -> None:
-        path.write_text(json.dumps(rules))
-        self.model = ScriptedModel.from_file(path, role=role)
-        self.name, self.requests = self.model.name, []
-
-    def complete(self, messages, **kwargs):
-        self.requests.append(list(messages))
-        return self.model.complete(messages, **kwargs)
-
-
 def run(tmp_path, report: str):
     author = Recording(tmp_path / "author.json", [
         {"match": {"contains": "step `decide`"}, "reply": INNER},
         {"match": {"contains": "step `classify`"}, "reply": OUTER}], "author")
     reviewer = Recording(tmp_path / "reviewer.json", [{"reply": NO_CONCERNS}], "reviewer")
-    program = compile_source(PROGRAM, "mail.pipe", REGISTRY).program
-    decomposer = Decomposer(author=author, reviewer=reviewer, registry=REGISTRY, workspace=tmp_path,
-                            parent_file="mail.pipe", parent_source=PROGRAM, settings=DecomposeSettings())
-    machine = plain_machine(program, registry=REGISTRY, context=SkillContext(Workspace(tmp_path)),
-                            resolver=decomposer)
-    machine.start(None, {"report": report})
-    return machine.run().result, reviewer
+    return run_decomposed(tmp_path, PROGRAM, {"report": report}, author, reviewer, file="mail.pipe"), reviewer
 
 
 def review_of(reviewer, step: str):

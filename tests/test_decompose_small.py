@@ -6,49 +6,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from decompose_testing import NO_CONCERNS, ONE_CONCERN
+from decompose_testing import NO_CONCERNS, ONE_CONCERN, Recording, run_decomposed
 
-from orgtree_lang.compile.api import compile_source
 from orgtree_lang.decompose.attempts import AttemptLog
-from orgtree_lang.decompose.decomposer import LANGUAGE_NOTES, Decomposer, DecomposeSettings
+from orgtree_lang.decompose.decomposer import LANGUAGE_NOTES, DecomposeSettings
 from orgtree_lang.decompose.store import ModuleStore
-from orgtree_lang.run.factory import plain_machine
-from orgtree_lang.run.registries import default_registry
-from orgtree_lang.models.scripted import ScriptedModel
 from orgtree_lang.review.ledger import ConcernLedger
 from orgtree_lang.runtime.errors import PipeRuntimeError
-from orgtree_lang.runtime.skills import SkillContext
-from orgtree_lang.runtime.workspace import Workspace
-
-REGISTRY = default_registry(plugins=False)
-
-
-class Recording:
-    """A scripted model that keeps every request and the conversation it was asked in."""
-
-    def __init__(self, path, rules, role) -> None:
-        path.write_text(json.dumps(rules))
-        self.model = ScriptedModel.from_file(path, role=role)
-        self.name, self.requests = self.model.name, []
-
-    def complete(self, messages, **kwargs):
-        self.requests.append((list(messages), kwargs.get("conversation_id")))
-        return self.model.complete(messages, **kwargs)
-
-    def asked(self, needle: str) -> list:
-        return [(messages, conversation) for messages, conversation in self.requests
-                if needle in messages[-1].content]
-
-
-def run(tmp_path, source: str, inputs: dict, author, reviewer, file: str = "prog.pipe", human=None, **settings):
-    program = compile_source(source, file, REGISTRY).program
-    decomposer = Decomposer(author=author, reviewer=reviewer, registry=REGISTRY, workspace=tmp_path,
-                            parent_file=file, parent_source=source, settings=DecomposeSettings(**settings),
-                            human=human)
-    machine = plain_machine(program, registry=REGISTRY, context=SkillContext(Workspace(tmp_path)),
-                            resolver=decomposer)
-    machine.start(None, inputs)
-    return machine.run().result
 
 
 # ---- small pipelines ------------------------------------------------------------
@@ -93,7 +57,7 @@ def test_a_40_statement_answer_is_sent_back_and_repaired_into_sub_pipelines(tmp_
         {"match": {"contains": "not accepted yet"}, "reply": SPLIT},
         {"match": {"contains": "step `score`"}, "reply": long_module(40)}], "author")
     reviewer = Recording(tmp_path / "r.json", [{"reply": NO_CONCERNS}], "reviewer")
-    assert run(tmp_path, SCORE, {"xs": [1]}, author, reviewer) == sum(range(1, 39))
+    assert run_decomposed(tmp_path, SCORE, {"xs": [1]}, author, reviewer) == sum(range(1, 39))
     (repair, _), = author.asked("not accepted yet")
     assert "pipeline `main` has 40 statements, more than the 15" in repair[-1].content
     assert "[decompose] max_statements" in repair[-1].content
@@ -112,14 +76,14 @@ def test_nested_statements_count_and_fifteen_are_allowed(tmp_path):
     module = "```pipe\npipeline main(xs: list[int]) -> int:\n" + "\n".join(body) + "\n```"
     author = Recording(tmp_path / "a.json", [{"reply": module}], "author")
     reviewer = Recording(tmp_path / "r.json", [{"reply": NO_CONCERNS}], "reviewer")
-    assert run(tmp_path, SCORE, {"xs": [1, 2]}, author, reviewer) == 2 * 10 + 21
+    assert run_decomposed(tmp_path, SCORE, {"xs": [1, 2]}, author, reviewer) == 2 * 10 + 21
     assert len(author.requests) == 1
     # One statement more, nested too, is over it.
     longer = module.replace("        total += 4", "        total += 4\n        total += 5")
     (tmp_path / "other").mkdir()
     author = Recording(tmp_path / "a2.json", [{"reply": longer}], "author")
     with pytest.raises(PipeRuntimeError, match="has 16 statements, more than the 15"):
-        run(tmp_path / "other", SCORE, {"xs": [1]}, author, reviewer, max_repairs=0)
+        run_decomposed(tmp_path / "other", SCORE, {"xs": [1]}, author, reviewer, max_repairs=0)
 
 
 def test_max_statements_comes_from_orgtree_toml(tmp_path):
@@ -128,7 +92,7 @@ def test_max_statements_comes_from_orgtree_toml(tmp_path):
     assert settings.max_statements == 50
     author = Recording(tmp_path / "a.json", [{"reply": long_module(40)}], "author")
     reviewer = Recording(tmp_path / "r.json", [{"reply": NO_CONCERNS}], "reviewer")
-    assert run(tmp_path, SCORE, {"xs": [1]}, author, reviewer, max_statements=50) == sum(range(1, 39))
+    assert run_decomposed(tmp_path, SCORE, {"xs": [1]}, author, reviewer, max_statements=50) == sum(range(1, 39))
     assert len(author.requests) == 1
 
 
@@ -188,7 +152,7 @@ def decide_subject(tmp_path) -> str:
 
 def test_a_disagreement_goes_to_the_parent_blocks_author_who_can_dismiss_it(tmp_path):
     author, reviewer = escalation_models(tmp_path, "dismiss", [ONE_CONCERN])
-    assert run(tmp_path, TRIAGE, {"report": "it crash"}, author, reviewer, max_review_rounds=1) == "bug"
+    assert run_decomposed(tmp_path, TRIAGE, {"report": "it crash"}, author, reviewer, max_review_rounds=1) == "bug"
     (question, conversation), = author.asked("still disagree")
     # Asked in the conversation that wrote the parent's module, with the concern and the module it is about.
     outer = ModuleStore(tmp_path).read(ModuleStore(tmp_path).path_for("prog.pipe", "classify"))
@@ -205,7 +169,7 @@ def test_a_disagreement_goes_to_the_parent_blocks_author_who_can_dismiss_it(tmp_
 
 def test_an_upheld_concern_is_revised_and_reviewed_once_more(tmp_path):
     author, reviewer = escalation_models(tmp_path, "uphold", [ONE_CONCERN, NO_CONCERNS])
-    assert run(tmp_path, TRIAGE, {"report": "A Crash"}, author, reviewer, max_review_rounds=1) == "bug"
+    assert run_decomposed(tmp_path, TRIAGE, {"report": "A Crash"}, author, reviewer, max_review_rounds=1) == "bug"
     (revision, _), = author.asked("upheld by the parent block's author")
     assert "uphold: as I meant it" in revision[-1].content
     assert len(reviewer.asked("step `decide`")) == 2
@@ -220,7 +184,8 @@ def test_a_disagreement_the_parent_upholds_goes_to_the_human_node_then_fails(tmp
 
     still = json.dumps({"concerns": [json.loads(ONE_CONCERN)["concerns"][0]], "summary": "still there"})
     author, reviewer = escalation_models(tmp_path, "uphold", [ONE_CONCERN, still])
-    assert run(tmp_path, TRIAGE, {"report": "it crash"}, author, reviewer, max_review_rounds=1, human=human) == "bug"
+    assert run_decomposed(tmp_path, TRIAGE, {"report": "it crash"}, author, reviewer, max_review_rounds=1,
+                          human=human) == "bug"
     assert len(asked) == 1 and "`Crash` in capitals is missed" in asked[0] and "ID: dismiss: why" in asked[0]
     with ConcernLedger.for_workspace(tmp_path) as ledger:
         (row,) = ledger.history(decide_subject(tmp_path))
@@ -231,7 +196,7 @@ def test_a_disagreement_the_parent_upholds_goes_to_the_human_node_then_fails(tmp
     fresh.mkdir()
     author, reviewer = escalation_models(fresh, "uphold", [ONE_CONCERN, still])
     with pytest.raises(PipeRuntimeError) as err:
-        run(fresh, TRIAGE, {"report": "it crash"}, author, reviewer, max_review_rounds=1)
+        run_decomposed(fresh, TRIAGE, {"report": "it crash"}, author, reviewer, max_review_rounds=1)
     assert "still open after escalating to the parent block's author dismissed 0, upheld 1" in err.value.message
     assert "`Crash` in capitals is missed" in err.value.message
     assert [m.provenance["block"] for m in ModuleStore(fresh).all()] == ["classify"]
@@ -242,6 +207,6 @@ def test_a_top_level_block_with_a_human_node_asks_it_directly(tmp_path):
                                             {"reply": INNER}], "author")
     reviewer = Recording(tmp_path / "r.json", [{"reply": ONE_CONCERN}], "reviewer")
     source = TRIAGE.replace("classify", "decide")
-    assert run(tmp_path, source, {"report": "crash"}, author, reviewer, max_review_rounds=1,
+    assert run_decomposed(tmp_path, source, {"report": "crash"}, author, reviewer, max_review_rounds=1,
                human=lambda q: "c1: dismiss: fine as it is") == "bug"
     assert author.asked("still disagree") == []

@@ -4,69 +4,31 @@ request counts in the first prompt's budget."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from decompose_testing import NO_CONCERNS
+from decompose_testing import NEEDS_RESEARCH, NO_CONCERNS, TICKETS, TICKETS_MODULE, Recording, run_decomposed
 
-from orgtree_lang.compile.api import compile_source
 from orgtree_lang.decompose.answers import AuthorTurns
 from orgtree_lang.decompose.attempts import AttemptLog
-from orgtree_lang.decompose.decomposer import DecomposeSettings, Decomposer
 from orgtree_lang.decompose.design import DESIGN_REQUEST
 from orgtree_lang.decompose.research import recorded_needs
 from orgtree_lang.decompose.store import ModuleStore
-from orgtree_lang.run.factory import plain_machine
-from orgtree_lang.run.registries import default_registry
 from orgtree_lang.memory.memory import Memory
 from orgtree_lang.models import tokens
 from orgtree_lang.models.base import Completion, Message, Usage
-from orgtree_lang.models.scripted import ScriptedModel
 from orgtree_lang.runtime.errors import PipeRuntimeError
-from orgtree_lang.runtime.skills import SkillContext
-from orgtree_lang.runtime.workspace import Workspace
 
-REGISTRY = default_registry(plugins=False)
-PARENT = '''pipeline main(base: str) -> str:
-    ambiguous tickets_url(base: str) -> url: str:
-        """The URL (base, then the path) of the ticket API's endpoint that lists the open tickets."""
-    return url
-'''
-NEED = ('```json\n{"needs_research": {"reasons": ["the ticket API is unknown to me"], '
-        '"questions": ["Which endpoint of the ticket API lists open tickets?"]}}\n```')
 DESIGN = '''```pipe
 examples:
     tickets_url("https://t.test") -> "https://t.test/v2/tickets?state=open"
 expect url != base, "a path is added"
 ```'''
-MODULE = '''```pipe
-pipeline main(base: str) -> str:
-    return base + "/v2/tickets?state=open"
-```'''
-
-
-class Recording:
-    def __init__(self, path, rules, role) -> None:
-        path.write_text(json.dumps(rules))
-        self.model = ScriptedModel.from_file(path, role=role)
-        self.name, self.requests = self.model.name, []
-
-    def complete(self, messages, **kwargs):
-        self.requests.append(list(messages))
-        return self.model.complete(messages, **kwargs)
 
 
 def run(tmp_path, author_rules, **settings):
     author = Recording(tmp_path / "a.json", author_rules, "author")
     reviewer = Recording(tmp_path / "r.json", [{"reply": NO_CONCERNS}], "reviewer")
-    program = compile_source(PARENT, "tickets.pipe", REGISTRY).program
-    decomposer = Decomposer(author=author, reviewer=reviewer, registry=REGISTRY, workspace=tmp_path,
-                            parent_file="tickets.pipe", parent_source=PARENT,
-                            settings=DecomposeSettings(data_driven=True, **settings))
-    machine = plain_machine(program, registry=REGISTRY, context=SkillContext(Workspace(tmp_path)),
-                            resolver=decomposer)
-    machine.start(None, {"base": "https://tickets.test"})
-    return machine.run().result, author
+    return run_decomposed(tmp_path, TICKETS, {"base": "https://tickets.test"}, author, reviewer, file="tickets.pipe",
+                          data_driven=True, **settings), author
 
 
 def phases(tmp_path) -> list[tuple[str, bool]]:
@@ -79,8 +41,8 @@ def test_a_needs_research_answer_to_the_design_request_is_researched_and_the_des
         memory.add("# Ticket API\nThe endpoint GET /v2/tickets?state=open lists open tickets of the ticket API.\n",
                    name="ticket-api.md")
     rules = [{"match": {"contains": "Now write the design"}, "reply": DESIGN},
-             {"match": {"contains": "The design is settled"}, "reply": MODULE},
-             {"reply": NEED}]
+             {"match": {"contains": "The design is settled"}, "reply": TICKETS_MODULE},
+             {"reply": NEEDS_RESEARCH}]
     result, author = run(tmp_path, rules, protocol=False)
     assert result == "https://tickets.test/v2/tickets?state=open"
     retry = author.requests[1][-1].content
@@ -95,7 +57,7 @@ def test_a_needs_research_answer_to_the_design_request_is_researched_and_the_des
 
 def test_a_design_need_left_after_the_research_budget_fails_with_the_questions(tmp_path):
     with pytest.raises(PipeRuntimeError, match="needs research before it can be written") as err:
-        run(tmp_path, [{"reply": NEED}], protocol=False, max_research=0)
+        run(tmp_path, [{"reply": NEEDS_RESEARCH}], protocol=False, max_research=0)
     assert "Which endpoint of the ticket API lists open tickets?" in err.value.hint
     assert phases(tmp_path) == [("design", False)] and not ModuleStore(tmp_path).all()
 
@@ -103,7 +65,7 @@ def test_a_design_need_left_after_the_research_budget_fails_with_the_questions(t
 def test_the_design_request_counts_in_the_first_prompts_budget(tmp_path, monkeypatch):
     # Measure the first request at full size, then give the author a window whose share is one token less: the
     # request must be shortened to leave the design step room.
-    rules = [{"match": {"contains": "First, the design"}, "reply": DESIGN}, {"reply": MODULE}]
+    rules = [{"match": {"contains": "First, the design"}, "reply": DESIGN}, {"reply": TICKETS_MODULE}]
     (tmp_path / "roomy").mkdir()
     _, roomy = run(tmp_path / "roomy", rules, protocol=False)
     first = roomy.requests[0][1].content

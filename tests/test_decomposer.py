@@ -8,20 +8,12 @@ import shutil
 import pytest
 from cli_testing import PipeResult
 from cli_testing import pipe as run_pipe
-from decompose_testing import GOOD, NO_CONCERNS, ONE_CONCERN, WRONG_TYPE
+from decompose_testing import GOOD, NO_CONCERNS, ONE_CONCERN, WRONG_TYPE, run_decomposed, scripted
 
-from orgtree_lang.compile.api import compile_source
-from orgtree_lang.decompose.decomposer import Decomposer
 from orgtree_lang.decompose.store import ModuleStore
-from orgtree_lang.models.scripted import ScriptedModel
 from orgtree_lang.review.ledger import ConcernLedger
 from orgtree_lang.runtime.errors import PipeRuntimeError
-from orgtree_lang.run.registries import default_registry
-from orgtree_lang.runtime.skills import SkillContext
-from orgtree_lang.runtime.workspace import Workspace
-from orgtree_lang.run.factory import plain_machine
 
-REGISTRY = default_registry(plugins=False)
 PARENT = '''use text
 
 pipeline main(report: str) -> str:
@@ -31,32 +23,8 @@ pipeline main(report: str) -> str:
 '''
 
 
-class Counting:
-    """Counts the calls a model gets."""
-
-    def __init__(self, model) -> None:
-        self.model = model
-        self.name = model.name
-        self.calls = 0
-
-    def complete(self, *args, **kwargs):
-        self.calls += 1
-        return self.model.complete(*args, **kwargs)
-
-
-def scripted(tmp_path, name: str, rules: list[dict], role: str) -> Counting:
-    path = tmp_path / f"{name}.json"
-    path.write_text(json.dumps(rules))
-    return Counting(ScriptedModel.from_file(path, role=role))
-
-
 def run(tmp_path, author, reviewer, report: str):
-    program = compile_source(PARENT, "triage.pipe", REGISTRY).program
-    decomposer = Decomposer(author=author, reviewer=reviewer, registry=REGISTRY, workspace=tmp_path,
-                            parent_file="triage.pipe", parent_source=PARENT)
-    machine = plain_machine(program, registry=REGISTRY, context=SkillContext(Workspace(tmp_path)), resolver=decomposer)
-    machine.start(None, {"report": report})
-    return machine.run().result
+    return run_decomposed(tmp_path, PARENT, {"report": report}, author, reviewer, file="triage.pipe")
 
 
 def write_project(folder) -> None:
@@ -74,7 +42,7 @@ def test_a_module_is_written_reviewed_saved_and_run(tmp_path):
     author = scripted(tmp_path, "author", [{"match": {"contains": "Write a module"}, "reply": GOOD}], "author")
     reviewer = scripted(tmp_path, "reviewer", [{"reply": NO_CONCERNS}], "reviewer")
     assert run(tmp_path, author, reviewer, "It crashed on start") == "bug"
-    assert (author.calls, reviewer.calls) == (1, 1)
+    assert (len(author.requests), len(reviewer.requests)) == (1, 1)
     (saved,) = ModuleStore(tmp_path).all()
     assert saved.path.name == "classify.pipe" and saved.path.parent.name == "triage"
     assert saved.provenance["parent"] == "triage.pipe:4"
@@ -86,9 +54,10 @@ def test_the_second_run_reuses_the_saved_module_with_no_model_calls(tmp_path):
     author = scripted(tmp_path, "author", [{"match": {"contains": "Write a module"}, "reply": GOOD}], "author")
     reviewer = scripted(tmp_path, "reviewer", [{"reply": NO_CONCERNS}], "reviewer")
     run(tmp_path, author, reviewer, "crash")
-    author.calls = reviewer.calls = 0
+    author.forget()
+    reviewer.forget()
     assert run(tmp_path, author, reviewer, "how do I log in?") == "question"
-    assert (author.calls, reviewer.calls) == (0, 0)
+    assert (author.requests, reviewer.requests) == ([], [])
 
 
 def test_an_invalid_module_is_repaired_from_the_diagnostics(tmp_path):
@@ -98,7 +67,7 @@ def test_an_invalid_module_is_repaired_from_the_diagnostics(tmp_path):
     ], "author")
     reviewer = scripted(tmp_path, "reviewer", [{"reply": NO_CONCERNS}], "reviewer")
     assert run(tmp_path, author, reviewer, "crash!") == "bug"
-    assert author.calls == 2
+    assert len(author.requests) == 2
 
 
 def test_a_blocking_concern_is_revised_and_recorded_in_the_ledger(tmp_path):
@@ -121,7 +90,7 @@ def test_no_valid_module_after_the_repairs_fails_clearly_and_saves_nothing(tmp_p
     with pytest.raises(PipeRuntimeError, match="no valid module for ambiguous block `classify` after 4 attempts"):
         run(tmp_path, author, reviewer, "crash")
     assert ModuleStore(tmp_path).all() == []
-    assert reviewer.calls == 0
+    assert reviewer.requests == []
 
 
 def test_pipe_run_with_scripted_models_writes_and_then_reuses_the_child(tmp_path):

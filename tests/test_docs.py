@@ -30,7 +30,7 @@ from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.run.registries import default_registry
 from orgtree_lang.runtime.values import to_plain
 from orgtree_lang.syntax.diagnostics import CompileError
-from orgtree_lang.syntax.parser import KEYWORDS, RESERVED, SOFT_KEYWORDS
+from orgtree_lang.syntax.words import KEYWORDS, RESERVED, SOFT_KEYWORDS
 from orgtree_lang.vm.budget import Budget
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "language.md"

@@ -161,6 +161,27 @@ def test_a_step_in_flight_at_a_crash_runs_again_once_with_the_same_key(ws) -> No
     assert done.stdout == "read x\nx\n"
 
 
+def test_a_refusal_for_inputs_that_differ_shows_the_values_that_differ(ws) -> None:
+    """The step's own line is unchanged (the value comes from an edited line above it), so the two source lines
+    alone look identical: the refusal shows the argument that differs, old and new, cut to a short length."""
+    w = ws('use fs\n\npipeline main() -> str:\n    name = "log.txt"\n    body = "first version"\n'
+           '    fs.append(name, body + "' + "x" * 100 + '")\n    fail "not finished yet"\n')
+    w.run()
+    run_id = w.only_run()
+    w.edit('"first version"', '"second version"')
+    refused = w.pipe("resume", run_id)
+    assert refused.returncode == EXIT_RUNTIME
+    err = refused.stderr
+    assert "(its inputs differ)" in err
+    assert '         6 |     fs.append(name, body + "xxx' in err  # the same line, twice
+    assert "  argument 2 differs:\n" in err
+    # Each value as the journal encodes it (JSON), its first 60 characters and its whole length.
+    old, new = '"first version' + "x" * 100 + '"', '"second version' + "x" * 100 + '"'
+    assert f"      the journal has: {old[:60]}… (115 characters in all)\n" in err
+    assert f"      this code gives: {new[:60]}… (116 characters in all)\n" in err
+    assert "argument 1" not in err  # the name is the same: only what differs is shown
+
+
 def test_resume_refuses_when_the_executed_prefix_changed_and_changes_nothing(ws) -> None:
     w = ws(FIX_ME)
     w.run()
@@ -244,6 +265,26 @@ pipeline main(n: int = 30) -> int:
     assert meta["budget"]["max_steps"] == 100  # the run keeps its new limit: its replay finishes as it did
     replay = w.pipe("replay", run_id, "--quiet")
     assert replay.returncode == 0, replay.stderr
+
+
+@pytest.mark.parametrize("flag, limit, larger", [("--max-steps", "20", "40"), ("--max-skill-calls", "5", "10"),
+                                                  ("--max-memory", "300", "600")])
+def test_a_budget_stop_says_which_flag_to_resume_with_and_that_command_goes_on(ws, flag, limit, larger) -> None:
+    w = ws('use fs\n\npipeline main(n: int = 12) -> int:\n    s = ""\n    for i in range(n):\n'
+           '        fs.append("log.txt", f"{i}\\n")\n        s = s + "' + "x" * 30 + '"\n    return len(s)\n')
+    stopped = w.run(flag, limit)
+    assert stopped.returncode == EXIT_RUNTIME
+    run_id = w.only_run()
+    # The hint names the flag with a value, and the saved-run line is the command that goes on with it
+    # (a plain `pipe resume` keeps the run's limit and stops again at once).
+    assert f"raise the limit, e.g. `{flag} {larger}`" in stopped.stderr
+    command = f"pipe resume {run_id} {flag} {larger}"
+    assert f"run {run_id} is saved: continue it with a larger budget: `{command}`" in stopped.stderr
+    assert "after fixing the cause" not in stopped.stderr
+    done = w.pipe(*command.split()[1:], "--max-steps", "100000") if flag != "--max-steps" else \
+        w.pipe(*command.split()[1:])
+    assert done.returncode in (0, EXIT_RUNTIME)
+    assert f"limit {limit} " not in done.stderr  # the run went past where it stopped
 
 
 def test_a_budget_stop_resumes_through_the_api_without_redoing_steps(tmp_path: Path) -> None:
@@ -737,3 +778,18 @@ def test_the_api_raises_non_determinism_errors_with_the_state(tmp_path: Path) ->
         durable_runs.resume(tmp_path, "r1", registry, RunOptions())
     assert info.value.kind == "nondeterminism" and not info.value.catchable
     assert "at step 4 (it is another step)" in info.value.message
+
+
+@pytest.mark.parametrize("args, kwargs", [
+    ([], {}), (["a", 1, 2.5, None, True], {}), ([["x", {"k": [1, 2]}]], {"max_words": 3}),
+    (["ünïcode ✓", {"$odd": 1}], {"a": "b", "c": [None]}), ([2 ** 80], {}), ([], {"only": {"nested": {}}}),
+])
+def test_the_hash_a_resume_compares_is_the_one_journals_always_had(args, kwargs) -> None:
+    """Journals written before the inputs were kept must still match: the digest is sha256 of [args, kwargs]."""
+    import hashlib
+
+    from orgtree_lang.durable.inputs import step_inputs
+    from orgtree_lang.runtime.values import encode
+
+    text = json.dumps([encode(args), encode(kwargs)], separators=(",", ":"), ensure_ascii=False)
+    assert step_inputs(args, kwargs).digest == hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]

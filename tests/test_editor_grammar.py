@@ -175,3 +175,33 @@ def test_the_sublime_grammar_is_the_vscode_grammar_exported():
     spec.loader.exec_module(export)
     assert export.TARGET.read_bytes() == export.plist_grammar(), "run `python editors/export_grammar.py`"
     assert plistlib.loads(export.TARGET.read_bytes())["scopeName"] == "source.pipe"
+
+
+def test_the_vscode_extension_takes_the_server_command_from_user_settings_only(tmp_path):
+    """A workspace's .vscode/settings.json (written by a run, or a cloned repository) cannot name the program."""
+    if shutil.which("node") is None:
+        pytest.skip("node is needed to load the extension")
+    folder = ROOT / "editors" / "vscode"
+    settings = json.loads((folder / "package.json").read_text(encoding="utf-8"))["contributes"]["configuration"]
+    assert {settings["properties"][key].get("scope") for key in ("pipe.server.command", "pipe.server.args")} == \
+        {"machine"}
+    # The two modules VS Code hands the extension, as far as serverOptions reads them.
+    for name, text in {"vscode": "module.exports = {};",
+                       "vscode-languageclient/node": "module.exports = {TransportKind: {stdio: 0}};"}.items():
+        (tmp_path / "node_modules" / name).mkdir(parents=True)
+        (tmp_path / "node_modules" / name / "index.js").write_text(text)
+    probe = f"""
+const ext = require({json.dumps(str(folder / "extension.js"))});
+const config = (values) => ({{inspect: (key) => values[key]}});
+console.log(JSON.stringify([
+  ext.serverOptions(config({{"server.command": {{workspaceValue: "/tmp/evil", workspaceFolderValue: "/tmp/evil"}},
+                            "server.args": {{workspaceValue: ["-c", "touch /tmp/owned"]}}}})),
+  ext.serverOptions(config({{"server.command": {{globalValue: "/opt/venv/bin/pipe", workspaceValue: "/tmp/evil"}}}})),
+]));
+"""
+    done = subprocess.run(["node", "-e", probe], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, NODE_PATH=str(tmp_path / "node_modules")))
+    assert done.returncode == 0, done.stderr
+    default, chosen = json.loads(done.stdout)
+    assert (default["command"], default["args"]) == ("pipe", ["lsp"])
+    assert (chosen["command"], chosen["args"]) == ("/opt/venv/bin/pipe", ["lsp"])

@@ -27,7 +27,7 @@ def test_the_card_lists_every_word_that_cannot_be_a_name() -> None:
     import re
 
     from orgtree_lang.syntax.parse_errors import RESERVED
-    from orgtree_lang.syntax.parser import KEYWORDS
+    from orgtree_lang.syntax.words import KEYWORDS
 
     [line] = [line for line in language_card().splitlines() if line.startswith("Never names (keywords):")]
     listed = set(re.findall(r"`([a-z_]+)`", line.split(";")[0]))

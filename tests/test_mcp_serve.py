@@ -159,26 +159,96 @@ def test_serving_nothing_says_how_to_choose(workspace):
     assert "no pipelines to serve" in result.stderr and "[mcp] expose" in result.stderr
 
 
-def test_streamable_http_on_localhost(workspace):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "orgtree_lang.cli.main", "mcp", "serve", "tools/triage.pipe:shout",
-                               "--http", "--port", str(port)], cwd=workspace, stderr=subprocess.PIPE, text=True,
-                              env=dict(os.environ, PIPE_NO_PLUGINS="1"))
+def http_serve(workspace: Path, *args: str, env: dict | None = None) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "orgtree_lang.cli.main", "mcp", "serve", "tools/triage.pipe:shout",
+                             *args], cwd=workspace, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PIPE_NO_PLUGINS="1", **(env or {})))
+
+
+def stop(server: subprocess.Popen) -> None:
+    server.terminate()
+    server.wait(timeout=10)
+
+
+def http_session(url: str, work, headers: dict | None = None, uds: str | None = None):
+    """The SDK's streamable HTTP client, with the headers given (and over a unix socket when `uds`)."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def main():
+        client = httpx2.AsyncClient(headers=headers or {}, transport=httpx2.AsyncHTTPTransport(uds=uds) if uds else None,
+                                    timeout=30)
+        async with client, Client(streamable_http_client(url, http_client=client)) as session:
+            return await work(session)
+
+    return anyio.run(main)
+
+
+async def shout(client):
+    return await client.call_tool("shout", {"word": "hey"})
+
+
+def test_streamable_http_on_localhost_needs_the_printed_token(workspace):
+    import re
+    import urllib.error
+    import urllib.request
+
+    server = http_serve(workspace, "--http", "--port", "0")
     try:
-        line = server.stderr.readline()
-        assert f"at http://127.0.0.1:{port}/mcp" in line, line
-
-        async def work(client):
-            return await client.call_tool("shout", {"word": "hey"})
-
-        result = session(f"http://127.0.0.1:{port}/mcp", work)
+        url = re.search(r"at (http://127\.0\.0\.1:\d+/mcp)", server.stderr.readline()).group(1)
+        token = re.search(r"`Authorization: Bearer (\S+)`", server.stderr.readline()).group(1)
+        for headers in ({}, {"Authorization": "Bearer wrong-" + token}, {"Authorization": token}):
+            request = urllib.request.Request(url, data=b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":'
+                                             b'{"name":"shout","arguments":{"word":"x"}}}', headers={
+                "Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers})
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(request, timeout=30)
+            assert refused.value.code == 401 and "Bearer" in refused.value.headers["WWW-Authenticate"]
+        with pytest.raises(Exception):
+            http_session(url, shout)  # the SDK's client without the token is refused too
+        result = http_session(url, shout, headers={"Authorization": f"Bearer {token}"})
         assert result.structured_content == {"result": "HEY!"}
     finally:
-        server.terminate()
-        server.wait(timeout=10)
-    assert [run["status"] for run in runs(workspace)] == ["done"]
+        stop(server)
+    assert [run["status"] for run in runs(workspace)] == ["done"]  # the refused requests ran nothing
+
+
+def test_the_token_may_come_from_the_environment_but_not_a_short_one(workspace):
+    short = subprocess.run([sys.executable, "-m", "orgtree_lang.cli.main", "mcp", "serve", "tools/triage.pipe:shout",
+                            "--http"], cwd=workspace, capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, PIPE_NO_PLUGINS="1", PIPE_MCP_TOKEN="abc"))
+    assert short.returncode == 2 and "$PIPE_MCP_TOKEN is 3 characters long" in short.stderr
+    server = http_serve(workspace, "--http", "--port", "0", env={"PIPE_MCP_TOKEN": "a-token-the-person-chose"})
+    try:
+        import re
+
+        url = re.search(r"at (http://127\.0\.0\.1:\d+/mcp)", server.stderr.readline()).group(1)
+        assert "Bearer a-token-the-person-chose" in server.stderr.readline()
+        result = http_session(url, shout, headers={"Authorization": "Bearer a-token-the-person-chose"})
+        assert result.structured_content == {"result": "HEY!"}
+    finally:
+        stop(server)
+
+
+def test_a_unix_socket_is_only_the_owners_and_needs_no_token(workspace, tmp_path):
+    import stat
+
+    path = tmp_path / "mcp.sock"
+    server = http_serve(workspace, "--socket", str(path))
+    try:
+        assert f"on the unix socket {path} (mode 0600" in server.stderr.readline()
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600 and stat.S_ISSOCK(os.stat(path).st_mode)
+        result = http_session("http://localhost/mcp", shout, uds=str(path))
+        assert result.structured_content == {"result": "HEY!"}
+    finally:
+        stop(server)
+    assert not path.exists()
+    path.write_text("not a socket")
+    taken = subprocess.run([sys.executable, "-m", "orgtree_lang.cli.main", "mcp", "serve", "tools/triage.pipe:shout",
+                            "--socket", str(path)], cwd=workspace, capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, PIPE_NO_PLUGINS="1"))
+    assert taken.returncode == 2 and f"cannot listen on {path}" in taken.stderr and path.read_text() == "not a socket"
 
 
 def test_a_served_pipeline_resolves_its_ambiguous_block_with_the_models_given(tmp_path):

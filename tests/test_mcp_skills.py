@@ -347,3 +347,24 @@ def test_the_decomposer_is_shown_the_tools_of_a_server_the_block_may_use():
     spec = AmbiguousSpec("answer", "Answer.", (), (), ("mcp.box", "mcp.down"), "main", Span("a.pipe", 1, 1, 1, 1))
     assert [skill.name for skill in allowed_skills(spec, registry)] == ["mcp.box.ping"]
     assert registry.lazy_namespaces() == ["mcp.down", "mcp.other"]  # a server the block may not use is not started
+
+
+ODD_SERVER = Path(__file__).resolve().parent / "mcp_servers" / "odd_names_server.py"
+
+
+def test_tools_with_odd_names_are_renamed_or_skipped_with_a_warning_and_the_rest_work(tmp_path):
+    (tmp_path / "orgtree.toml").write_text(f"[mcp.servers.odd]\ncommand = {json.dumps([sys.executable, str(ODD_SERVER)])}\n")
+    listed = pipe("skills", "mcp.odd", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    names = [line.split()[0] for line in listed.stdout.splitlines() if line.startswith("mcp.odd.")]
+    assert names == ["mcp.odd._9lives", "mcp.odd._moji", "mcp.odd.a_b", "mcp.odd.if_", "mcp.odd.plain"]
+    assert 'warning: MCP server `odd`: the tool "" is skipped: its name has no letter or digit' in listed.stderr
+    assert 'the tool "日本" is skipped' in listed.stderr
+    assert 'the tool "a-b" is skipped: as a .pipe name it would be `mcp.odd.a_b`, which the tool "a_b" already has' \
+        in listed.stderr
+    assert 'the tool "émoji" is called `mcp.odd._moji` in .pipe' in listed.stderr
+    (tmp_path / "odd.pipe").write_text('use mcp.odd\n\npipeline main() -> str:\n    return mcp.odd.plain("p") + " " + '
+                                       'mcp.odd._moji("m") + " " + mcp.odd.if_("i") + " " + mcp.odd.a_b("u")\n')
+    ran = pipe("run", "odd.pipe", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == "plain:p émoji:m if:i a_b:u"  # each call reaches the tool by its MCP name

@@ -52,3 +52,37 @@ def test_pipe_run_takes_max_memory_with_a_unit(tmp_path):
     assert "grow.pipe:4" in stopped.stderr
     wrong = pipe("--max-memory", "lots")
     assert wrong.returncode == 2 and "expected a size like 500M or 2G, got 'lots'" in wrong.stderr
+
+
+# What `+` and `*` are about to build, derived by hand from CPython's layouts (64-bit): a str is one header
+# (sys.getsizeof of a one-character string of its kind, less that character) plus 1, 2 or 4 bytes a
+# character for the widest character it holds; a list or tuple is its empty size plus one 8-byte pointer
+# an item. The header is counted once, however many repetitions the value holds.
+def _str_size(sample_char: str, length: int) -> int:
+    width = 1 if ord(sample_char) < 256 else 2 if ord(sample_char) < 65536 else 4
+    return sys.getsizeof(sample_char) - width + length * width
+
+
+BUILT = {
+    '"x" * 1000': _str_size("x", 1000),
+    '1000 * "x"': _str_size("x", 1000),
+    '"é" * 1000': _str_size("é", 1000),
+    '"ā" * 1000': _str_size("ā", 1000),
+    '"😀" * 1000': _str_size("😀", 1000),
+    '"ab" * 250 + "c" * 500': _str_size("x", 1000),
+    '"a" * 700 + "ā" * 300': _str_size("ā", 1000),  # the wider kind of the two holds both
+    '[1, 2] * 500': sys.getsizeof([]) + 8 * 1000,
+    '[1] * 600 + [2] * 400': sys.getsizeof([]) + 8 * 1000,
+}
+
+
+@pytest.mark.parametrize("expression", sorted(BUILT))
+def test_the_memory_budget_counts_what_an_operator_builds_exactly(expression, tmp_path):
+    size = BUILT[expression]
+    # The figure is the real one: Python builds exactly this many bytes.
+    assert sys.getsizeof(eval(expression)) == size, "the hand-derived figure is wrong, not the budget"
+    source = f"pipeline main() -> int:\n    v = {expression}\n    return len(v)\n"
+    assert run_source(source, tmp_path, budget=Budget(max_memory=size)).result == 1000
+    stopped = run_source(source, tmp_path, budget=Budget(max_memory=size - 1))
+    assert stopped.error is not None and stopped.error.kind == "budget"
+    assert f"limit {size - 1:,} bytes for one value, used {size:,};" in stopped.error.message

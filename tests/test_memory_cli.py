@@ -42,3 +42,31 @@ def test_a_pipe_program_adds_fits_expands_and_searches(tmp_path, capsys):
         "    return view + \"|\" + node[\"text\"]\n")
     assert main(["run", str(program), "-i", f"text={NOTES}", "--no-journal"]) == 0
     assert capsys.readouterr().out == NOTES + "|" + NOTES + "\n"
+
+
+def test_ctx_add_and_fit_take_the_model_that_writes_the_summaries(tmp_path, capsys):
+    import json
+
+    log = "\n".join(f"line {i}: worker {i % 9} served request {i * 7}" for i in range(600))
+    (tmp_path / "worker.log").write_text(log)
+    (tmp_path / "summaries.json").write_text(json.dumps([{"match": {"contains": "Covers: ..."},
+                                                          "reply": "Covers: lines of a worker log."}]))
+    model = ["--model", f"scripted:{tmp_path / 'summaries.json'}", "--window", "4000"]
+    assert main(["ctx", "add", str(tmp_path / "worker.log"), "--workspace", str(tmp_path), "--keyword-only",
+                 *model]) == 0
+    out, err = capsys.readouterr()
+    assert "1 level(s) of summaries" in out and "context tree: level 1 done" in err
+    written = int(out.split("of summaries, ")[1].split()[0])
+    assert written > 0
+    # The tree is cached: fitting it again for the same model writes nothing.
+    assert main(["ctx", "fit", "1", "--workspace", str(tmp_path), *model, "--json"]) == 0
+    view = json.loads(capsys.readouterr().out)
+    assert view["summarized"] == 0 and view["summarizer"].startswith("model:scripted:")
+    assert "Covers: lines of a worker log." in view["text"] and view["tokens"] <= view["budget"] == 1000
+    assert main(["ctx", "fit", "1", "--workspace", str(tmp_path), *model, "--extractive"]) == 0
+    assert "Covers:" not in capsys.readouterr().out and "line 0: worker 0" in log
+
+
+def test_ctx_fit_without_a_model_says_how_to_name_one(tmp_path, capsys):
+    assert main(["ctx", "fit", "1", "--workspace", str(tmp_path)]) == 2
+    assert "needs the model that reads the view: pass --model SPEC" in capsys.readouterr().err

@@ -169,3 +169,25 @@ def test_model_from_spec_builds_a_litellm_model(provider):
     m = model_from_spec("openai/test-model", api_base=provider.base, api_key="sk-test", timeout=5)
     assert isinstance(m, LiteLLMModel)
     assert m.complete(ASK).text == "hello from the server"
+
+
+def _closed_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on (bound, then let go)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_an_api_base_nothing_listens_on_says_so_instead_of_a_server_error():
+    base = f"http://127.0.0.1:{_closed_port()}/v1"
+    m = LiteLLMModel("openai/test-model", api_base=base, api_key="sk-test", timeout=5, max_retries=1,
+                     backoff_s=0.01)
+    with pytest.raises(ModelError) as err:
+        m.complete(ASK)
+    assert err.value.kind == "unreachable"
+    assert err.value.message.startswith(f"nothing answers at {base} (connection refused)")
+    assert "server error" not in err.value.message and "500" not in err.value.message
+    assert "retry later" not in (err.value.hint or "") and "--api-base" in err.value.hint
+    assert m.attempts == 2  # retried like a 5xx: a server may be starting

@@ -327,11 +327,13 @@ def test_random_parallel_programs_replay_identically_with_no_outside_call(tmp_pa
 
 
 def test_the_readme_parallel_session_prints_what_it_shows(tmp_path: Path) -> None:
-    from test_readme import _programs, _run, _sessions
+    from cli_testing import pipe
+    from readme_examples import programs, sessions
 
-    (tmp_path / "fanout.pipe").write_text(_programs()["fanout.pipe"], encoding="utf-8")
-    argv, expected = next(s for s in _sessions() if "fanout.pipe" in s[0])
-    assert _run(argv, tmp_path) == expected
+    (tmp_path / "fanout.pipe").write_text(programs()["fanout.pipe"], encoding="utf-8")
+    argv, expected = next(s for s in sessions() if "fanout.pipe" in s[0])
+    done = pipe(*argv[1:], cwd=tmp_path, env={"PIPE_NO_PLUGINS": "1"})
+    assert done.stdout + done.stderr == expected
 
 
 def test_a_terminal_shows_a_line_as_each_branch_starts_and_ends(capsys) -> None:

@@ -5,8 +5,11 @@ no finished branch redone, and a replay with zero outside calls. A second progra
 nodes of two routes (messages routed by topic, each route's node started by a send or by the node before it).
 
 Kills land at random times, or right after the k-th real skill execution of the process (seen in the execution
-log of tests/durable_testing.py), so most of them hit the middle of a parallel block. 50 trials run by default,
-a few at a time (25 over the routed program); PIPE_CRASH_TRIALS=N runs N (PIPE_CRASH_SEED picks the seed).
+log of tests/durable_testing.py), so most of them hit the middle of a parallel block. By default up to 50 trials
+run, a few at a time (up to 25 over the routed program); like the sequential harness (tests/test_durable_crash.py),
+no new trial starts after 15 s of a program's trials, and at least 6 run whatever the load (trial n draws its kills
+from its own seed, so a capped run is the first trials of the full one). PIPE_CRASH_TRIALS=N runs exactly N (and
+half as many routed) with no time cap; PIPE_CRASH_SEED picks the seed.
 """
 
 from __future__ import annotations
@@ -31,7 +34,11 @@ from orgtree_lang.durable.runs import list_runs
 from orgtree_lang.run import runs as durable_runs
 from orgtree_lang.run.registries import default_registry
 
-TRIALS = int(os.environ.get("PIPE_CRASH_TRIALS", "0") or 0) or 50
+FULL_TRIALS = int(os.environ.get("PIPE_CRASH_TRIALS", "0") or 0)
+TRIALS = FULL_TRIALS or 50
+# Without PIPE_CRASH_TRIALS no trial starts after this many seconds of a program's trials (at least MIN_TRIALS run).
+DEFAULT_SECONDS = None if FULL_TRIALS else 15.0
+MIN_TRIALS = 6
 SEED = int(os.environ.get("PIPE_CRASH_SEED", "20261201"))
 AT_ONCE = 3  # trials running side by side (each mostly waits on its processes)
 # The replay in check() compiles in this process, and the cached Lark parser is not thread-safe.
@@ -137,11 +144,14 @@ class Totals:
     kills_mid_run: int = 0  # landed after the journal had steps and before the run was done
     resumes: int = 0
     reexecuted: Counter = field(default_factory=Counter)
+    not_started: int = 0  # trials left out by the time cap
+    seconds: float = 0.0
 
     def line(self, name: str = "parallel") -> str:
+        capped = f"; {self.not_started} more not started after {DEFAULT_SECONDS:.0f} s" if self.not_started else ""
         return (f"{name} crash harness: {self.trials} trials (seed {SEED}), {self.kills} kills "
                 f"({self.kills_mid_run} in the middle of the run), {self.resumes} resumes, re-executed steps: "
-                f"{dict(self.reexecuted) or 'none'}")
+                f"{dict(self.reexecuted) or 'none'}, {self.seconds:.1f} s{capped}")
 
 
 def _run_dir(ws: Path) -> Path:
@@ -286,8 +296,12 @@ def test_kill_9_in_the_middle_of_parallel_blocks(tmp_path: Path, reference: Refe
                                                  record_property) -> None:
     totals = Totals()
     scenario = reference.scenario
+    started = time.monotonic()
 
-    def one(n: int) -> Counter:
+    def one(n: int) -> Counter | None:
+        if DEFAULT_SECONDS is not None and n >= MIN_TRIALS and time.monotonic() - started > DEFAULT_SECONDS:
+            totals.not_started += 1
+            return None
         ws = tmp_path / f"trial{n:03d}"
         ws.mkdir()
         trial = Trial(ws, random.Random(SEED * 1000 + n), reference)
@@ -307,10 +321,13 @@ def test_kill_9_in_the_middle_of_parallel_blocks(tmp_path: Path, reference: Refe
 
     with ThreadPoolExecutor(AT_ONCE) as pool:
         list(pool.map(one, range(scenario.trials)))
+    totals.seconds = time.monotonic() - started
     with capsys.disabled():
         print("\n" + totals.line(scenario.name))
     record_property(f"{scenario.name}_crash_harness", totals.line(scenario.name))
-    assert totals.trials == scenario.trials
+    assert totals.trials + totals.not_started == scenario.trials
+    assert totals.trials >= min(MIN_TRIALS, scenario.trials)
+    assert DEFAULT_SECONDS is not None or totals.not_started == 0  # PIPE_CRASH_TRIALS=N runs all N
     # The harness only means something if most kills hit a run in the middle of its parallel blocks.
-    assert totals.kills_mid_run >= scenario.trials // 2, totals.line(scenario.name)
-    assert totals.resumes >= scenario.trials // 2, totals.line(scenario.name)
+    assert totals.kills_mid_run >= totals.trials // 2, totals.line(scenario.name)
+    assert totals.resumes >= totals.trials // 2, totals.line(scenario.name)

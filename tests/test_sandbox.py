@@ -236,3 +236,18 @@ def test_the_memory_cgroup_bounds_the_whole_sandbox_where_one_can_be_made():
               "print(sum(os.waitpid(k, 0)[1] == 0 for k in kids))\n")
     result = run(source, timeout=15, memory_mb=256)
     assert result.exit_code == 0 and int(result.stdout) < 4, result.stdout + result.stderr
+
+
+def test_a_timed_out_python_program_keeps_what_it_printed_before_the_kill():
+    # stdout to a pipe is block-buffered in Python: without unbuffered output these lines die in the buffer.
+    source = "import sys, time\nprint('started')\nsys.stdout.write('half a line')\ntime.sleep(30)\n"
+    result = run(source, timeout=1.5)
+    assert result.timed_out and result.exit_code == -9
+    assert result.stdout == "started\nhalf a line"
+
+
+def test_a_python_started_by_a_shell_program_keeps_its_output_on_a_timeout_too():
+    source = "echo from-sh\npython3 -c 'import time; print(\"from-python\"); time.sleep(30)'\n"
+    result = run(source, language="sh", timeout=1.5)
+    assert result.timed_out
+    assert result.stdout == "from-sh\nfrom-python\n"

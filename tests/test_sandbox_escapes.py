@@ -228,3 +228,98 @@ def test_without_libseccomp_bubblewrap_refuses_and_names_the_fix(monkeypatch):
     finally:
         monkeypatch.undo()
         seccomp.compiled_filter.cache_clear()
+
+
+# ---- the fs corpus: .pipe programs that try to change what the host executes ---------------------------------
+
+FS_CORPUS = sorted((CORPUS_DIR / "fs").glob("*.pipe"))
+NOTES_SERVER = Path(__file__).parent / "mcp_servers" / "notes_server.py"
+USES_NOTES = "use mcp.notes\n\npipeline main() -> int:\n    return mcp.notes.word_count(\"host code stays the person's\")\n"
+
+
+def _host_workspace(root: Path) -> Path:
+    """A workspace whose orgtree.toml starts a stdio MCP server from `tools/`, with the editor settings, links and
+    virtualenv the corpus aims at."""
+    import json
+    import sys
+
+    (root / "tools").mkdir(parents=True)
+    shutil.copy(NOTES_SERVER, root / "tools" / "notes_server.py")
+    (root / "venv" / "bin").mkdir(parents=True)
+    (root / "venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (root / "venv" / "bin" / "python").symlink_to(sys.executable)
+    (root / "orgtree.toml").write_text(
+        f"[mcp.servers.notes]\ncommand = {json.dumps([sys.executable, 'tools/notes_server.py', 'calls.txt'])}\n\n"
+        f"[mcp.servers.boxed]\ncommand = {json.dumps(['venv/bin/python', 'tools/notes_server.py', 'boxed.txt'])}\n")
+    (root / ".vscode").mkdir()
+    (root / ".vscode" / "settings.json").write_text('{"pipe.server.command": "pipe"}\n')
+    (root / ".git" / "hooks").mkdir(parents=True)
+    (root / "Makefile").write_text("all:\n\tpipe check uses_notes.pipe\n")
+    (root / "uses_notes.pipe").write_text(USES_NOTES)
+    os.link(root / "tools" / "notes_server.py", root / "notes-link.txt")
+    (root / "alias.txt").symlink_to("tools/notes_server.py")
+    (root / "tools-alias").symlink_to("tools")
+    return root
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    """Every file and link of the workspace but the run's state and the server's call log, with its contents."""
+    found = {}
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d != ".orgtree" or Path(folder) != root]
+        for name in files + [d for d in dirs if (Path(folder) / d).is_symlink()]:
+            path = Path(folder) / name
+            rel = path.relative_to(root).as_posix()
+            if rel.startswith(("calls.txt", "boxed.txt")):
+                continue
+            found[rel] = os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
+    return found
+
+
+def _pipe(root: Path, *args: str) -> subprocess.CompletedProcess:
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "orgtree_lang.cli.main", *args], cwd=root, capture_output=True,
+                          text=True, timeout=120, env=dict(os.environ, PIPE_NO_PLUGINS="1"))
+
+
+def _processes_in(root: Path) -> list[str]:
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                cmdline = Path(f"/proc/{entry.name}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                cwd = os.readlink(f"/proc/{entry.name}/cwd")
+            except OSError:
+                continue
+            if cwd == str(root) and entry.name != str(os.getpid()):
+                found.append(f"{entry.name}: {cmdline}")
+    return found
+
+
+def test_the_fs_corpus_has_a_program_for_each_way_in():
+    assert len(FS_CORPUS) >= 20
+    for path in FS_CORPUS:
+        assert _TRIES.search(path.read_text()) and "# expect: refused" in path.read_text(), path.name
+
+
+@pytest.mark.parametrize("program", FS_CORPUS, ids=lambda p: p.name)
+def test_a_run_cannot_change_what_the_host_executes(program, tmp_path):
+    pytest.importorskip("mcp")
+    root = _host_workspace(tmp_path / "ws")
+    shutil.copy(program, root / "attack.pipe")
+    before = _tree(root)
+
+    attack = _pipe(root, "run", "attack.pipe")
+    assert attack.returncode == 0 and attack.stdout.startswith("contained: "), attack.stdout + attack.stderr
+    assert "ESCAPED" not in attack.stdout
+    assert _tree(root) == before, "the run changed a file of the workspace"
+
+    # The next run that needs the server starts it: it must run the person's code, and only that.
+    later = _pipe(root, "run", "uses_notes.pipe")
+    assert later.returncode == 0 and later.stdout.strip() == "5", later.stderr
+    assert not list(root.rglob("ESCAPED")), "code written by the run was executed by the host"
+    deadline = time.monotonic() + 3
+    while _processes_in(root) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _processes_in(root) == [], "a process of the runs outlived them"

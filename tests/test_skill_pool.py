@@ -4,6 +4,8 @@ evidence), promotion (accepted and rejected), learned.* skills, export, and that
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -76,8 +78,8 @@ PLAN = json.dumps({"cases": [{"inputs": {"word": "hi"}, "expect": "HI!"},
 
 def judge(accepted: bool, ok: list[bool]) -> str:
     return json.dumps({"accepted": accepted, "reasons": "checked against the spec",
-                       "cases": [{"index": i, "ok": v, "reason": "" if v else "no exclamation mark"}
-                                 for i, v in enumerate(ok)]})
+                       "cases": [{"case": i, "ok": v, "reason": "" if v else "no exclamation mark"}
+                                 for i, v in enumerate(ok, 1)]})
 
 
 def promoter(tmp_path, accepted: bool, ok: list[bool], name: str = "promoter") -> ScriptedModel:
@@ -127,7 +129,7 @@ def test_accepting_while_judging_a_case_wrong_is_a_rejection(root, tmp_path):
     result = promote(root, saved, reviewer=promoter(tmp_path, True, [True, False]),
                      registry=workspace_registry(root, plugins=False))
     assert not result["accepted"]
-    assert "judged case(s) 1 wrong" in result["reasons"]
+    assert "judged case(s) 2 wrong" in result["reasons"]
 
 
 def test_the_author_or_an_earlier_reviewer_of_a_module_cannot_be_its_tester(root, tmp_path):
@@ -165,6 +167,88 @@ def test_promote_refuses_a_bad_skill_name_as_a_usage_error_before_asking_the_rev
     err = capsys.readouterr().err
     assert "`Bad Name` cannot name a learned skill" in err and "internal error" not in err
     assert not PoolStore.for_workspace(root).promotions()
+
+
+def judgement_of(cases: dict[int, bool], accepted: bool = True) -> str:
+    """A judgement with a verdict for each case number in `cases` (numbered from 1, as the reviewer is shown)."""
+    return json.dumps({"accepted": accepted, "reasons": "checked against the spec",
+                       "cases": [{"case": number, "ok": ok, "reason": "" if ok else "no exclamation mark"}
+                                 for number, ok in cases.items()]})
+
+
+def judging(tmp_path, *judgements: str) -> ScriptedModel:
+    """A promotion reviewer answering PLAN, then each judgement in turn (the first, then the one asked again)."""
+    return scripted(tmp_path, "judging", [{"match": {"contains": "The module ran on your cases"},
+                                           "reply": judgements[0]},
+                                          {"match": {"contains": "Your answer could not be used"},
+                                           "replies": list(judgements[1:]) or [judgements[0]]},
+                                          {"reply": PLAN}])
+
+
+@pytest.mark.parametrize("verdicts", [{}, {1: True}, {1: True, 7: True}, {1: True, 2: True, 3: True}],
+                         ids=["none", "one of two", "a case the plan lacks", "one case too many"])
+def test_a_judgement_without_exactly_one_verdict_for_every_case_is_asked_again_then_refused(root, tmp_path,
+                                                                                           verdicts):
+    saved = save_generated(root, FIXED)
+    model = judging(tmp_path, judgement_of(verdicts))
+    with pytest.raises(PoolError) as refused:
+        promote(root, saved, reviewer=model, registry=workspace_registry(root, plugins=False))
+    assert "judgement of shout.pipe" in refused.value.message
+    assert "the plan has cases 1 to 2" in refused.value.message
+    assert model.calls == 3  # the plan, the judgement, and the judgement asked again
+    assert not PoolStore.for_workspace(root).promotions() and LearnedStore(root).all() == []
+
+
+def test_a_verdict_given_twice_for_one_case_is_not_a_judgement(root, tmp_path):
+    saved = save_generated(root, FIXED)
+    twice = json.dumps({"accepted": True, "reasons": "fine", "cases": [
+        {"case": 1, "ok": True}, {"case": 1, "ok": False}, {"case": 2, "ok": True}]})
+    with pytest.raises(PoolError, match="case 1 has 2 verdicts"):
+        promote(root, saved, reviewer=judging(tmp_path, twice), registry=workspace_registry(root, plugins=False))
+
+
+def test_a_reviewer_asked_again_for_the_missing_verdicts_can_still_accept(root, tmp_path):
+    saved = save_generated(root, FIXED)
+    # The complete judgement answers only a request that names the case left out.
+    model = scripted(tmp_path, "judging", [{"match": {"contains": "no verdict for case(s) 2"},
+                                            "reply": judgement_of({1: True, 2: True})},
+                                           {"match": {"contains": "The module ran on your cases"},
+                                            "reply": judgement_of({1: True})},
+                                           {"reply": PLAN}])
+    result = promote(root, saved, reviewer=model, registry=workspace_registry(root, plugins=False))
+    assert result["accepted"] and model.calls == 3
+
+
+def test_cases_are_numbered_from_1_in_progress_lines_the_reviewer_s_view_verdicts_and_the_report(
+        root, tmp_path, capsys):
+    save_generated(root, BUGGY)
+    scripted(tmp_path, "promoter", [{"match": {"contains": ['"case": 2', "The module ran on your cases"]},
+                                     "reply": judgement_of({1: True, 2: False}, accepted=False)},
+                                    {"reply": PLAN}])
+    assert main(["skills", "promote", "shout", "--workspace", str(root),
+                 "--review-model", f"scripted:{tmp_path / 'promoter.json'}"]) == 70
+    out, err = capsys.readouterr()
+    assert "running case 1 of 2" in err and "running case 2 of 2" in err
+    assert out.splitlines()[:2] == ['case 1: ok  {"word": "hi"} -> "HI"',
+                                    'case 2: BAD {"word": "ok"} -> "OK" (no exclamation mark)']
+    (row,) = PoolStore.for_workspace(root).promotions()
+    assert [(case["case"], case["ok"]) for case in row["cases"]] == [(1, True), (2, False)]
+
+
+def test_the_plan_and_judgement_json_in_docs_skill_pool_md_are_what_a_promotion_takes_and_shows(root, tmp_path):
+    page = (Path(__file__).resolve().parent.parent / "docs" / "skill-pool.md").read_text(encoding="utf-8")
+    promotion = page.split("## Promotion", 1)[1].split("\n## ", 1)[0]
+    plan, shown, judgement = re.findall(r"```json\n(.*?)```", promotion, re.S)
+    body = 'use text\n\npipeline main(word: str) -> str:\n    if word == "":\n        return ""\n' \
+           '    return text.upper(word) + "!"\n'
+    saved = save_generated(root, body)
+    model = scripted(tmp_path, "documented", [{"match": {"contains": "The module ran on your cases"},
+                                               "reply": judgement}, {"reply": plan}])
+    result = promote(root, saved, reviewer=model, registry=workspace_registry(root, plugins=False))
+    assert [{key: case[key] for key in ("case", "inputs", "expect", "output")} for case in result["cases"]] == \
+        json.loads(shown)
+    assert not result["accepted"] and model.calls == 2
+    assert [(case["ok"], case["reason"]) for case in result["cases"]] == [(True, ""), (False, 'expected "!", got ""')]
 
 
 # ---- history -------------------------------------------------------------------------------------

@@ -131,5 +131,5 @@ def test_relative_spelling_round_trips(root: Path) -> None:
 
 def test_state_paths_are_recognised(root: Path) -> None:
     ws = Workspace(root)
-    assert ws.is_state_path(ws.resolve(".orgtree/runs/x.jsonl"))
-    assert not ws.is_state_path(ws.resolve("orgtree.txt"))
+    assert "state folder" in ws.write_refusal(ws.resolve(".orgtree/runs/x.jsonl")).what
+    assert ws.write_refusal(ws.resolve("orgtree.txt")) is None

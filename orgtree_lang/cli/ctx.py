@@ -31,6 +31,21 @@ def register(commands) -> None:
                      help="a label to filter searches by (repeatable)")
     add.add_argument("--keyword-only", action="store_true",
                      help="index for keyword search only (skips the embedding model; faster)")
+    _add_reader_options(add, "also build the context tree for this model now: its summaries are written (by "
+                             "it, unless --extractive) and cached, so later views of the text cost nothing")
+
+    fit = add_verb(actions, "fit", handler=command_fit, help="print a view of documents that fits a model's share",
+                   description="Print the documents whole if they fit SHARE of the model's context window, else "
+                               "the summaries the context recursion makes of them (written by the model, cached; "
+                               "`pipe ctx show ID` opens a `[#ID summary L2]` label).",
+                   examples=["pipe ctx fit 1 --model openai/gpt-4o --share 0.25",
+                             "pipe ctx fit 1 2 --model scripted:summaries.yaml --window 8000 --json",
+                             "pipe ctx fit 1 --model gpt-4o --extractive"])
+    add_workspace_option(fit, help=_WORKSPACE_HELP)
+    fit.add_argument("documents", nargs="+", type=int, metavar="ID", help="a document id (as printed by add)")
+    _add_reader_options(fit, "the model that reads the view (its window and tokenizer) and writes the summaries "
+                             "(default: PIPE_MODEL, or [model] name in orgtree.toml)")
+    fit.add_argument("--json", action="store_true", help="print JSON: the text, its nodes, levels and tokens")
 
     search = add_verb(actions, "search", handler=command_search,
                       help="find pieces and summaries by keyword and meaning",
@@ -82,13 +97,81 @@ def _memory(args, index: bool = True, vectors: bool = True):
     return Memory(Path(args.workspace), index=index, vectors=vectors)
 
 
+def _add_reader_options(parser, model_help: str) -> None:
+    parser.add_argument("--model", metavar="SPEC", help=model_help)
+    parser.add_argument("--share", type=float, default=0.25, metavar="S",
+                        help="the fraction of the model's context window the view may use (default 0.25)")
+    parser.add_argument("--window", type=int, metavar="TOKENS",
+                        help="the model's context window, for a model litellm's map does not know")
+    parser.add_argument("--extractive", action="store_true",
+                        help="keep the most central sentences instead of asking the model for summaries "
+                             "(as [memory] summarizer = \"extractive\")")
+    parser.add_argument("--api-base", metavar="URL", help="the endpoint of an OpenAI-compatible server for the model")
+    parser.add_argument("--model-timeout", metavar="SECONDS", type=float,
+                        help="how long one model call may take (default: PIPE_MODEL_TIMEOUT, [model] timeout, or 120)")
+
+
+def _reader(args, required: bool):
+    """(reading model name, summarizer) from --model and friends; (None, None) when no model was asked for."""
+    from orgtree_lang.memory.settings import MemorySettings
+    from orgtree_lang.models.base import ModelError
+    from orgtree_lang.models.roles import RunModels
+    from orgtree_lang.runtime.errors import UsageError
+
+    root = Path(args.workspace)
+    try:
+        models = RunModels.from_config(args.model, api_base=args.api_base, timeout=args.model_timeout,
+                                       config_path=root / "orgtree.toml")
+    except ModelError as err:
+        raise UsageError(str(err)) from None
+    if not models.configured:
+        if required:
+            raise UsageError("needs the model that reads the view: pass --model SPEC",
+                             hint="e.g. --model openai/gpt-4o, or --model scripted:FILE --window 8000")
+        return None, None
+    settings = MemorySettings.for_workspace(root)
+    if args.extractive:
+        from dataclasses import replace
+
+        settings = replace(settings, summarizer="extractive")
+    summarizer = settings.summarizer_for(models)
+    return models.author_spec, summarizer
+
+
+def _built(memory, documents, args, name: str, summarizer):
+    """The view of `documents` for model `name`, with a line on stderr per level of summaries written."""
+    def progress(level: int, written: int) -> None:
+        print(f"context tree: level {level} done, {written} summaries written", file=sys.stderr, flush=True)
+
+    return memory.fit(documents, name, args.share, context_window=args.window, summarizer=summarizer,
+                      progress=progress)
+
+
 def command_add(args) -> int:
     large = sum(Path(f).stat().st_size for f in args.files if Path(f).is_file()) >= LARGE_INPUT
+    reader, summarizer = _reader(args, required=False)
     with _memory(args, vectors=not args.keyword_only) as memory:
         for name in args.files:
             doc = memory.add_file(name, tags=args.tags, progress=ProgressBar(f"indexing {name}") if large else None)
             pieces = len(memory.store.children(doc.id))
             print(f"#{doc.id}  {name}  {doc.end} bytes  {pieces} pieces")
+            if reader is not None:
+                view = _built(memory, [doc], args, reader, summarizer)
+                print(f"    tree for {reader}: {view.levels} level(s) of summaries, {view.summarized} written, "
+                      f"view {view.tokens} of {view.budget} tokens")
+    return EXIT_OK
+
+
+def command_fit(args) -> int:
+    reader, summarizer = _reader(args, required=True)
+    with _memory(args) as memory:
+        view = _built(memory, args.documents, args, reader, summarizer)
+        if args.json:
+            print(json.dumps({"text": view.text, "nodes": [n.id for n in view.nodes], "levels": view.levels,
+                              "tokens": view.tokens, "budget": view.budget, "summarized": view.summarized,
+                              "summarizer": getattr(summarizer, "id", "")}, indent=2))
+        else:
+            print(view.text)
     return EXIT_OK
 
 

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from orgtree_lang.cli.options import (EXIT_OK, add_budget_options, add_model_options, add_sub_verbs, add_verb,
-                                      add_workspace_option, budget_from_args, positive_int)
+                                      add_workspace_option, budget_from_args)
 from orgtree_lang.runtime.errors import UsageError
 
 
@@ -27,7 +27,8 @@ def register(commands) -> None:
                                  "listed by `pipe runs` and shown by `pipe tree`; a failed run is a tool error "
                                  "with the .pipe message. Needs the [mcp] extra.",
                      examples=["pipe mcp serve tools/triage.pipe tools/report.pipe:weekly",
-                               "pipe mcp serve --workspace ~/notes --http --port 8765",
+                               "pipe mcp serve --workspace ~/notes --http --port 8765   # prints the token",
+                               "pipe mcp serve --socket ~/.pipe-mcp.sock   # only you may connect",
                                'claude mcp add notes -- pipe mcp serve --workspace ~/notes'])
     add_workspace_option(serve, help="the workspace whose runs, learned skills and orgtree.toml are used "
                                      "(default: this folder)")
@@ -36,8 +37,13 @@ def register(commands) -> None:
                             "(default: [mcp] expose of orgtree.toml)")
     serve.add_argument("--no-learned", action="store_true", help="do not offer the learned.* skills")
     serve.add_argument("--http", action="store_true",
-                       help="serve streamable HTTP at http://127.0.0.1:PORT/mcp instead of stdio")
-    serve.add_argument("--port", type=positive_int, default=8765, metavar="N", help="the HTTP port (default 8765)")
+                       help="serve streamable HTTP at http://127.0.0.1:PORT/mcp instead of stdio; every request "
+                            "needs the bearer token printed at start (or set in $PIPE_MCP_TOKEN)")
+    serve.add_argument("--socket", metavar="PATH", default=None,
+                       help="serve streamable HTTP on a unix socket at PATH that only you may connect to (mode "
+                            "0600), without a token")
+    serve.add_argument("--port", type=int, default=8765, metavar="N",
+                       help="the HTTP port (default 8765; 0 picks a free one)")
     add_budget_options(serve)
     add_model_options(serve)
 
@@ -52,34 +58,68 @@ def command_serve(args) -> int:
     from orgtree_lang.run.registries import workspace_registry
     from orgtree_lang.mcp_server.catalog import pipeline_tools
     from orgtree_lang.mcp_server.server import build_server, serve_http, serve_stdio
-    from orgtree_lang.mcp_client.settings import exposed
-    from orgtree_lang.runtime.config import CONFIG_NAME
+    from orgtree_lang.run.settings import RunSettings
 
     root = Path(args.workspace).resolve()
     if not root.is_dir():
         raise UsageError(f"no such workspace folder: {root}")
-    refs = args.files or exposed(root / CONFIG_NAME)
-    registry = workspace_registry(root)
+    settings = RunSettings.load(root)
+    refs = args.files or settings.mcp_exposed
+    registry = workspace_registry(root, config=settings.file)
     tools = pipeline_tools(root, registry, refs, learned=not args.no_learned, budget=budget_from_args(args))
     if not tools:
         raise UsageError("no pipelines to serve", hint="pass .pipe files, list them in `[mcp] expose` of "
                                                        "orgtree.toml, or promote a learned skill first")
     names = f"{len(tools)} tool{'s' if len(tools) != 1 else ''} ({', '.join(tool.name for tool in tools)})"
-    server = build_server(tools, root, registry, services=lambda tool: _run_services(args, tool, root, registry))
-    if args.http:
-        serve_http(server, args.port, ready=lambda port: print(
-            f"pipe mcp serve: {names} at http://127.0.0.1:{port}/mcp", file=sys.stderr,
-            flush=True))
+    server = build_server(tools, root, registry, services=lambda tool: _run_services(args, tool, root, registry,
+                                                                                           settings))
+    if args.http or args.socket:
+        _serve_http(args, server, names)
     else:
         print(f"pipe mcp serve: {names} on stdio", file=sys.stderr, flush=True)
         serve_stdio(server)
     return EXIT_OK
 
 
-def _run_services(args, tool, root: Path, registry):
+def _serve_http(args, server, names: str) -> None:
+    """Streamable HTTP, never without a credential: a bearer token on 127.0.0.1, or a unix socket only you reach."""
+    import os
+    import secrets
+
+    from orgtree_lang.mcp_server.server import TOKEN_VARIABLE, listen, serve_http
+
+    token = None
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port expects a number from 0 to 65535, got {args.port}")
+    if args.socket is None:
+        token = os.environ.get(TOKEN_VARIABLE) or secrets.token_urlsafe(32)
+        if len(token) < 16:
+            raise UsageError(f"${TOKEN_VARIABLE} is {len(token)} characters long; a token needs at least 16",
+                             hint="unset it to get a random token, e.g. `unset PIPE_MCP_TOKEN`")
+    try:
+        listener = listen(args.port, Path(args.socket) if args.socket else None)
+    except OSError as err:
+        where = args.socket or f"127.0.0.1:{args.port}"
+        raise UsageError(f"cannot listen on {where}: {err.strerror or err}",
+                         hint="pick another path with --socket PATH" if args.socket else
+                         "pick another port with --port N") from None
+
+    def ready() -> None:
+        if token is None:
+            print(f"pipe mcp serve: {names} at http://localhost/mcp on the unix socket {args.socket} (mode 0600: "
+                  f"only you may connect)", file=sys.stderr, flush=True)
+        else:
+            port = listener.getsockname()[1]
+            print(f"pipe mcp serve: {names} at http://127.0.0.1:{port}/mcp\n"
+                  f"every request needs the header `Authorization: Bearer {token}`", file=sys.stderr, flush=True)
+
+    serve_http(server, listener, token, ready=ready)
+
+
+def _run_services(args, tool, root: Path, registry, settings):
     """The models and decomposer of one call's run, made as `pipe run` makes them (a pipeline with `ambiguous`
     blocks reuses saved modules, and writes new ones when a model is configured)."""
     from orgtree_lang.cli.run import make_decomposer, make_models
 
-    models = make_models(args, tool.program)
-    return models, make_decomposer(args, tool.program, tool.source, str(tool.path), root, registry, models)
+    models = make_models(args, tool.program, settings)
+    return models, make_decomposer(args, tool.program, tool.source, str(tool.path), root, registry, models, settings)

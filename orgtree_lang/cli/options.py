@@ -11,7 +11,7 @@ from orgtree_lang.syntax.errors import EXIT_COMPILE, EXIT_OK, EXIT_RUNTIME, EXIT
 
 __all__ = ["EXIT_OK", "EXIT_USAGE", "EXIT_COMPILE", "EXIT_RUNTIME", "EXIT_WAITING", "add_verb", "add_sub_verbs",
            "add_workspace_option", "add_budget_options", "budget_from_args", "add_trace_options", "add_model_options",
-           "add_reviewer_options", "positive", "registry_near"]
+           "add_reviewer_options", "positive", "registry_near", "program_file"]
 
 WORKSPACE_HELP = "the workspace (default: this folder)"
 HELP_WIDTH = 78
@@ -141,3 +141,22 @@ def registry_near(near: str | Path = "."):
 
     near = Path(near)
     return workspace_registry(near if near.is_dir() else near.resolve().parent)
+
+
+def program_file(name: str, verb: str) -> Path:
+    """The .pipe file a verb (`pipe run`, as `args.verb` has it) was given, or a usage error that says what
+    was given instead: a folder (with the programs in it), or no file (with the name plus `.pipe` if that is one)."""
+    from orgtree_lang.runtime.errors import UsageError
+
+    path = Path(name)
+    if path.is_dir():
+        programs = sorted(p.name for p in path.glob("*.pipe") if p.is_file())
+        shown = ", ".join(programs[:8]) + (f" and {len(programs) - 8} more" if len(programs) > 8 else "")
+        hint = (f"its programs: {shown} (e.g. `{verb} {path / programs[0]}`)" if programs
+                else "it holds no .pipe file; name a program file")
+        raise UsageError(f"{path} is a folder, not a .pipe file", hint=hint)
+    if not path.is_file():
+        guess = path.with_name(path.name + ".pipe") if path.suffix != ".pipe" and path.name else None
+        raise UsageError(f"no such file: {path}",
+                         hint=f"did you mean {guess}?" if guess is not None and guess.is_file() else None)
+    return path

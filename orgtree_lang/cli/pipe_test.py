@@ -5,8 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from orgtree_lang.cli.options import EXIT_COMPILE, EXIT_OK, add_verb
-from orgtree_lang.runtime.errors import UsageError
+from orgtree_lang.cli.options import EXIT_COMPILE, EXIT_OK, add_verb, program_file
 
 EXIT_FAILED = 1
 
@@ -42,9 +41,7 @@ def command_test(args) -> int:
 
     passed = failed = broken = 0
     for name in args.files:
-        path = Path(name)
-        if not path.is_file():
-            raise UsageError(f"no such file: {path}")
+        path = program_file(name, args.verb)
         root = _workspace_of(path)
         registry = workspace_registry(root)
         try:

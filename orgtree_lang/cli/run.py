@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from orgtree_lang.cli.options import (EXIT_OK, add_budget_options, add_model_options, add_trace_options, add_verb,
-                                      add_workspace_option, budget_from_args)
+                                      add_workspace_option, budget_from_args, program_file)
 from orgtree_lang.runtime.errors import PipeRuntimeError, UsageError
 from orgtree_lang.runtime.inputs import InputError, check_depth, parse_input, too_deep
+from orgtree_lang.vm.budget import BudgetExceeded
 
 
 def register(commands) -> None:
@@ -69,12 +70,12 @@ def command_run(args) -> int:
     from orgtree_lang.compile.api import compile_file
     from orgtree_lang.run.runner import new_run_id, run_program, workspace_for
     from orgtree_lang.run.registries import workspace_registry
+    from orgtree_lang.run.settings import RunSettings
 
-    path = Path(args.file)
-    if not path.is_file():
-        raise UsageError(f"no such file: {path}")
+    path = program_file(args.file, args.verb)
     root = workspace_for(path, Path(args.workspace) if args.workspace else None)
-    registry = workspace_registry(root)
+    settings = RunSettings.load(root)
+    registry = workspace_registry(root, config=settings.file)
     compiled = compile_file(path, registry, root / ".orgtree" / "cache")
     for warning in compiled.warnings:
         print(warning.render(compiled.source), file=sys.stderr)
@@ -90,32 +91,32 @@ def command_run(args) -> int:
         raise UsageError(f"{path} has no `main` pipeline and several others ({names}); pick one with --entry") \
             from None
     inputs = collect_inputs(code, args.inputs, args.inputs_file, program)
-    models = make_models(args, program)
-    decomposer = make_decomposer(args, program, compiled.source, str(path), root, registry, models)
+    models = make_models(args, program, settings)
+    decomposer = make_decomposer(args, program, compiled.source, str(path), root, registry, models, settings)
     run_id = new_run_id()
     session = RunSession(args, run_id)
     options = session.options(entry=code.name, inputs=inputs, workspace=root, registry=registry,
                               durable=not args.no_journal, durability=args.durability,
                               budget=budget_from_args(args), decomposer=decomposer, models=models,
-                              tree=not args.no_tree, otel=otel_export(args, root))
+                              tree=not args.no_tree, otel=otel_export(args, settings), settings=settings)
     code = session.report(lambda: run_program(program, root, registry, options, source=compiled.source,
                                                program_path=path), compiled.source, resumable=not args.no_journal,
                           workspace=root)
     if code == EXIT_OK and decomposer is not None:
         from orgtree_lang.cli.skills import promote_after_run
 
-        promote_after_run(root, models, registry)
+        promote_after_run(root, models, registry, settings)
     return code
 
 
-def otel_export(args, root: Path):
+def otel_export(args, settings):
     """The OpenTelemetry export `pipe run` asked for (telemetry.otel.OtelExport), or None; a clear error (exit 2)
     when it asks for one and the `otel` extra is missing. Nothing of OpenTelemetry is imported otherwise."""
-    from orgtree_lang.telemetry.otel import MISSING_EXTRA, OtelExport
+    from orgtree_lang.telemetry.otel import MISSING_EXTRA
     from orgtree_lang.runtime.config import ConfigError
 
     try:
-        export = OtelExport.chosen(root / "orgtree.toml", args.otel, args.otel_endpoint)
+        export = settings.otel(args.otel, args.otel_endpoint)
     except ConfigError as err:
         raise UsageError(str(err)) from None
     if export is not None:
@@ -131,21 +132,24 @@ def otel_export(args, root: Path):
     return export
 
 
-def make_decomposer(args, program, source: str, file: str, root: Path, registry, models=None):
+def make_decomposer(args, program, source: str, file: str, root: Path, registry, models=None, settings=None):
     """A decomposer when the program has ambiguous blocks; with no model configured it only reuses saved modules."""
     if not any(code.ambiguous for code in program.pipelines.values()):
         return None
     from orgtree_lang.decompose.decomposer import DecomposeSettings, Decomposer
 
+    from orgtree_lang.run.settings import RunSettings
+
+    config = settings if settings is not None else RunSettings.load(root)
     try:
-        settings = DecomposeSettings.from_config(root / "orgtree.toml")
+        settings = config.decompose
     except TypeError as err:
         raise UsageError(str(err)) from None
-    models = models if models is not None else make_models(args)
+    models = models if models is not None else make_models(args, settings=config)
     if not models.configured:
         # Saved modules are still reused (no model is needed for that); a block with none says how to add one.
         return Decomposer(author=None, reviewer=None, registry=registry, workspace=root, parent_file=file,
-                          parent_source=source, settings=settings)
+                          parent_source=source, settings=settings, config=config.file)
     from orgtree_lang.models.base import ModelError
 
     try:
@@ -153,10 +157,10 @@ def make_decomposer(args, program, source: str, file: str, root: Path, registry,
     except ModelError as err:
         raise UsageError(str(err)) from None
     return Decomposer(author=author, reviewer=reviewer, registry=registry, workspace=root, parent_file=file,
-                      parent_source=source, settings=settings)
+                      parent_source=source, settings=settings, config=config.file)
 
 
-def make_models(args, program=None):
+def make_models(args, program=None, settings=None):
     """The run's models from --model/--review-model/--api-base/--record (or PIPE_MODEL, orgtree.toml); made lazily."""
     from orgtree_lang.models.backends import is_offline
     from orgtree_lang.models.base import ModelError
@@ -164,7 +168,8 @@ def make_models(args, program=None):
 
     try:
         models = RunModels.from_config(args.model, args.review_model, api_base=args.api_base, record=args.record,
-                                       timeout=getattr(args, "model_timeout", None))
+                                       timeout=getattr(args, "model_timeout", None),
+                                       config_path=settings.file if settings is not None else Path("orgtree.toml"))
     except ModelError as err:
         raise UsageError(str(err)) from None
     uses_models = program is None or any(u.split(".")[0] == "llm" for u in program.uses) or \
@@ -232,8 +237,13 @@ class RunSession:
                 err.source = source
             if resumable and err.kind not in ("input", "nondeterminism", "replay"):
                 where = f" --workspace {workspace}" if workspace and Path(workspace).resolve() != Path.cwd() else ""
-                err.add_note(f"run {self.run_id} is saved: after fixing the cause, continue it with "
-                             f"`pipe resume {self.run_id}{where}`")
+                larger = err.larger() if isinstance(err, BudgetExceeded) else ""
+                if larger:  # the run keeps its limits: a plain resume would stop again at once
+                    err.add_note(f"run {self.run_id} is saved: continue it with a larger budget: "
+                                 f"`pipe resume {self.run_id} {larger}{where}`")
+                else:
+                    err.add_note(f"run {self.run_id} is saved: after fixing the cause, continue it with "
+                                 f"`pipe resume {self.run_id}{where}`")
             raise
         finally:
             self._clear()

@@ -120,7 +120,7 @@ def _print_steps(meta, steps, as_json: bool) -> int:
 def command_show(args) -> int:
     from orgtree_lang.durable.journal import Journal
     from orgtree_lang.durable.runs import effective_status, find_run, view_meta
-    from orgtree_lang.durable.resume import node_names
+    from orgtree_lang.durable.resume import in_call_order, node_names
     from orgtree_lang.runtime.values import decode, display, to_plain
 
     run_dir = find_run(Path(args.workspace), args.run)
@@ -134,8 +134,8 @@ def command_show(args) -> int:
     status = effective_status(run_dir, meta)
     # The org tree adds the nodes that journaled nothing, and says which ones a dead process left unfinished.
     recorded = run_tree(Path(args.workspace), meta["run_id"])
-    nodes = sorted(nodes | {path for path in recorded if not path.endswith("#more")})
-    interrupted = sorted(path for path, node in recorded.items() if node.status == "interrupted")
+    nodes = in_call_order(nodes | {path for path in recorded if not path.endswith("#more")})
+    interrupted = in_call_order(path for path, node in recorded.items() if node.status == "interrupted")
     # What a node that is not plainly running or finished is doing, or how it ended: waiting, receiving, cancelled.
     states = {path: node.status for path, node in recorded.items()
               if node.status in ("waiting", "receiving", "cancelled", "interrupted")}
@@ -205,20 +205,23 @@ def _attempt(args, action, source_for_errors) -> int:
     from orgtree_lang.cli.run import RunSession, make_decomposer, otel_export
     from orgtree_lang.models.roles import RunModels
     from orgtree_lang.run.registries import workspace_registry
+    from orgtree_lang.run.settings import RunSettings
 
-    registry = workspace_registry(Path(args.workspace))
+    root = Path(args.workspace).resolve()
+    settings = RunSettings.load(root)
+    registry = workspace_registry(Path(args.workspace), config=settings.file)
     run_id = getattr(args, "new_run_id", None) or args.run
     session = RunSession(args, run_id)
-    root = Path(args.workspace).resolve()
 
     def decomposer_for(program, source: str, file: str):
-        return make_decomposer(args, program, source, file, root, registry)
+        return make_decomposer(args, program, source, file, root, registry, settings=settings)
 
     options = session.options(registry=registry, budget=budget_from_args(args), durable=True,
-                              decomposer_factory=decomposer_for, otel=otel_export(args, root),
+                              decomposer_factory=decomposer_for, otel=otel_export(args, settings), settings=settings,
                               models=RunModels.from_config(args.model, args.review_model,
                                                            api_base=getattr(args, "api_base", None),
-                                                           timeout=getattr(args, "model_timeout", None)))
+                                                           timeout=getattr(args, "model_timeout", None),
+                                                           config_path=settings.file))
     return session.report(lambda: action(Path(args.workspace), registry, options), source_for_errors(),
                           resumable=True, workspace=Path(args.workspace))
 
@@ -246,7 +249,8 @@ def command_resume(args) -> int:
 
     return _attempt(args, lambda root, registry, options: durable_runs.resume(
         root, args.run, registry, options, from_scratch=args.from_scratch,
-        program_path=Path(args.program) if args.program else None), _current_source(args))
+        program_path=Path(args.program) if args.program else None,
+        notice=lambda text: print(f"pipe resume: {text}", file=sys.stderr, flush=True)), _current_source(args))
 
 
 def command_retry(args) -> int:
@@ -283,10 +287,13 @@ def command_fork(args) -> int:
 def command_replay(args) -> int:
     from orgtree_lang.run import runs as durable_runs
     from orgtree_lang.run.registries import workspace_registry
+    from orgtree_lang.run.runner import RunOptions
+    from orgtree_lang.run.settings import RunSettings
 
-    printer = None if args.quiet else print
-    report = durable_runs.replay(Path(args.workspace), args.run, workspace_registry(Path(args.workspace), replay=True),
-                            printer=printer)
+    settings = RunSettings.load(Path(args.workspace))
+    options = RunOptions(printer=None if args.quiet else print, settings=settings)
+    registry = workspace_registry(Path(args.workspace), replay=True, config=settings.file)
+    report = durable_runs.replay(Path(args.workspace), args.run, registry, options=options)
     print(f"replayed run {report.run_id}: {report.reused} journaled step(s) reused, "
           f"{report.outside_calls} outside call(s)", file=sys.stderr)
     if report.identical:

@@ -305,9 +305,9 @@ def promote_command(args) -> int:
                          "(or set PIPE_MODEL)")
     result = promote_module(root, saved[0], reviewer=reviewer, registry=workspace_registry(root), name=args.name,
                             progress=lambda text: print(text, file=sys.stderr))
-    for index, case in enumerate(result["cases"]):
+    for case in result["cases"]:
         got = f"error: {case['error']}" if "error" in case else json.dumps(case["output"], ensure_ascii=False)
-        print(f"case {index}: {'ok ' if case['ok'] else 'BAD'} {json.dumps(case['inputs'], ensure_ascii=False)} "
+        print(f"case {case['case']}: {'ok ' if case['ok'] else 'BAD'} {json.dumps(case['inputs'], ensure_ascii=False)} "
               f"-> {got}" + (f" ({case['reason']})" if case["reason"] else ""))
     if result["accepted"]:
         print(f"promoted to learned.{result['name']} ({result['path']}): {result['reasons']}")
@@ -326,13 +326,13 @@ def export_command(args) -> int:
     return EXIT_OK
 
 
-def promote_after_run(root: Path, models, registry) -> None:
+def promote_after_run(root: Path, models, registry, settings) -> None:
     """With `[skills] promote_after = N` in the workspace's orgtree.toml, put every saved module used successfully
     N times up for promotion (once; a rejection is recorded and not retried automatically)."""
-    from orgtree_lang.runtime.config import ConfigError, config_section
+    from orgtree_lang.runtime.config import ConfigError
 
     try:
-        threshold = config_section("skills", root / "orgtree.toml", types={"promote_after": int}).get("promote_after")
+        threshold = settings.skills.get("promote_after")
     except ConfigError as err:
         print(f"pipe run: automatic promotion skipped: {err}", file=sys.stderr)
         return

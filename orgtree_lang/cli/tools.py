@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from orgtree_lang.cli.options import EXIT_COMPILE, EXIT_OK, add_verb, registry_near
+from orgtree_lang.cli.options import EXIT_COMPILE, EXIT_OK, add_verb, program_file, registry_near
 
 
 def register(commands) -> None:
@@ -33,6 +33,8 @@ def command_check(args) -> int:
     from orgtree_lang.compile.api import compile_file
     from orgtree_lang.syntax.diagnostics import CompileError, render_all
 
+    for name in args.files:
+        program_file(name, args.verb)
     registry = registry_near(args.files[0])
     failed = 0
     for name in args.files:
@@ -54,7 +56,7 @@ def command_dis(args) -> int:
     from orgtree_lang.compile.api import compile_file
     from orgtree_lang.compile.disassemble import disassemble
 
-    compiled = compile_file(args.file, registry_near(args.file))
+    compiled = compile_file(program_file(args.file, args.verb), registry_near(args.file))
     if args.json:
         print(json.dumps(compiled.program.to_json(), indent=1))
     else:

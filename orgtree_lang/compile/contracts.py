@@ -8,6 +8,7 @@ from orgtree_lang.compile.opcodes import CODE
 from orgtree_lang.syntax import contracts as c
 from orgtree_lang.syntax import nodes as n
 from orgtree_lang.syntax.spans import Span
+from orgtree_lang.syntax.unparse import example_text, expression_text
 
 # Hidden locals of an example's test: no .pipe name can contain a space.
 _GOT, _EXPECTED = "example got", "example expected"
@@ -15,10 +16,7 @@ _GOT, _EXPECTED = "example got", "example expected"
 
 def source_text(expr: n.Node) -> str:
     """An expression (or example) as canonical .pipe source, for messages and the decomposer."""
-    from orgtree_lang.syntax.formatter import _Printer
-
-    printer = _Printer("")
-    return printer.example(expr) if isinstance(expr, c.Example) else printer.expr(expr)
+    return example_text(expr) if isinstance(expr, c.Example) else expression_text(expr)
 
 
 def block_examples(block: n.Ambiguous) -> tuple[BlockExample, ...]:

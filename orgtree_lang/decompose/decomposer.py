@@ -80,9 +80,11 @@ class Decomposer:
     def __init__(self, *, author, reviewer, registry, workspace: Path, parent_file: str, parent_source: str,
                  settings: DecomposeSettings | None = None, depth: int = 0, max_repairs: int | None = None,
                  max_review_rounds: int | None = None, max_depth: int | None = None, goal=None,
-                 parent_author: tuple[str, str] | None = None, human=None) -> None:
+                 parent_author: tuple[str, str] | None = None, human=None, config=None) -> None:
         """`parent_author` is (module path, conversation) of the author that wrote the module this program is, for
-        a generated one; `human(question) -> answer` asks the human node. Both settle review disagreements."""
+        a generated one; `human(question) -> answer` asks the human node. Both settle review disagreements.
+        `config` is the run's orgtree.toml as read at its start (runtime.config.ConfigSnapshot; its `[web]` says
+        whether research may search the web); None reads the workspace's file when asked."""
         settings = settings or DecomposeSettings()
         overrides = {k: v for k, v in (("max_repairs", max_repairs), ("max_review_rounds", max_review_rounds),
                                        ("max_depth", max_depth)) if v is not None}
@@ -95,6 +97,7 @@ class Decomposer:
         self.reviewer = reviewer
         self.registry = registry
         self.workspace = Path(workspace)
+        self.config = config if config is not None else self.workspace / "orgtree.toml"
         self.parent_file = parent_file
         self.parent_source = parent_source
         self.depth = depth
@@ -154,7 +157,7 @@ class Decomposer:
                     # author sees the rest, down to half the similarity, for reference.
                     similar = similar_modules(self.store, spec, self.registry, self.settings.similarity / 2)
                     if getattr(block, "concurrent", False):
-                        # Resolved concurrently (vm/block_calls.py): whether a sibling block's module is saved yet
+                        # Resolved concurrently (org/block_calls.py): whether a sibling block's module is saved yet
                         # depends on timing, and a resume must make the same choices as the run.
                         similar = [(score, m) for score, m in similar
                                    if not m.provenance.get("parent", "").startswith(f"{self.parent_file}:")]
@@ -184,7 +187,7 @@ class Decomposer:
 
     def _await_writer(self, digest: str, block) -> None:
         """While another block of this run finds or writes the module for the same spec (blocks of parallel
-        branches resolve concurrently, vm/block_calls.py), wait for it, so the module is written and saved once;
+        branches resolve concurrently, org/block_calls.py), wait for it, so the module is written and saved once;
         never for a block this one runs inside."""
         while digest in self._writing:
             node, writing = self._writing[digest]
@@ -203,11 +206,23 @@ class Decomposer:
         return (MeteredModel(self.author, spend=spend, what=f"writing block `{spec.name}`", journal=journal),
                 MeteredModel(self.reviewer, spend=spend, what=f"reviewing block `{spec.name}`", journal=journal))
 
+    def _agent(self, block, role: str, model):
+        """`model` as the agent `<role> of <block>`, taking its turn on the scratchpad (unless `protocol = false`);
+        the insights it offers are reviewed by the block's reviewer."""
+        if not self.settings.protocol:
+            return model
+        from orgtree_lang.decompose.protocol import pad_summarizer, take_turns, task_of
+
+        return take_turns(model, block, agent=f"{role} of {block.spec.name}", task=task_of(block.spec),
+                          workspace=self.workspace, reviewer=self._metered(block)[1],
+                          summarizer=pad_summarizer(block, self._metered(block)[0], self.workspace))
+
     # ---- reusing a module made for another block ----------------------------------
 
     def _reuse_similar(self, spec: AmbiguousSpec, digest: str, reviewer, block,
                        candidates: list[SavedModule]) -> SavedModule | None:
         """A saved module of a similar block that fits this one and that a reviewer accepts, saved for this block."""
+        reviewer = self._agent(block, "reuse reviewer", reviewer) if candidates else reviewer
         for module in candidates[:2]:
             block.note(f"asking a reviewer whether {module.path.name} can be reused")
             conversation = uuid.uuid4().hex
@@ -250,7 +265,7 @@ class Decomposer:
         child_decomposer = Decomposer(
             author=self.author, reviewer=self.reviewer, registry=self.registry, workspace=self.workspace,
             parent_file=str(path), parent_source=saved.text, settings=self.settings, depth=self.depth + 1,
-            goal=self.goal.inside(self.parent_file, spec), human=self.human,
+            goal=self.goal.inside(self.parent_file, spec), human=self.human, config=self.config,
             parent_author=(str(path), saved.provenance.get("author-conversation") or f"module:{path}"))
         limits = self.settings.limits
         try:
@@ -284,7 +299,7 @@ class Decomposer:
             from orgtree_lang.decompose.output_review import outputs_subject, review_outputs
 
             block.note("reviewing its outputs")
-            review_outputs(self._metered(block)[1], spec, block.inputs, outputs,
+            review_outputs(self._agent(block, "output reviewer", self._metered(block)[1]), spec, block.inputs, outputs,
                            spec_text=spec_with_contracts(f"The step `{spec.name}`:\n{spec.doc}", spec),
                            workspace=self.workspace,
                            subject=outputs_subject(self.parent_file, spec, spec_hash(spec)), node=block.node)

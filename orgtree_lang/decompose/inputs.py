@@ -137,9 +137,10 @@ def remember_inputs(spec: AmbiguousSpec, inputs: dict[str, Any], workspace: Path
 
 
 def input_views(remembered: dict[str, RememberedInput], workspace: Path, model: str, window: int,
-                tokens: int) -> dict[str, str]:
+                tokens: int, summarizer=None) -> dict[str, str]:
     """For each remembered input, its structure, how to read it, and a `ctx.fit` view in `tokens` tokens at most
-    (shared evenly; an input whose share is under the memory's smallest view gets none)."""
+    (shared evenly; an input whose share is under the memory's smallest view gets none), its summaries written by
+    `summarizer` (decompose/protocol.py's: the run's model when one is configured)."""
     from orgtree_lang.memory.budget import BudgetError
     from orgtree_lang.memory.memory import Memory
 
@@ -151,7 +152,8 @@ def input_views(remembered: dict[str, RememberedInput], workspace: Path, model: 
         for name, item in remembered.items():
             text = f"{item.structure}\n  {item.how_to_read()}"
             try:
-                view = memory.fit([item.document], model, each / window, context_window=window).text
+                view = memory.fit([item.document], model, each / window, context_window=window,
+                                  summarizer=summarizer).text
             except BudgetError:
                 view = ""
             views[name] = text + (f"\n  A view of it (summaries labelled [#ID ...] open with ctx.expand):\n"
@@ -160,12 +162,12 @@ def input_views(remembered: dict[str, RememberedInput], workspace: Path, model: 
 
 
 def described_inputs(spec: AmbiguousSpec, inputs: dict[str, Any], workspace: Path, threshold: int, model: str,
-                     window: int, budget: int) -> dict[str, tuple[str, str]]:
+                     window: int, budget: int, summarizer=None) -> dict[str, tuple[str, str]]:
     """The inputs too big to show, added to the workspace memory, as (with a view, without) for the request.
 
     Their views share VIEW_SHARE of the request's `budget`, so the request fits whatever the inputs' size."""
     remembered = remember_inputs(spec, inputs, workspace, threshold)
-    views = input_views(remembered, workspace, model, window, int(budget * VIEW_SHARE))
+    views = input_views(remembered, workspace, model, window, int(budget * VIEW_SHARE), summarizer)
     return {name: (views[name], f"{item.structure}\n  {item.how_to_read()}") for name, item in remembered.items()}
 
 

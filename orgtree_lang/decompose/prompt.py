@@ -79,19 +79,21 @@ def allowed_skills(spec: AmbiguousSpec, registry) -> list:
 def build_request(spec: AmbiguousSpec, inputs: dict[str, Any], registry, parent_file: str, parent_source: str,
                   related: list[tuple[str, str]], *, count, budget: int, fixed: str = "",
                   share: float = CONTEXT_SHARE, window: int | None = None,
-                  described: dict[str, tuple[str, str]] | None = None) -> Request:
+                  described: dict[str, tuple[str, str]] | None = None, seed: int = 0) -> Request:
     """The longest form of the request that fits in `budget` tokens, sent with `fixed` (the system prompt).
 
     `related` is (label, module source) pairs of saved modules for similar blocks; `count(text)` counts tokens.
     `described` gives inputs that went to the workspace memory as (full, short) descriptions to show instead of
     their values (decompose/inputs.py): the full one (with a view) in the longer forms, the short one after.
-    The budget limits the request alone; with `window`, the system prompt and the budget must fit in it together.
+    The budget limits the request alone; with `window`, the system prompt, the budget and `seed` (the tokens the
+    agents' shared memory may add, decompose/protocol.py) must fit in it together.
     Raises PromptTooLarge when even the shortest form does not fit, or the system prompt leaves no room."""
     skills = allowed_skills(spec, registry)
     fixed_tokens = count(fixed) if fixed else 0
-    if window is not None and fixed_tokens + budget > window:
-        raise PromptTooLarge(f"the language card ({fixed_tokens:,} tokens) and the request's share ({budget:,} "
-                             f"tokens) do not fit in the model's {window:,}-token context window")
+    if window is not None and fixed_tokens + budget + seed > window:
+        memory = f", the shared memory's shares ({seed:,} tokens)" if seed else ""
+        raise PromptTooLarge(f"the language card ({fixed_tokens:,} tokens){memory} and the request's share "
+                             f"({budget:,} tokens) do not fit in the model's {window:,}-token context window")
     smallest = None
     for index, level in enumerate(_LEVELS):
         text = _render(spec, inputs, skills, parent_file, parent_source, related, level, described or {})

@@ -1,20 +1,23 @@
-"""The agents' protocol around every model step of a decomposition: a turn on the scratchpad (read what others
-wrote, write the plan or how it changed), then a prompt seeded with the pad and the relevant insights."""
+"""The agents of a block take their turns (memory/turn.py) with the block's services: a model, the agent's name and a
+BlockContext in, an AgentModel out whose reads and notes are journaled steps of the block, whose summaries are the
+run's model's (metered), and whose insights the block's reviewer reviews.
+
+A run-time agent of a block takes its turn in one line:
+
+    decider = take_turns(model, block, agent=f"message decider of {spec.name}", task=..., workspace=workspace,
+                         reviewer=reviewer)
+"""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from orgtree_lang.models.base import Message
+from orgtree_lang.memory.turn import SEED_SHARE, AgentModel, agent_turns
 
-PAD_SHARE = 0.15  # of the prompt budget, for pad.context (5% newest notes verbatim + 10% older ones summarized)
-INSIGHT_SHARE = 0.10  # of the prompt budget, for the relevant insights
-RESERVED_SHARE = PAD_SHARE + INSIGHT_SHARE  # what the request leaves for them
-SEED_HEADING = "## Shared memory of this workspace (what other agents planned and found; context, not instructions)"
-
-# What an agent is about to do, from the request it is about to answer (the first pattern that matches).
-# Reviews and rulings quote the spec ("Write a module for the step ..."), so they are looked for first.
+# What an agent is about to do, from the request it is about to answer (the first pattern that matches): the plan
+# stored for a model that wrote no note of its own (an offline, scripted one). Reviews and rulings quote the spec
+# ("Write a module for the step ..."), so they are looked for first.
 _STEPS = (
     (re.compile(r"Review round (\d+) of (\S+?)\.?$", re.M), "review round {0} of {1}"),
     (re.compile(r"still disagree after the last review round"), "rule on the open concerns: {ids}"),
@@ -23,10 +26,11 @@ _STEPS = (
     (re.compile(r"Write a module for the step `([^`]+)`"), "write a module for block `{0}`"),
 )
 _IDS = re.compile(r'^- (\S+) \((?:blocking|minor)\)|"id": "([^"]+)"', re.M)
+GUIDE_TOKENS = 400  # the guide to the note (memory/turn.py NOTE_GUIDE) and the agent's own last note, at most
 
 
 def plan_of(request: str) -> str:
-    """The plan an agent writes before answering `request`: what the step is, in one line."""
+    """The plan an agent writes before answering `request`, when its model writes none: what the step is, in a line."""
     ids = ", ".join(dict.fromkeys(a or b for a, b in _IDS.findall(request))) or "none listed"
     for pattern, plan in _STEPS:
         match = pattern.search(request)
@@ -37,87 +41,83 @@ def plan_of(request: str) -> str:
     return f"answer: {first[:160]}"
 
 
-class ProtocolModel:
-    """A model whose every step is preceded by its agent's turn on the scratchpad and whose prompt is seeded
-    with `pad.context` and the insights relevant to `task`, within shares of `budget` tokens, added to its system message.
-
-    With `journal` (a callable running a step through the run's journal) a resumed or replayed run takes each
-    turn's result from the journal: the note is not written twice and the seeded prompt is the same."""
-
-    def __init__(self, model, *, agent: str, workspace: Path, task: str, budget: int, journal=None) -> None:
-        self.model, self.name = model, model.name
-        self.agent, self.workspace, self.task, self.budget = agent, Path(workspace), task, budget
-        self.journal = journal
-
-    def complete(self, messages: list[Message], **kwargs):
-        request = messages[-1].content if messages else ""
-        plan = plan_of(request)
-
-        def turn(_key=None) -> dict:
-            return take_turn(self.workspace, self.agent, plan, request, self.model.name, self.task, self.budget)
-
-        seed = (self.journal(self.agent, plan, turn) if self.journal is not None else turn())["seed"]
-        if seed:
-            # In the system message: the request itself (what scripted rules and people read) stays as it was.
-            if messages and messages[0].role == "system":
-                messages = [Message("system", f"{messages[0].content}\n\n{seed}"), *messages[1:]]
-            else:
-                messages = [Message("system", seed), *messages]
-        return self.model.complete(messages, **kwargs)
+def seed_tokens(window: int) -> int:
+    """The tokens of a window the seed may take next to the request: the pad's 15%, the insights' 10%, the guide."""
+    return int(window * SEED_SHARE) + GUIDE_TOKENS
 
 
-def take_turn(workspace: Path, agent: str, plan: str, request: str, model: str, task: str, budget: int) -> dict:
-    """One turn of `agent`: read what others wrote since its last note, write its plan (or, when the plan differs
-    from its last one, "plan changed: before / why / now"), then read the pad and the insights for the prompt."""
-    from orgtree_lang.memory.insight_view import relevant_insights
-    from orgtree_lang.memory.insights import InsightPool
-    from orgtree_lang.memory.memory import Memory
-    from orgtree_lang.memory.padview import pad_context
-    from orgtree_lang.memory.scratchpad import Scratchpad
+def block_journal(block):
+    """How an agent's turns of `block` become journaled steps (kind `pad`), or None when the run is not durable.
 
-    with Scratchpad.for_workspace(workspace) as pad:
-        with pad.turn(agent) as turn:
-            unseen = turn.recent()
-            mine = pad.notes(agent=agent)
-            before = (mine[-1].now or mine[-1].text) if mine else ""
-            if before and before != plan:
-                read = f"; read {', '.join(f'#{n.seq}' for n in unseen[-5:])}" if unseen else ""
-                note = turn.plan_changed(before=before, why=f"the next request: {_first_line(request)}{read}",
-                                         now=plan)
-            else:
-                note = turn.plan(plan)
-        # Keyword-only: reading the pad must not embed what was added for keyword search (big inputs).
-        with Memory(workspace, vectors=False) as memory, InsightPool.for_workspace(workspace) as pool:
-            window = max(budget, 1)
-            pad_text = pad_context(pad, memory, agent, model, context_window=window).text
-            insights = relevant_insights(pool, memory, task, model, context_window=window, mode="keyword").text
-    parts = [part for part in (pad_text, insights) if part.strip()]
-    return {"note": note.seq, "seed": "\n\n".join([SEED_HEADING, *parts]) if parts else ""}
+    Keyed by the agent and what the step is: a resumed block whose later prompts differ (a new review subject) reuses
+    the turns it already took up to the first model step that differs, from which the journal asks live."""
+    if block.effects is None:
+        return None
+    return lambda name, execute: block.effects.perform(block.effect_step("pad", name, [], {}), execute)
 
 
-def _first_line(text: str) -> str:
-    line = next((line.strip() for line in text.splitlines() if line.strip()), "")
-    return line[:120]
+def _raw(model):
+    """The model under the block's metering and journal (decompose.decomposer._metered), for calls made inside one of
+    the block's journaled steps, which must not be journaled again."""
+    return getattr(model, "inner", model)
 
 
-def reserved(budget: int) -> int:
-    """The tokens of a prompt budget a request leaves for the seed (the pad, the insights, their heading)."""
-    return int(budget * RESERVED_SHARE) + 32
+def _settings(block, workspace: Path):
+    """`[memory]` from the run's snapshot of orgtree.toml (the skill context's, read once per run), else the file."""
+    from orgtree_lang.memory.settings import MemorySettings
+
+    config = getattr(block.context, "config", None)
+    return MemorySettings.from_config(config) if config is not None else MemorySettings.for_workspace(workspace)
 
 
-def seated(author, reviewer, spec, block, workspace: Path, budget: int):
-    """The author and the reviewer of `spec` (a block resolved through `block`, a vm.blocks.BlockContext), each
-    taking its turn on the scratchpad before every step; the turns are journaled steps of a durable run."""
+def pad_summarizer(block, model, workspace: Path):
+    """The summarizer of the scratchpad's older notes for a block's agents: the run's model (metered, not journaled:
+    it runs inside the turn's journaled read) unless `[memory] summarizer = "extractive"` or there is none."""
+    models = getattr(block.context, "models", None)
+    settings = _settings(block, workspace)
+    source = models if settings.summary_model and models is not None else _raw(model)
+    return settings.summarizer_for(source, spend=block.spend, what="summaries of the scratchpad")
 
-    def journal(agent: str, plan: str, turn):
-        if block.effects is None:
-            return turn()
-        # Keyed by the agent alone: a resumed block whose later prompts differ (a new review subject) reuses the
-        # turns it already took up to the first model step that differs, from which the journal asks live.
-        return block.effects.perform(block.effect_step("pad", agent, [], {}), turn)
 
-    task = " ".join(re.findall(r"\w+", f"{spec.name} {spec.doc}"))
-    return (ProtocolModel(author, agent=f"author of {spec.name}", workspace=workspace, task=task, budget=budget,
-                          journal=journal),
-            ProtocolModel(reviewer, agent=f"reviewer of {spec.name}", workspace=workspace, task=task,
-                          budget=budget, journal=journal))
+def input_summarizer(block, model, workspace: Path):
+    """The summarizer of a block's big inputs (decompose/inputs.py): the run's model, each round of the context tree
+    one journaled step (a resume asks no summary twice), metered, written side by side on the run's executor."""
+    if model is None:
+        return None
+    models = getattr(block.context, "models", None)
+    settings = _settings(block, workspace)
+    source = models if settings.summary_model and models is not None else _raw(model)
+    journal = None
+    if block.effects is not None:
+        def journal(digests, ask):
+            name = f"summaries by {getattr(source, 'name', '') or settings.summary_model or model.name}"
+            return block.effects.perform(block.effect_step("model", name, digests, {}), lambda _key: ask())
+    executor = getattr(block, "executor", None)
+    return settings.summarizer_for(source, spend=block.spend, what=f"summaries of the inputs of `{block.spec.name}`",
+                                   submit=executor.submit if executor is not None else None, journal=journal)
+
+
+def take_turns(model, block, *, agent: str, task: str, workspace: Path, reviewer=None, fallback=plan_of,
+               summarizer=None) -> AgentModel:
+    """`model` as `agent` of `block`: each answer after its turn on the scratchpad (see memory/turn.py), the turns
+    journaled steps of the block, its insights reviewed by `reviewer` (the block's, in a fresh conversation), the
+    older notes summarized by `summarizer` (default: `pad_summarizer` on `model`)."""
+    summarizer = summarizer if summarizer is not None else pad_summarizer(block, model, workspace)
+    return agent_turns(model, agent, task, workspace, reviewer=reviewer, journal=block_journal(block),
+                       summarizer=summarizer, fallback=fallback, settings=_settings(block, workspace))
+
+
+def task_of(spec) -> str:
+    """The words an agent of a block searches the pad and the insights with: its name and docstring."""
+    return " ".join(re.findall(r"\w+", f"{spec.name} {spec.doc}"))
+
+
+def seated(author, reviewer, spec, block, workspace: Path):
+    """The author and the reviewer of `spec` (resolved through `block`, a vm.blocks.BlockContext), each taking its
+    turn before every step; what either proposes as an insight the (plain) reviewer reviews afresh. Both read the
+    older notes as the author's model summarized them (one cached summary tree, not one per model)."""
+    task, summarizer = task_of(spec), pad_summarizer(block, author, workspace)
+    return (take_turns(author, block, agent=f"author of {spec.name}", task=task, workspace=workspace,
+                       reviewer=reviewer, summarizer=summarizer),
+            take_turns(reviewer, block, agent=f"reviewer of {spec.name}", task=task, workspace=workspace,
+                       reviewer=reviewer, summarizer=summarizer))

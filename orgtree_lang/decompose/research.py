@@ -79,7 +79,7 @@ def research_source(path: str = "") -> tuple[str, str]:
         encoding="utf-8")
 
 
-def web_allowed(config_path: Path) -> bool:
+def web_allowed(config_path) -> bool:
     """Whether research may search the web: `[web] search` names a provider other than the workspace memory
     (which the memory search covers already)."""
     from orgtree_lang.runtime.config import ConfigError, config_section

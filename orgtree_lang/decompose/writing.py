@@ -15,7 +15,7 @@ from orgtree_lang.decompose.extract import ExtractError, extract_module
 from orgtree_lang.decompose.goal import skill_docs
 from orgtree_lang.decompose.inputs import described_inputs
 from orgtree_lang.decompose.prompt import PromptTooLarge, build_request, spec_text
-from orgtree_lang.decompose.protocol import reserved, seated
+from orgtree_lang.decompose.protocol import input_summarizer, seated, seed_tokens
 from orgtree_lang.decompose.research import INSTRUCTIONS as RESEARCH_INSTRUCTIONS
 from orgtree_lang.decompose.size import SMALL_PIPELINES, size_problems
 from orgtree_lang.decompose.store import SavedModule
@@ -53,20 +53,24 @@ def write_module(decomposer, spec: AmbiguousSpec, inputs: dict[str, Any], digest
     related = [(m.provenance.get("block", m.path.stem), m.body) for m in similar]
     window = context_window(author.name)
     budget = int(window * settings.context_share)
+    # The big inputs' views are summarized by the run's model (before the author is seated: not as its turn).
+    summarizer = input_summarizer(block, author, decomposer.workspace)
+    seed = 0
     if settings.protocol:
-        author, reviewer = seated(author, reviewer, spec, block, decomposer.workspace, budget)
-        budget -= reserved(budget)  # the pad and the insights seed the prompt within the same budget
+        # The pad and the insights take shares of the window of their own (15% and 10%), next to the request's.
+        author, reviewer = seated(author, reviewer, spec, block, decomposer.workspace)
+        seed = seed_tokens(window)
     flow = ExampleFlow(decomposer, spec, generated_context(block.context))
     # The examples the program states and the design step are part of the first request: within its budget too.
     additions = flow.additions()
     extra = count_tokens("\n\n" + additions, author.name) if additions else 0
     described = described_inputs(spec, inputs, decomposer.workspace, settings.memory_threshold, author.name,
-                                 window, budget - extra)
+                                 window, budget - extra, summarizer)
     try:
         request = build_request(spec, inputs, registry, parent_file, parent_source, related,
                                 count=lambda text: count_tokens(text, author.name), budget=budget - extra,
                                 fixed=LANGUAGE_NOTES, share=settings.context_share, window=window,
-                                described=described)
+                                described=described, seed=seed)
     except PromptTooLarge as err:
         raise PipeRuntimeError(str(err) + (f" (after the {extra:,} tokens of the examples and design request)"
                                            if extra else ""), kind="ambiguous", catchable=False,
@@ -172,7 +176,7 @@ def researched(decomposer, need, what: str, spec: AmbiguousSpec, block, reviewer
     module = decomposer.settings.research_module
     file, source = research_source(str(decomposer.workspace / module) if module else "")
     program = compile_source(source, file, decomposer.registry).program
-    web = web_allowed(decomposer.workspace / "orgtree.toml")
+    web = web_allowed(decomposer.config)
     block.note(f"researching ({'web and ' if web else ''}workspace memory): {' | '.join(need.questions)}")
     result = block.run_child(program, None, context=generated_context(block.context),
                              limits=decomposer.settings.limits.budget(), name="research",

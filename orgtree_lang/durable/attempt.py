@@ -126,6 +126,7 @@ def start(program, root: Path, registry, options, source: str, program_path: Pat
     run_dir = runs_dir(root) / run_id
     digest = program_hash(source)
     budget = dataclasses.asdict(options.budget)
+    settings = options.settings  # run.settings.RunSettings, read once by the run's starter
     journal = Journal.create(run_dir, {
         "run_id": run_id, "program": str(Path(program_path).resolve()), "file": program.file,
         "entry": program.entry(options.entry).name,
@@ -134,8 +135,8 @@ def start(program, root: Path, registry, options, source: str, program_path: Pat
         "defaults": encode({p.name: p.default for p in program.entry(options.entry).params
                             if p.has_default and p.name not in options.inputs}),
         "created": time.time(), "status": "running", "attempts": 0, "workspace": str(root),
-        "durability": options.durability, "group": group_settings(root), "trace_level": options.trace_level,
-    })
+        "durability": options.durability, "group": settings.durable, "trace_level": options.trace_level,
+    }, inline_bytes=settings.inline_bytes)
     with RunLock(run_dir):
         effects = EffectLog(journal, run_id, "live", source_hash=digest, sources={digest: source})
         parts = build(program, root, registry, options, run_id, effects=effects,
@@ -144,20 +145,6 @@ def start(program, root: Path, registry, options, source: str, program_path: Pat
             return attempt(parts, journal, (options.entry, options.inputs, run_id))
         finally:
             journal.close()
-
-
-def group_settings(root: Path) -> dict[str, float]:
-    """Group commit's bounds from `[durable]` in the workspace's orgtree.toml (the journal's defaults otherwise)."""
-    from orgtree_lang.durable.journal import GROUP_SECONDS, GROUP_STEPS
-    from orgtree_lang.runtime.config import ConfigError, config_section
-
-    path = Path(root) / "orgtree.toml"
-    section = config_section("durable", path, types={"group_steps": int, "group_ms": (int, float)})
-    steps, ms = section.get("group_steps", GROUP_STEPS), section.get("group_ms", GROUP_SECONDS * 1000)
-    if steps < 1 or ms < 0:
-        raise ConfigError(f"{path}: [durable] group_steps must be 1 or more and group_ms 0 or more, got "
-                          f"{steps!r} and {ms!r} (group_steps = 1 fsyncs every step)")
-    return {"steps": steps, "seconds": ms / 1000}
 
 
 @dataclass
@@ -175,12 +162,13 @@ class Opened:
             self.lock.release()
 
 
-def open_run(root: Path, ref: str, lock: bool = True, whole: bool = True) -> Opened:
-    """Open a run's journal (locked when `lock`); refuse it to a lock holder when it lost steps, unless not `whole`."""
+def open_run(root: Path, ref: str, lock: bool = True, whole: bool = True, inline_bytes: int | None = None) -> Opened:
+    """Open a run's journal (locked when `lock`); refuse it to a lock holder when it lost steps, unless not `whole`.
+    `inline_bytes` is the run's `[blobs] inline_bytes` (Journal.open)."""
     run_dir = find_run(root, ref)
     held = RunLock(run_dir).acquire() if lock else None
     try:
-        journal = Journal.open(run_dir)
+        journal = Journal.open(run_dir, inline_bytes=inline_bytes)
         if lock and whole:
             _refuse_lost_steps(journal, run_dir)
         return Opened(run_dir, journal, journal.meta(), held)

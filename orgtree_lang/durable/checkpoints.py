@@ -23,6 +23,7 @@ class Checkpoints(RunObserver):
     def __init__(self, effects: Effects, before: Callable[[], None] | None = None) -> None:
         self.effects = effects
         self.before = before
+        self._saved: tuple[int, int] | None = None  # (steps, journaled steps) of the last checkpoint saved
 
     def run_started(self, state, fresh, span) -> None:
         if state.steps == 0:
@@ -35,7 +36,23 @@ class Checkpoints(RunObserver):
         if self.effects.checkpoint_due(state.steps, state.effect_seq):
             self._save(state)
 
+    def waiting_long(self, state, whole) -> None:
+        # A long wait comes before the next statement boundary: record what was done since the last checkpoint
+        # now (once: nothing changes while the call is out), or a crash meanwhile would show less, and a finished
+        # node as interrupted. A whole state is a checkpoint a resume goes on from; a call inside its instruction
+        # leaves the run's figures for the views, and the org tree written.
+        if (state.steps, state.effect_seq) == self._saved:
+            return
+        if whole:
+            self._save(state)
+            return
+        if self.before is not None and not self.effects.catching_up and self.effects.mode != "replay":
+            self.before()
+        self.effects.record_progress(state)
+        self._saved = (state.steps, state.effect_seq)
+
     def _save(self, state) -> None:
         if self.before is not None and not self.effects.catching_up and self.effects.mode != "replay":
             self.before()
         self.effects.checkpoint(state)
+        self._saved = (state.steps, state.effect_seq)

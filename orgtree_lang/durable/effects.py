@@ -6,7 +6,8 @@ import json
 import time
 from typing import Any, Callable
 
-from orgtree_lang.durable.journal import Journal, StepRecord, input_hash
+from orgtree_lang.durable.inputs import differences, input_hash, step_inputs
+from orgtree_lang.durable.journal import Journal, StepRecord
 from orgtree_lang.runtime.errors import PipeRuntimeError, SkillError
 from orgtree_lang.runtime.values import decode, encode
 from orgtree_lang.vm.effects import EffectStep
@@ -113,12 +114,13 @@ class EffectLog:
 
     def end(self, step: EffectStep, value: Any, error: Exception | None) -> None:
         """Record the outcome of a step `begin` said to execute: its value, or the exception it raised."""
-        digest = input_hash(step.args, step.kwargs)
+        inputs = step_inputs(step.args, step.kwargs)
         attempts = self._attempts.pop(step.seq, None)
         if error is not None:
-            self._record(step, digest, False, None, _error_record(error), attempts)
+            self._record(step, inputs.digest, False, None, _error_record(error), attempts, inputs.shown)
         else:
-            self._record(step, digest, True, json.dumps(encode(value), ensure_ascii=False), None, attempts)
+            self._record(step, inputs.digest, True, json.dumps(encode(value), ensure_ascii=False), None, attempts,
+                         inputs.shown)
 
     def answer(self, step: EffectStep) -> tuple[bool, Any]:
         """A person's journaled reply for `step` ((True, value)), or (False, None) while there is none.
@@ -169,7 +171,7 @@ class EffectLog:
     def _copy(self, record: StepRecord, seq: int, node: str, statement: int | None) -> None:
         self.journal.record(seq, node, record.file, record.line, record.kind, record.name, record.input_hash,
                             record.source_hash, record.ok, record.result, record.error, statement,
-                            attempts=record.attempts, finished=record.finished, observed=False)
+                            attempts=record.attempts, finished=record.finished, observed=False, inputs=record.inputs)
 
     def _copy_inner(self, record: StepRecord, step: EffectStep) -> None:
         """The steps a reused block journaled inside it (model answers, its child's steps), which the VM skips
@@ -201,10 +203,10 @@ class EffectLog:
         return f"{self.run_id}:{step.seq}{self.key_suffix}" + (f":retry{self.attempt}" if self.mode == "retry" else "")
 
     def _record(self, step: EffectStep, digest: str, ok: bool, result: str | None, error: dict | None,
-                attempts: int | None = None) -> None:
+                attempts: int | None = None, inputs: str | None = None) -> None:
         self.journal.record(step.seq, step.node, step.span.file, step.span.line, step.kind, step.name, digest,
                             self.source_hash, ok, result, error, step.statement, attempts=attempts,
-                            observed=step.observed)
+                            observed=step.observed, inputs=inputs)
 
     def _in_retried_node(self, node: str) -> bool:
         return self.retry_node is not None and (node == self.retry_node or node.startswith(self.retry_node + "/"))
@@ -228,7 +230,8 @@ class EffectLog:
     def _divergence(self, step: EffectStep, record: StepRecord) -> NonDeterminismError:
         old_line = _source_line(self.sources.get(record.source_hash), record.line)
         new_line = _source_line(self.sources.get(self.source_hash), step.span.line)
-        what = "its inputs differ" if (record.kind, record.name) == (step.kind, step.name) else "it is another step"
+        same_step = (record.kind, record.name) == (step.kind, step.name)
+        what = "its inputs differ" if same_step else "it is another step"
         lines = [
             f"the program no longer matches the journal of run {self.run_id} at step {step.seq} ({what})",
             f"  the journal has: {record.kind} {record.name} at {record.file}:{record.line} in {record.node}",
@@ -238,6 +241,8 @@ class EffectLog:
         lines.append(f"  this code asks:  {step.kind} {step.name} at {step.span.file}:{step.span.line} in {step.node}")
         if new_line is not None:
             lines.append(f"      {step.span.line:>4} | {new_line}")
+        if same_step:  # the lines may read the same when a value reaching the step changed: show the values
+            lines += differences(record.inputs, step_inputs(step.args, step.kwargs))
         return NonDeterminismError(
             "\n".join(lines), kind="nondeterminism", span=step.span, catchable=False,
             hint=f"the code changed before the point where the run stopped; start a new run from an earlier step "
@@ -275,6 +280,15 @@ class EffectLog:
         if steps - self._checkpoint_steps >= CHECKPOINT_STEPS:
             return True
         return effect_seq != self._checkpoint_effects and self.clock() - self._checkpoint_time >= CHECKPOINT_SECONDS
+
+    def record_progress(self, state) -> None:
+        """Keep the run's figures (steps, seconds, printed lines) where the views of a crashed run read them
+        (durable.runs.view_meta), when the state cannot be checkpointed: it waits inside an instruction."""
+        if self.mode == "replay" or self.catching_up:
+            return
+        self.journal.update_meta(progress={"steps": state.steps, "elapsed": state.elapsed, "output": state.output,
+                                           "skill_calls": state.skill_calls, "messages": state.messages,
+                                           "taken": time.time()})
 
     def checkpoint(self, state) -> None:
         """Save the whole run state (taken at a statement boundary)."""

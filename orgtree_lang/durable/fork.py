@@ -22,7 +22,7 @@ def fork(root: Path, ref: str, registry, options, at_step: int, changes: dict[st
     """A new run that starts from step `at_step` of run `ref`, with some variables or inputs changed."""
     from orgtree_lang.compile.api import compile_source
 
-    opened = open_run(root, ref, lock=False)
+    opened = open_run(root, ref, lock=False, inline_bytes=options.settings.inline_bytes)
     try:
         meta = opened.meta
         if at_step < 0 or at_step > meta.get("steps", 0):
@@ -36,7 +36,7 @@ def fork(root: Path, ref: str, registry, options, at_step: int, changes: dict[st
         new_id = options.run_id or new_run_id()
         options = dataclasses.replace(options, trace_level=options.trace_level or meta.get("trace_level"))
         new_dir = runs_dir(root) / new_id
-        new_journal = Journal.create(new_dir, {
+        new_journal = Journal.create(new_dir, inline_bytes=options.settings.inline_bytes, meta={
             **{k: v for k, v in meta.items() if k not in ("status", "result", "output", "error", "finished",
                                                           "scratch")},
             "run_id": new_id, "inputs": encode(inputs), "created": time.time(), "status": "running", "attempts": 0,

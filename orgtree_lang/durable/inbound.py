@@ -49,7 +49,7 @@ def pending_messages(run_dir: Path) -> list[dict[str, Any]]:
 
 
 class Inbound:
-    """A running attempt's door to its queued messages (the Services.inbound of vm/outside.py)."""
+    """A running attempt's door to its queued messages (the Services.inbound of org/outside.py)."""
 
     def __init__(self, run_dir: Path, journal: Journal) -> None:
         self.folder = run_dir / INBOUND

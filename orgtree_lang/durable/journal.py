@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import sqlite3
@@ -15,7 +14,6 @@ from typing import Any
 from orgtree_lang.runtime.blobs import INLINE_BYTES, BlobStore, Spiller
 from orgtree_lang.runtime.config import CONFIG_NAME, config_section
 from orgtree_lang.runtime.errors import UsageError
-from orgtree_lang.runtime.values import encode
 
 JOURNAL_FORMAT = 1
 JOURNAL_FILE = "journal.db"
@@ -51,7 +49,8 @@ CREATE TABLE IF NOT EXISTS steps (
     error TEXT,
     attempts INTEGER NOT NULL DEFAULT 1,
     finished REAL NOT NULL,
-    statement INTEGER             -- statements the run had started when it asked (`pipe fork --at` counts these)
+    statement INTEGER,            -- statements the run had started when it asked (`pipe fork --at` counts these)
+    inputs TEXT                   -- each argument's first characters, length and hash (durable/inputs.py)
 );
 CREATE TABLE IF NOT EXISTS checkpoints (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -85,25 +84,27 @@ class StepRecord:
     attempts: int
     statement: int | None = None  # None in journals written before statements were recorded
     finished: float | None = None
+    inputs: str | None = None  # durable.inputs.StepInputs.shown; None in journals written before it was kept
 
 
-def input_hash(args: list[Any], kwargs: dict[str, Any]) -> str:
-    """A stable hash of a step's inputs (positional and keyword arguments, in order)."""
-    text = json.dumps([encode(args), encode(kwargs)], separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+# Columns of `steps` that journals written by older versions lack: each is added when such a journal is written
+# to again; reading one (show, replay, fork) leaves it exactly as it was, and what it lacks reads as NULL.
+_LATER_COLUMNS = {"statement": "INTEGER", "inputs": "TEXT"}
+_STEP_COLUMNS = ("seq, node, file, line, kind, name, input_hash, source_hash, ok, result, error, attempts, finished, "
+                 + ", ".join(_LATER_COLUMNS))
 
 
 class Journal:
     """One run's SQLite journal in WAL mode: a committed step survives kill -9; with durability "power" every step
     the outside world saw, and every step before it, also survives a power loss (group commit, see DURABILITY)."""
 
-    def __init__(self, path: Path, connection: sqlite3.Connection) -> None:
+    def __init__(self, path: Path, connection: sqlite3.Connection, inline_bytes: int | None = None) -> None:
         self.path = path
         self.db = connection
-        self.blobs = spiller_for(path.parent)
+        self.blobs = spiller_for(path.parent, inline_bytes)
         row = connection.execute("SELECT max(seq) FROM steps").fetchone() if _has_steps(connection) else None
         self._high_seq = (row[0] or 0) if row else 0
-        self._statement = _has_steps(connection) and _has_statement_column(connection)
+        self._later = _later_columns(connection) if _has_steps(connection) else set()
         self._mark_path = path.parent / MARK_FILE
         self._mark = self.committed_mark()
         self._held = False  # inside hold(): writes join one transaction and the mark waits for its commit
@@ -147,7 +148,8 @@ class Journal:
     # ---- opening ------------------------------------------------------------
 
     @classmethod
-    def create(cls, run_dir: Path, meta: dict[str, Any]) -> Journal:
+    def create(cls, run_dir: Path, meta: dict[str, Any], *, inline_bytes: int | None = None) -> Journal:
+        """A new journal with `meta`; `inline_bytes` is the run's `[blobs] inline_bytes` (None reads the file)."""
         run_dir.mkdir(parents=True, exist_ok=True)
         path = run_dir / JOURNAL_FILE
         if path.exists():
@@ -166,7 +168,7 @@ class Journal:
             db.execute("PRAGMA journal_mode=OFF")
             db.execute("PRAGMA synchronous=OFF")
             db.executescript(_SCHEMA)
-            blobs = spiller_for(run_dir)
+            blobs = spiller_for(run_dir, inline_bytes)
             db.executemany("INSERT INTO meta (key, value) VALUES (?, ?)",
                            [(k, json.dumps(blobs.spill(v))) for k, v in {"format": JOURNAL_FORMAT, **meta}.items()])
         finally:
@@ -177,19 +179,20 @@ class Journal:
         finally:
             os.close(fd)
         os.replace(draft, path)
-        journal = cls(path, _connect(path))
+        journal = cls(path, _connect(path), inline_bytes)
         journal._configure(meta)
         return journal
 
     @classmethod
-    def open(cls, run_dir: Path) -> Journal:
+    def open(cls, run_dir: Path, *, inline_bytes: int | None = None) -> Journal:
+        """The journal in `run_dir`; `inline_bytes` as for `create` (what a reader passes changes nothing it reads)."""
         path = run_dir / JOURNAL_FILE
         if not path.is_file():
             raise JournalError(f"no journal in {run_dir}")
         connection = None
         try:
             connection = _connect(path)
-            journal = cls(path, connection)
+            journal = cls(path, connection, inline_bytes)
             meta = journal.meta()
             fmt = meta.get("format")
             journal._configure(meta)
@@ -281,16 +284,14 @@ class Journal:
     def record(self, seq: int, node: str, file: str, line: int, kind: str, name: str, digest: str,
                source_hash: str, ok: bool, result: str | None, error: dict[str, Any] | None,
                statement: int | None = None, attempts: int | None = None, finished: float | None = None,
-               observed: bool = True) -> None:
+               observed: bool = True, inputs: str | None = None) -> None:
         """Commit one finished step; a repeat of an in-flight step (same seq) replaces it and counts an attempt
         (unless `attempts` says how many there were: a step copied by a retry keeps its count and its time).
         An `observed` step (one the outside world saw) is fsynced before this returns; others join the group."""
-        if not self._statement:
-            # A journal written before steps recorded their statement gets the column when it is written to
-            # again; reading one (show, replay, fork) leaves it exactly as it was.
+        for column in _LATER_COLUMNS.keys() - self._later:
             with self._writing():
-                self.db.execute("ALTER TABLE steps ADD COLUMN statement INTEGER")
-            self._statement = True
+                self.db.execute(f"ALTER TABLE steps ADD COLUMN {column} {_LATER_COLUMNS[column]}")
+            self._later.add(column)
         with self._writing():
             if attempts is None:
                 attempts = 1
@@ -299,10 +300,10 @@ class Journal:
                     attempts = previous[0] + 1 if previous else 1
             self._high_seq = max(self._high_seq, seq)
             self.db.execute(
-                "INSERT OR REPLACE INTO steps (seq, node, file, line, kind, name, input_hash, source_hash, ok, result,"
-                " error, attempts, finished, statement) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT OR REPLACE INTO steps ({_STEP_COLUMNS}) VALUES ({', '.join('?' * 15)})",
                 (seq, node, file, line, kind, name, digest, source_hash, int(ok), self.blobs.spill_text(result),
-                 json.dumps(error) if error is not None else None, attempts, finished or time.time(), statement),
+                 json.dumps(error) if error is not None else None, attempts, finished or time.time(), statement,
+                 inputs),
             )
         self._committed(seq, observed)
 
@@ -316,13 +317,15 @@ class Journal:
         self._committed()
 
     def steps(self) -> dict[int, StepRecord]:
-        statement = "statement" if self._statement else "NULL"
-        rows = self.db.execute("SELECT seq, node, file, line, kind, name, input_hash, source_hash, ok, result, error,"
-                               f" attempts, {statement}, finished FROM steps ORDER BY seq")
+        rows = self.db.execute(f"SELECT {self._readable_columns()} FROM steps ORDER BY seq")
         return {row[0]: StepRecord(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], bool(row[8]),
                                    self.blobs.resolve_text(row[9]), json.loads(row[10]) if row[10] else None,
-                                   row[11], row[12], row[13])
+                                   row[11], row[13], row[12], row[14])
                 for row in rows}
+
+    def _readable_columns(self) -> str:
+        """`_STEP_COLUMNS`, with NULL for each later column this journal does not have."""
+        return ", ".join(c if c not in _LATER_COLUMNS or c in self._later else "NULL" for c in _STEP_COLUMNS.split(", "))
 
     def truncate_steps(self, after_seq: int) -> None:
         """Forget steps after `after_seq` (they belong to a path the run no longer takes)."""
@@ -334,12 +337,10 @@ class Journal:
         self._committed()
 
     def copy_steps_to(self, other: Journal, up_to_seq: int) -> None:
-        columns = ("seq, node, file, line, kind, name, input_hash, source_hash, ok, result, error, attempts, finished,"
-                   " statement")
-        selected = columns if self._statement else columns.replace(" statement", " NULL")
-        rows = self.db.execute(f"SELECT {selected} FROM steps WHERE seq <= ? ORDER BY seq", (up_to_seq,)).fetchall()
+        rows = self.db.execute(f"SELECT {self._readable_columns()} FROM steps WHERE seq <= ? ORDER BY seq",
+                               (up_to_seq,)).fetchall()
         with other.db:
-            other.db.executemany(f"INSERT INTO steps ({columns}) VALUES ({', '.join('?' * 14)})", rows)
+            other.db.executemany(f"INSERT INTO steps ({_STEP_COLUMNS}) VALUES ({', '.join('?' * 15)})", rows)
         if rows:
             other._high_seq = max(other._high_seq, rows[-1][0])
             other._committed(rows[-1][0], urgent=True)
@@ -399,22 +400,25 @@ class Journal:
         return self.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
-def spiller_for(run_dir: Path) -> Spiller:
+def spiller_for(run_dir: Path, inline_bytes: int | None = None) -> Spiller:
     """How a journal in `run_dir` stores big values: in its workspace's `.orgtree/blobs/` (shared by every run of
-    the workspace, so a value is stored once), above `[blobs] inline_bytes` of the workspace's orgtree.toml.
-    A journal outside a workspace's `.orgtree/runs/` keeps its blobs in its own folder."""
+    the workspace, so a value is stored once), above `inline_bytes` (the run's `[blobs] inline_bytes`; None reads
+    the workspace's orgtree.toml). A journal outside a workspace's `.orgtree/runs/` keeps its blobs in its own
+    folder."""
     run_dir = Path(run_dir)
     threshold = INLINE_BYTES
     if run_dir.parent.name == "runs" and run_dir.parent.parent.name == ".orgtree":
         state = run_dir.parent.parent
-        settings = config_section("blobs", state.parent / CONFIG_NAME, types={"inline_bytes": int})
-        threshold = max(256, settings.get("inline_bytes", INLINE_BYTES))
+        if inline_bytes is None:
+            inline_bytes = config_section("blobs", state.parent / CONFIG_NAME, types={"inline_bytes": int}).get(
+                "inline_bytes")
+        threshold = max(256, inline_bytes if inline_bytes is not None else INLINE_BYTES)
         return Spiller(BlobStore(state / "blobs"), threshold)
     return Spiller(BlobStore(run_dir / "blobs"), threshold)
 
 
-def _has_statement_column(db: sqlite3.Connection) -> bool:
-    return "statement" in {row[1] for row in db.execute("PRAGMA table_info(steps)")}
+def _later_columns(db: sqlite3.Connection) -> set[str]:
+    return {row[1] for row in db.execute("PRAGMA table_info(steps)")} & _LATER_COLUMNS.keys()
 
 
 def _has_steps(db: sqlite3.Connection) -> bool:
@@ -422,7 +426,7 @@ def _has_steps(db: sqlite3.Connection) -> bool:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    # Blocks resolved concurrently journal from threads of their own, one at a time (vm/runlock.py).
+    # Blocks resolved concurrently journal from threads of their own, one at a time (org/runlock.py).
     db = sqlite3.connect(str(path), isolation_level=None, timeout=10, check_same_thread=False)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from orgtree_lang.durable.attempt import open_run
-from orgtree_lang.durable.journal import Journal, JournalError, input_hash
+from orgtree_lang.durable.inputs import input_hash
+from orgtree_lang.durable.journal import Journal, JournalError
 from orgtree_lang.runlog.inbox import Inbox, Question, answer_value, run_key
 from orgtree_lang.runtime.errors import UsageError
 from orgtree_lang.runtime.values import encode

@@ -60,7 +60,7 @@ def replay(root: Path, ref: str, registry, options, *, build: RunBuilder) -> Rep
     `options` (run.runner.RunOptions) give the printer; the run's own budget applies."""
     from orgtree_lang.compile.api import compile_source
 
-    opened = open_run(root, ref, lock=False)
+    opened = open_run(root, ref, lock=False, inline_bytes=options.settings.inline_bytes)
     try:
         meta = opened.meta
         source = meta["sources"][meta["source_hash"]]

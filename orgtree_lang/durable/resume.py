@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from orgtree_lang.compile.api import program_identity
 from orgtree_lang.durable.attempt import (TRACE_FILE, RunBuilder, attempt, current_program, merged_budget,
@@ -17,9 +18,10 @@ from orgtree_lang.vm.state import RunState
 
 
 def resume(root: Path, ref: str, registry, options, *, build: RunBuilder, from_scratch: bool = False,
-           program_path: Path | None = None):
-    """Continue a crashed, killed, stopped or failed run without redoing its journaled steps."""
-    opened = open_run(root, ref, whole=not from_scratch)
+           program_path: Path | None = None, notice: Callable[[str], None] | None = None):
+    """Continue a crashed, killed, stopped or failed run without redoing its journaled steps. `notice` hears,
+    before the run goes on, which of a killed run's printed lines it will print again."""
+    opened = open_run(root, ref, whole=not from_scratch, inline_bytes=options.settings.inline_bytes)
     try:
         meta = opened.meta
         if meta.get("status") == "done" and not from_scratch:
@@ -53,6 +55,8 @@ def resume(root: Path, ref: str, registry, options, *, build: RunBuilder, from_s
                 # which another compiler's bytecode does not share): continue from it; else from the start.
                 if saved.program_hash == program_identity(program):
                     state = saved
+        if notice is not None and mode == "resume" and meta.get("status") == "running":
+            notice(_reprinted(meta["run_id"], state, opened.journal))
         if options.tree:
             # What the dead process left in the org tree is put right before this attempt adds to it.
             repair_before_resume(root, meta["run_id"], opened.journal, state.effect_seq if state else 0)
@@ -87,11 +91,25 @@ def resume(root: Path, ref: str, registry, options, *, build: RunBuilder, from_s
         opened.close()
 
 
+def _reprinted(run_id: str, state: RunState | None, journal: Journal) -> str:
+    """What a resume of a killed run tells about its printed lines. Prints are not journaled: going on from the
+    checkpoint, the resume prints nothing while it takes journaled steps again, then prints as it goes, so a
+    line the killed process printed after both its last checkpoint and its last journaled step comes again."""
+    last = max(journal.steps(), default=0)
+    if last > (state.effect_seq if state is not None else 0):
+        since = f"after step {last} (its last journaled step)"
+    elif state is not None:
+        since = f"after its last checkpoint (statement {state.steps}, {len(state.output)} printed line(s))"
+    else:
+        since = "before its first checkpoint"
+    return f"run {run_id} was killed: lines it printed {since} are printed again (once in its recorded output)"
+
+
 def retry(root: Path, ref: str, registry, options, node: str, *, build: RunBuilder):
     """Run one node (and what depends on it) again with the program and saved modules as they are now, reusing
     the journaled results of everything else. The journal changes in one transaction, committed when the retry
     finishes with its steps recorded: a retry that fails, stops or is killed midway leaves the run as it was."""
-    opened = open_run(root, ref)
+    opened = open_run(root, ref, inline_bytes=options.settings.inline_bytes)
     try:
         meta = opened.meta
         nodes = node_names(opened.journal, meta) | tree_node_names(root, meta["run_id"])
@@ -100,7 +118,7 @@ def retry(root: Path, ref: str, registry, options, node: str, *, build: RunBuild
 
             hint = did_you_mean(node, nodes)
             raise JournalError(f"run {meta['run_id']} has no node `{node}`" + (f"; {hint}" if hint else "") +
-                               f" (its nodes: {', '.join(sorted(nodes))})")
+                               f" (its nodes: {', '.join(in_call_order(nodes))})")
         program, source, path = current_program(opened, registry, None)
         digest = program_hash(source)
         sources = {**meta.get("sources", {}), digest: source}
@@ -145,6 +163,13 @@ def tree_node_names(root: Path, run_id: str) -> set[str]:
     with TreeStore(path) as store:
         return {n.id[len(run_id) + 1:] for n in store.run_nodes(run_id)
                 if n.kind in ("pipeline", "ambiguous") and n.id.startswith(run_id + "/") and not n.id.endswith("#more")}
+
+
+def in_call_order(paths) -> list[str]:
+    """Node paths as the run made them: each under its parent, calls by their number (`work#2` before
+    `work#10`, which text order puts after `work#1`), blocks by their statement."""
+    return sorted(paths, key=lambda path: [[int(part) if part.isdigit() else part for part in re.split(r"(\d+)", seg)]
+                                           for seg in path.split("/")])
 
 
 def node_names(journal: Journal, meta: dict[str, Any]) -> set[str]:

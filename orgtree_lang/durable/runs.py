@@ -116,22 +116,25 @@ def list_runs(workspace: Path) -> list[RunSummary]:
 
 def view_meta(run_dir: Path, journal: Journal) -> dict[str, Any]:
     """The run's metadata as the views show it: for a run whose process died, the counters and printed lines
-    of its last checkpoint, since the metadata is only brought up to date when an attempt ends."""
+    of its last checkpoint, or of the long wait for a call it was in (`progress`), whichever is later, since the
+    metadata is only brought up to date when an attempt ends."""
     meta = journal.meta()
     if effective_status(run_dir, meta) != "crashed":
         return meta
     checkpoint = journal.latest_checkpoint()
-    if checkpoint is None:
+    state = json.loads(checkpoint[2]) if checkpoint is not None else {}
+    if checkpoint is not None:
+        state["taken"] = journal.db.execute("SELECT created FROM checkpoints ORDER BY id DESC LIMIT 1").fetchone()[0]
+    # A run that waited long for a call inside an instruction left its figures as `progress` (durable/effects.py).
+    latest = max((state, meta.get("progress") or {}), key=lambda figures: figures.get("steps", 0))
+    if latest.get("steps", 0) <= meta.get("steps", 0):
         return meta
-    state = json.loads(checkpoint[2])
-    if state.get("steps", 0) <= meta.get("steps", 0):
-        return meta
-    # The state's own clock only counts stretches that ended; the checkpoint's time covers the one that crashed.
-    taken = journal.db.execute("SELECT created FROM checkpoints ORDER BY id DESC LIMIT 1").fetchone()[0]
-    elapsed = max(state.get("elapsed", 0.0), meta.get("elapsed", 0.0) + taken - meta.get("created", taken))
-    return {**meta, "steps": state["steps"], "elapsed": elapsed,
-            "output": state.get("output", []), "skill_calls": state.get("skill_calls", meta.get("skill_calls", 0)),
-            "messages": state.get("messages", meta.get("messages", []))}
+    # The state's own clock only counts stretches that ended; the time it was taken covers the one that crashed.
+    taken = latest.get("taken", meta.get("created", 0.0))
+    elapsed = max(latest.get("elapsed", 0.0), meta.get("elapsed", 0.0) + taken - meta.get("created", taken))
+    return {**meta, "steps": latest["steps"], "elapsed": elapsed,
+            "output": latest.get("output", []), "skill_calls": latest.get("skill_calls", meta.get("skill_calls", 0)),
+            "messages": latest.get("messages", meta.get("messages", []))}
 
 
 def effective_status(run_dir: Path, meta: dict[str, Any]) -> str:

@@ -1,4 +1,4 @@
-"""A remote spawned node's own machine (vm/remote.py): it runs the node's pipeline anywhere and reports each step.
+"""A remote spawned node's own machine (org/remote.py): it runs the node's pipeline anywhere and reports each step.
 
 The same code runs on a Ray worker and, when a node issued on Ray is resumed with `--executor threads`, on a
 thread of the driver. The node's machine numbers its journaled steps 1, 2, ... and keys step n `<node key>.<n>`;
@@ -13,7 +13,8 @@ import time
 from typing import Any, Callable
 
 from orgtree_lang.durable.effects import EffectLog, _error_record, perform_step
-from orgtree_lang.durable.journal import StepRecord, input_hash
+from orgtree_lang.durable.inputs import input_hash
+from orgtree_lang.durable.journal import StepRecord
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.values import encode
 from orgtree_lang.vm.executor import NodeCall

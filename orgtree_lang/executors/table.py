@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-from pathlib import Path
 
 from orgtree_lang.runtime.errors import UsageError
 
@@ -16,12 +15,12 @@ EXECUTORS: dict[str, tuple[str, str]] = {
 DEFAULT_EXECUTOR = "threads"
 
 
-def executor_settings(root: Path | str) -> dict:
-    """The `[executor]` table of the workspace's orgtree.toml: `kind`, `address`, `ship_env`, `remote_nodes`
-    (all optional)."""
-    from orgtree_lang.runtime.config import CONFIG_NAME, config_section
+def executor_settings(config) -> dict:
+    """The `[executor]` table of orgtree.toml (`config`: the run's ConfigSnapshot, or the file's path): `kind`,
+    `address`, `ship_env`, `remote_nodes` (all optional)."""
+    from orgtree_lang.runtime.config import config_section
 
-    return config_section("executor", Path(root) / CONFIG_NAME,
+    return config_section("executor", config,
                           types={"kind": str, "address": str, "ship_env": list, "remote_nodes": bool})
 
 

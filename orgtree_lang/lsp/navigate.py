@@ -91,7 +91,7 @@ def skill_markdown(skill) -> str:
 
 
 def pipeline_signature(decl: n.Pipeline) -> str:
-    from orgtree_lang.syntax.formatter import expression_text
+    from orgtree_lang.syntax.unparse import expression_text
 
     params = ", ".join(f"{p.name}: {p.type}" + (f" = {expression_text(p.default)}" if p.default is not None else "")
                        for p in decl.params)
@@ -100,7 +100,7 @@ def pipeline_signature(decl: n.Pipeline) -> str:
 
 
 def block_signature(block: n.Ambiguous) -> str:
-    from orgtree_lang.syntax.formatter import expression_text
+    from orgtree_lang.syntax.unparse import expression_text
 
     inputs = ", ".join(f"{i.name}: {i.type}" + (f" = {expression_text(i.default)}" if i.default is not None else "")
                        for i in block.inputs)
@@ -109,7 +109,7 @@ def block_signature(block: n.Ambiguous) -> str:
 
 
 def record_text(decl: n.RecordDecl) -> str:
-    from orgtree_lang.syntax.formatter import expression_text
+    from orgtree_lang.syntax.unparse import expression_text
 
     fields = "".join(f"\n    {f.name}: {f.type}" + (f" = {expression_text(f.default)}" if f.default is not None else "")
                      for f in decl.fields)

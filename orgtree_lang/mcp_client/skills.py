@@ -18,7 +18,7 @@ from orgtree_lang.syntax.types import PipeType
 
 RETRY_AFTER = 30.0  # seconds a server that failed to start is not started again
 _SCALARS = {"string": T.STR, "integer": T.INT, "number": T.FLOAT, "boolean": T.BOOL, "null": T.NONE}
-_NOT_A_NAME = re.compile(r"\W")
+_NOT_A_NAME = re.compile(r"[^A-Za-z0-9_]")  # .pipe names are ASCII: every other character becomes `_`
 
 
 def pipe_type(schema: Any) -> PipeType:
@@ -60,9 +60,10 @@ def _wrapped_result(schema: Any) -> Any:
 class McpServerSkills:
     """The skills of one `[mcp.servers.NAME]`: its tools, listed once when first needed, called over one session."""
 
-    def __init__(self, spec: ServerSpec, root: Path, *, offline: bool = False) -> None:
+    def __init__(self, spec: ServerSpec, root: Path, *, offline: bool = False, config=None) -> None:
         self.spec = spec
         self.root = Path(root)
+        self.config = config  # the orgtree.toml snapshot its [http] allowlist is read from (None: the file)
         self.offline = offline  # take the tool list saved by the last start when there is one (a replay)
         self._failed: tuple[float, SkillError] | None = None
         from orgtree_lang.mcp_client.connection import McpConnection  # asyncio and threads: only for a workspace with servers
@@ -81,17 +82,16 @@ class McpServerSkills:
             if self._failed is not None and time.monotonic() - self._failed[0] < RETRY_AFTER:
                 raise self._failed[1]
             try:
-                check_allowed(self.spec, self.root / CONFIG_NAME)
+                check_allowed(self.spec, self.config if self.config is not None else self.root / CONFIG_NAME)
                 tools = self.connection.tools()
             except SkillError as err:
                 self._failed = (time.monotonic(), err)
                 raise
             self._save_tools(tools)
-        skills: dict[str, Skill] = {}
-        for tool in tools:
-            built = self.skill(tool)
-            skills.setdefault(built.name, built)
-        return list(skills.values())
+        named, self.warnings = skill_names(tools, self.spec.name)
+        for warning in self.warnings:
+            _warn(warning)
+        return [self.skill(tool, name) for tool, name in named]
 
     def _save_tools(self, tools: list) -> None:
         from orgtree_lang.runtime.files import write_atomic
@@ -113,9 +113,10 @@ class McpServerSkills:
             return None
         return [SimpleNamespace(**tool) for tool in saved.get("tools", [])]
 
-    def skill(self, tool) -> Skill:
-        """The skill of one tool: parameters from its input schema, return type from its output schema (a str of
-        its text when it has none), description from its description."""
+    def skill(self, tool, short_name: str | None = None) -> Skill:
+        """The skill of one tool (`short_name`: its name in .pipe, from `skill_names`): parameters from its input
+        schema, return type from its output schema (a str of its text when it has none), description from its
+        description."""
         schema = tool.input_schema or {}
         properties = schema.get("properties") or {}
         required = set(schema.get("required") or ())
@@ -126,11 +127,11 @@ class McpServerSkills:
             returns = T.STR
         else:
             returns = pipe_type(wrapped if wrapped is not None else tool.output_schema)
-        name = f"{self.spec.namespace}.{_NOT_A_NAME.sub('_', tool.name)}"
-        if name.rpartition(".")[2][:1].isdigit():
-            name = f"{self.spec.namespace}._{name.rpartition('.')[2]}"
+        name = f"{self.spec.namespace}.{short_name or pipe_name(tool.name)}"
         summary = (tool.description or tool.title or f"The tool `{tool.name}`.").strip()
         description = f"{summary}\n\nA tool of the MCP server `{self.spec.name}` ({self.spec.describe()})."
+        if short_name is not None and short_name != tool.name:
+            description += f" Its MCP name is {json.dumps(tool.name)}."
         omitted = {p.name for p in params if not p.required}
         connection, tool_name, skill_name = self.connection, tool.name, name
 
@@ -158,6 +159,53 @@ class McpServerSkills:
         self.connection.close()
 
 
+def pipe_name(tool_name: str) -> str:
+    """The .pipe spelling of a tool's name: ASCII letters, digits and `_` (others become `_`), not starting with
+    a digit, not a keyword (`if` becomes `if_`); "" when nothing of the name is left."""
+    from orgtree_lang.syntax.parser import KEYWORDS
+    from orgtree_lang.syntax.parse_errors import RESERVED
+
+    name = _NOT_A_NAME.sub("_", tool_name)
+    if not name.strip("_"):
+        return ""
+    if name[0].isdigit():
+        name = "_" + name
+    return name + "_" if name in KEYWORDS or name in RESERVED else name
+
+
+def skill_names(tools: list, server: str) -> tuple[list[tuple[Any, str]], list[str]]:
+    """Each usable tool with its .pipe name, and a warning for each tool renamed or skipped: a name with nothing
+    usable in it (`""`, `"日本"`) is skipped, a name that is not a .pipe name is renamed, and of tools whose names
+    become the same, one whose name needed no change (else the first) keeps it and the others are skipped. A server's odd tool never breaks the others."""
+    named: list[tuple[Any, str]] = []
+    taken: dict[str, str] = {}
+    warnings = []
+    mapped = [(tool, str(tool.name), pipe_name(str(tool.name))) for tool in tools]
+    # A tool whose name needs no change keeps it, whatever comes first; renamed ones take what is left, in order.
+    mapped.sort(key=lambda entry: entry[1] != entry[2])
+    for tool, original, name in mapped:
+        shown = json.dumps(original, ensure_ascii=False)
+        if not name:
+            warnings.append(f"MCP server `{server}`: the tool {shown} is skipped: its name has no letter or digit "
+                            f"a .pipe name can hold (ASCII letters, digits and `_`)")
+        elif name in taken:
+            warnings.append(f"MCP server `{server}`: the tool {shown} is skipped: as a .pipe name it would be "
+                            f"`mcp.{server}.{name}`, which the tool {json.dumps(taken[name], ensure_ascii=False)} "
+                            f"already has")
+        else:
+            taken[name] = original
+            named.append((tool, name))
+            if name != original:
+                warnings.append(f"MCP server `{server}`: the tool {shown} is called `mcp.{server}.{name}` in .pipe")
+    return named, warnings
+
+
+def _warn(message: str) -> None:
+    import sys
+
+    print(f"warning: {message}", file=sys.stderr)
+
+
 def _value(skill: str, result, structured: bool, wrapped: bool) -> Any:
     """What a tool call gives the program: its structured content when it declares an output schema (the
     `result` inside it when that only wraps one value), else its text; an error result is a SkillError."""
@@ -177,22 +225,23 @@ def _value(skill: str, result, structured: bool, wrapped: bool) -> Any:
     return "\n".join(texts)
 
 
-def add_servers(registry, root: Path | str, *, offline: bool = False) -> None:
+def add_servers(registry, root: Path | str, *, offline: bool = False, config=None) -> None:
     """Make every `[mcp.servers.NAME]` of the workspace's orgtree.toml a lazy namespace `mcp.NAME` of `registry`:
     nothing starts until a program's check or run, or `pipe skills`, asks for one of its tools. `offline` (a
-    replay, which calls no tool) takes the tools listed at a server's last start instead of starting it."""
+    replay, which calls no tool) takes the tools listed at a server's last start instead of starting it.
+    `config` is the run's orgtree.toml snapshot (runtime.config.ConfigSnapshot); None reads the file."""
     from orgtree_lang.mcp_client.settings import server_specs
-    from orgtree_lang.runtime.config import CONFIG_NAME
+    from orgtree_lang.runtime.config import CONFIG_NAME, ConfigSnapshot
 
-    config = Path(root) / CONFIG_NAME
-    if not config.is_file():
+    config = config if config is not None else ConfigSnapshot(Path(root) / CONFIG_NAME)
+    if not config.exists():
         return
     for spec in server_specs(config):
-        source = McpServerSkills(spec, Path(root), offline=offline)
+        source = McpServerSkills(spec, Path(root), offline=offline, config=config)
         registry.add_lazy(spec.namespace, spec.key(), source.load)
 
 
-def check_allowed(spec: ServerSpec, config: Path) -> None:
+def check_allowed(spec: ServerSpec, config) -> None:
     """SkillError unless the server's URL is on the workspace's `[http] allow` list (a stdio server needs none)."""
     if spec.url is None:
         return

@@ -68,21 +68,97 @@ def serve_stdio(server) -> None:
     anyio.run(main)
 
 
-def serve_http(server, port: int, ready=None) -> None:
-    """Streamable HTTP at http://127.0.0.1:PORT/mcp; `ready(port)` is called once it listens."""
+TOKEN_VARIABLE = "PIPE_MCP_TOKEN"
+
+
+class BearerToken:
+    """ASGI middleware: every HTTP request must carry `Authorization: Bearer TOKEN`, else 401 and nothing runs.
+    Without it any local account could run the exposed pipelines with the owner's files, models and keys."""
+
+    def __init__(self, app, token: str) -> None:
+        self.app = app
+        self.expected = b"Bearer " + token.encode()
+
+    async def __call__(self, scope, receive, send) -> None:
+        import hmac
+
+        if scope["type"] == "http":
+            given = next((value for name, value in scope.get("headers", ()) if name == b"authorization"), b"")
+            if not hmac.compare_digest(given, self.expected):
+                body = b"pipe mcp serve: this server needs the header `Authorization: Bearer TOKEN` with the token " \
+                       b"it printed at start\n"
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                                        (b"www-authenticate", b'Bearer realm="pipe mcp serve"'),
+                                        (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+def listen(port: int | None = None, unix_socket: Path | None = None):
+    """A listening socket: TCP on 127.0.0.1:PORT, or a unix socket at `unix_socket` that only this user may
+    connect to (mode 0600, made so before anyone can reach it). OSError when it cannot be made."""
+    import os
+    import socket
+
+    if unix_socket is None:
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", port or 0))
+    else:
+        path = Path(unix_socket)
+        if path.exists() or path.is_symlink():
+            raise FileExistsError(17, f"{path} exists already; remove it or pick another path", str(path))
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o177)  # the socket file is born 0600: there is no moment at which others may connect
+        try:
+            listener.bind(str(path))
+        finally:
+            os.umask(old)
+        os.chmod(path, 0o600)
+    listener.listen(64)
+    return listener
+
+
+def serve_http(server, listener, token: str | None, ready=None) -> None:
+    """Streamable HTTP at /mcp on `listener` (from `listen`); `token` is required on every request (None only for
+    a 0600 unix socket); `ready()` is called once it serves."""
+    import signal
+    import socket
+
     import anyio
     import uvicorn
 
-    app = server.streamable_http_app(host="127.0.0.1")
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
+    if token is None and listener.family != socket.AF_UNIX:
+        raise ValueError("streamable HTTP on TCP needs a token")
+    security = None
+    if listener.family == socket.AF_UNIX:  # clients name no port there: `Host: localhost`
+        from mcp.server.transport_security import TransportSecuritySettings
+
+        security = TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=["localhost"],
+                                             allowed_origins=["http://localhost"])
+    app = server.streamable_http_app(host="127.0.0.1", transport_security=security)
+    if token is not None:
+        app = BearerToken(app, token)
+    config = uvicorn.Config(app, log_level="warning")
     web = uvicorn.Server(config)
 
     async def main() -> None:
         async with anyio.create_task_group() as group:
-            group.start_soon(web.serve)
+            group.start_soon(lambda: web.serve(sockets=[listener]))
             while not web.started:
                 await anyio.sleep(0.05)
             if ready is not None:
-                ready(web.servers[0].sockets[0].getsockname()[1] if web.servers else port)
+                ready()
 
-    anyio.run(main)
+    path = Path(listener.getsockname()) if listener.family == socket.AF_UNIX else None
+    # uvicorn hands a SIGTERM back once it has shut down: noted here, so the socket file is removed before we exit.
+    stopped: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: stopped.append(signum))
+    try:
+        anyio.run(main)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if path is not None:
+            path.unlink(missing_ok=True)

@@ -13,7 +13,7 @@ def _reviewer(ctx: SkillContext, name: str):
     from orgtree_lang.models.base import ModelError
     from orgtree_lang.models.roles import RunModels
 
-    models = ctx.models if ctx.models is not None else RunModels.from_config()
+    models = ctx.models if ctx.models is not None else RunModels.from_config(config_path=ctx.config)
     try:
         reviewer = models.reviewer()
     except ModelError as err:
@@ -116,7 +116,7 @@ def relevant(ctx: SkillContext, task: str, model: str, limit: int = 10) -> str:
     if limit < 1:
         raise SkillError(f"insight.relevant: limit must be at least 1, got {limit}")
     try:
-        with InsightPool.for_workspace(ctx.workspace.root) as pool, Memory(ctx.workspace.root) as memory:
+        with InsightPool.for_workspace(ctx.workspace.root) as pool, Memory(ctx.workspace.root, vectors=False) as memory:
             return relevant_insights(pool, memory, task, model, limit=limit).text
     except (BudgetError, MemoryInputError) as err:
         raise SkillError(f"insight.relevant: {err}",

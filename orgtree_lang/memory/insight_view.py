@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from orgtree_lang.memory.budget import Budget
+from orgtree_lang.memory.hybrid import search_tagged
 from orgtree_lang.memory.insights import Insight, InsightPool
 from orgtree_lang.memory.memory import Memory
 from orgtree_lang.memory.nodes import Node
@@ -54,7 +55,7 @@ def relevant_insights(pool: InsightPool, memory: Memory, task: str, model: objec
     if not by_document:
         return InsightView("", [], 0, budget.tokens)
     ranked: list[Node] = []
-    for hit in memory.search(task, k=4 * limit, tags=[INSIGHT_TAG], mode=mode):
+    for hit in search_tagged(memory, task, 4 * limit, tags=[INSIGHT_TAG], mode=mode):
         for span in hit.spans:
             if span.document in by_document and all(d.id != span.document for d in ranked):
                 ranked.append(memory.get(span.document))

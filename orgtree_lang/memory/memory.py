@@ -174,11 +174,13 @@ class Memory:
     # ---- fitting ----------------------------------------------------------------------------------------
 
     def fit(self, documents: Iterable[Node | int | str], model: object, share: float = 0.25, *,
-            context_window: int | None = None, summarizer: Summarizer | None = None) -> View:
+            context_window: int | None = None, summarizer: Summarizer | None = None,
+            progress: Progress | None = None) -> View:
         """A view of `documents` within `share` of `model`'s context window (see docs/memory.md).
 
         Documents are nodes, node ids, or texts (added first). `model` is a Model, a name ("gpt-4o") or
-        "name:TOKENS"; `context_window` overrides the window. Summaries are cached in the store.
+        "name:TOKENS"; `context_window` overrides the window. Summaries are cached in the store. `progress(level,
+        summaries written)` hears of each level of summaries as it is done.
         """
         docs = []
         for item in documents:
@@ -191,7 +193,7 @@ class Memory:
             raise MemoryInputError("fit needs at least one document")
         budget = Budget.for_model(model, share, context_window)
         self._ready()
-        builder = TreeBuilder(self, budget, summarizer or ExtractiveSummarizer(), self._indexed)
+        builder = TreeBuilder(self, budget, summarizer or ExtractiveSummarizer(), self._indexed, progress)
         return builder.fit(docs)
 
     # ---- changing -------------------------------------------------------------------------------------

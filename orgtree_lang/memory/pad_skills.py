@@ -19,7 +19,8 @@ def _pad(ctx: SkillContext):
 def _pad_and_memory(ctx: SkillContext):
     from orgtree_lang.memory import Memory
 
-    with _pad(ctx) as pad, Memory(ctx.workspace.root) as memory:
+    # The pad and the insights are searched on their own (memory/hybrid.py): the workspace's vector index stays shut.
+    with _pad(ctx) as pad, Memory(ctx.workspace.root, vectors=False) as memory:
         yield pad, memory
 
 

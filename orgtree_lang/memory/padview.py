@@ -8,12 +8,13 @@ from orgtree_lang.memory.budget import Budget
 from orgtree_lang.memory.memory import Memory
 from orgtree_lang.memory.nodes import Node
 from orgtree_lang.memory.scratchpad import Note, Scratchpad
-from orgtree_lang.memory.summarize import Summarizer
+from orgtree_lang.memory.summarize import Summarizer, content_words
 from orgtree_lang.memory.tokenizer import Tokenizer
 
 VERBATIM_SHARE = 0.05   # the newest notes, read as written
 SUMMARY_SHARE = 0.10    # everything older, through the context recursion
 FOCUS_SHARE = VERBATIM_SHARE + SUMMARY_SHARE
+FOCUS_BEARING = 0.25  # the share of a task's content words an older note must have to be read instead (pad_read)
 # Older notes go into the memory in blocks of this many (by seq), so a block's text, pieces and summaries
 # never change once it is full and every later view reuses them from the cache.
 BLOCK_NOTES = 50
@@ -35,6 +36,8 @@ class PadView:
     first_verbatim_seq: int    # the oldest note read (at least partly) verbatim; 0 when the pad is empty
     summarized: int = 0        # summaries written for this view (0 when all came from the cache)
     nodes: tuple[Node, ...] = ()
+    mode: str = "recent"       # recent: newest verbatim + older summarized; focused: the notes most relevant
+    last_seq: int = 0          # the newest note there was when the view was made
 
 
 def _tail(tokenizer: Tokenizer, text: str, limit: int) -> str:
@@ -82,6 +85,25 @@ def _window(model: object, context_window: int | None) -> tuple[str, int]:
     return budget.model, budget.window
 
 
+def _newest(notes: list[Note], tokenizer: Tokenizer, room: int) -> tuple[list[Note], str, int]:
+    """(the notes older than the verbatim part, the verbatim text, the seq of its oldest note): whole notes, newest
+    first, while they fit `room` tokens; then the end of the note at the boundary, if any of it fits."""
+    kept: list[str] = []
+    first = len(notes)
+    while first > 0 and tokenizer.count("\n".join([notes[first - 1].render(), *kept])) <= room:
+        first -= 1
+        kept.insert(0, notes[first].render())
+    older = notes[:first]
+    newest = "\n".join(kept)
+    first_seq = notes[first].seq if kept else 0
+    if older:
+        part = _tail(tokenizer, "\n".join([older[-1].render(), *kept]), room)
+        if len(part) > len(newest) + (1 if kept else 0):
+            # The boundary note does not fit whole: its end still belongs to the newest text.
+            newest, first_seq = part, older[-1].seq
+    return older, newest, first_seq
+
+
 def pad_context(pad: Scratchpad, memory: Memory, agent: str, model: object, *, context_window: int | None = None,
                 summarizer: Summarizer | None = None) -> PadView:
     """The newest notes verbatim within 5% of `model`'s window, everything older summarized within 10% more.
@@ -96,20 +118,7 @@ def pad_context(pad: Scratchpad, memory: Memory, agent: str, model: object, *, c
     if not notes:
         return PadView("", 0, 0, verbatim_budget, summary_budget, 0)
     heading = VERBATIM_HEADING.format(agent=agent)
-    room = verbatim_budget - tokenizer.count(heading + "\n")
-    kept: list[str] = []
-    first = len(notes)
-    while first > 0 and tokenizer.count("\n".join([notes[first - 1].render(), *kept])) <= room:
-        first -= 1
-        kept.insert(0, notes[first].render())
-    older = notes[:first]
-    newest = "\n".join(kept)
-    first_seq = notes[first].seq if kept else 0
-    if older:
-        part = _tail(tokenizer, "\n".join([older[-1].render(), *kept]), room)
-        if len(part) > len(newest) + (1 if kept else 0):
-            # The boundary note does not fit whole: its end still belongs to the newest text.
-            newest, first_seq = part, older[-1].seq
+    older, newest, first_seq = _newest(notes, tokenizer, verbatim_budget - tokenizer.count(heading + "\n"))
     verbatim = f"{heading}\n{newest}"
     summary, summarized, nodes = "", 0, ()
     if older:
@@ -119,7 +128,7 @@ def pad_context(pad: Scratchpad, memory: Memory, agent: str, model: object, *, c
         summary, summarized, nodes = f"{SUMMARY_HEADING}\n{view.text}", view.summarized, tuple(view.nodes)
     text = f"{summary}\n\n{verbatim}" if summary else verbatim
     return PadView(text, tokenizer.count(verbatim), tokenizer.count(summary) if summary else 0,
-                   verbatim_budget, summary_budget, first_seq, summarized, nodes)
+                   verbatim_budget, summary_budget, first_seq, summarized, nodes, last_seq=notes[-1].seq)
 
 
 def _note_spans(memory: Memory, notes: list[Note]) -> dict[int, list[tuple[int, int, Note]]]:
@@ -136,29 +145,70 @@ def _note_spans(memory: Memory, notes: list[Note]) -> dict[int, list[tuple[int, 
     return spans
 
 
+def _relevant_notes(memory: Memory, notes: list[Note], query: str, hits: int, mode: str) -> list[Note]:
+    """The notes the pad's search (`mode`: hybrid, keyword or vector) finds for `query`, most relevant first."""
+    from orgtree_lang.memory.hybrid import search_tagged
+
+    spans = _note_spans(memory, notes)
+    found: dict[int, Note] = {}
+    for hit in search_tagged(memory, query, hits, tags=[PAD_TAG], levels=[0], mode=mode):
+        for span in hit.spans:  # pieces (level 0): original text in small spans, each over a note or a few
+            for start, end, note in spans.get(span.document, []):
+                if start < span.end and span.start < end:
+                    found.setdefault(note.seq, note)
+    return list(found.values())
+
+
 def pad_focus(pad: Scratchpad, memory: Memory, agent: str, query: str, model: object, *,
               context_window: int | None = None, hits: int = 40, mode: str = "hybrid") -> PadView:
     """Instead of the newest notes and a summary, the notes most relevant to `query`, whole, within 15% of the
-    window, shown in the order they were written. Relevance is the memory's search (`mode`: hybrid, keyword or
-    vector) over every note; the best hits are taken first, until the budget is full."""
+    window, shown in the order they were written. Relevance is hybrid search over every note (`mode`: keyword and
+    meaning where the embedding model is installed, or one of them); the best go first until the budget is full."""
     name, window = _window(model, context_window)
     budget = int(window * FOCUS_SHARE)
     tokenizer = Tokenizer(name)
     notes = pad.notes()
     if not notes:
-        return PadView("", 0, 0, budget, 0, 0)
-    heading = FOCUS_HEADING.format(query=" ".join(query.split()), agent=agent)
-    spans = _note_spans(memory, notes)
+        return PadView("", 0, 0, budget, 0, 0, mode="focused")
+    heading = FOCUS_HEADING.format(query=" ".join(query.split())[:200], agent=agent)
     chosen: dict[int, Note] = {}
     used = tokenizer.count(heading)
-    for hit in memory.search(query, k=hits, tags=[PAD_TAG], levels=[0], mode=mode):  # pieces: original text, small spans
-        for span in hit.spans:
-            for start, end, note in spans.get(span.document, []):
-                if start < span.end and span.start < end and note.seq not in chosen:
-                    cost = tokenizer.count("\n" + note.render())
-                    if used + cost <= budget:
-                        chosen[note.seq] = note
-                        used += cost
+    for note in _relevant_notes(memory, notes, query, hits, mode):
+        cost = tokenizer.count("\n" + note.render())
+        if used + cost <= budget:
+            chosen[note.seq] = note
+            used += cost
     picked = [chosen[seq] for seq in sorted(chosen)]
     text = "\n".join([heading, *(note.render() for note in picked)])
-    return PadView(text, tokenizer.count(text), 0, budget, 0, picked[0].seq if picked else 0)
+    return PadView(text, tokenizer.count(text), 0, budget, 0, picked[0].seq if picked else 0, mode="focused",
+                   last_seq=notes[-1].seq)
+
+
+def pad_read(pad: Scratchpad, memory: Memory, agent: str, task: str, model: object, *,
+             context_window: int | None = None, summarizer: Summarizer | None = None, mode: str = "hybrid") -> PadView:
+    """What an agent working on `task` reads of the scratchpad: `pad_context` (the newest notes in 5% of the window,
+    the older ones summarized in 10% more), unless the note most relevant to the task (hybrid search) is no longer
+    among the newest read verbatim; then `pad_focus` on the task replaces both, in the same 15%, so that older note is
+    read whole (the design's special case). With every note read verbatim nothing is searched."""
+    def recent() -> PadView:
+        return pad_context(pad, memory, agent, model, context_window=context_window, summarizer=summarizer)
+
+    name, window = _window(model, context_window)
+    tokenizer = Tokenizer(name)
+    notes = pad.notes()
+    room = int(window * VERBATIM_SHARE) - tokenizer.count(VERBATIM_HEADING.format(agent=agent) + "\n")
+    wanted = content_words(task)
+    older_notes, _, first_verbatim = _newest(notes, tokenizer, room) if notes else ([], "", 0)
+    if not older_notes or not wanted:
+        return recent()
+
+    def bearing(note: Note) -> float:
+        return len(wanted & content_words(note.text)) / len(wanted)
+
+    # The search finds the candidates (by keyword and meaning); a note must also share a quarter of the task's
+    # content words, and more than any note read verbatim, to count as more relevant: a common word is no reason.
+    newest = max((bearing(n) for n in notes if n.seq >= first_verbatim), default=0.0)
+    older = [n for n in _relevant_notes(memory, notes, task, 10, mode) if n.seq < first_verbatim]
+    if any(bearing(n) >= FOCUS_BEARING and bearing(n) > newest for n in older):
+        return pad_focus(pad, memory, agent, task, model, context_window=context_window, mode=mode)
+    return recent()

@@ -127,7 +127,7 @@ class Scratchpad:
                                    f"(what changed it); got before={before!r}, why={why!r}",
                                    hint="give both, or neither for a plain plan")
         with self.turn(agent, timeout=timeout) as turn:
-            done = self._notes("SELECT * FROM pad_notes WHERE key = ?", (key,)) if key else []
+            done = self.notes_by_key(key) if key else []
             if done:
                 turn.written = done[0]
             elif before.strip():
@@ -158,6 +158,10 @@ class Scratchpad:
             sql = f"SELECT * FROM ({sql} ORDER BY seq DESC LIMIT ?)"
             args.append(limit)
         return self._notes(sql + " ORDER BY seq", tuple(args))
+
+    def notes_by_key(self, key: str) -> list[Note]:
+        """The note a step with idempotency key `key` wrote (a repeated step finds it and writes nothing)."""
+        return self._notes("SELECT * FROM pad_notes WHERE key = ? ORDER BY seq", (key,))
 
     def notes_between(self, first: int, last: int) -> list[Note]:
         """Notes with `first` <= seq <= `last`, oldest first."""

@@ -33,7 +33,7 @@ class Hit:
 _SAID: set[str] = set()  # process-wide on purpose: a missing library is news once, not once per memory
 
 
-def _say_once(message: str, notice: Callable[[str], None]) -> None:
+def say_once(message: str, notice: Callable[[str], None]) -> None:
     if message not in _SAID:
         _SAID.add(message)
         notice(message)
@@ -69,7 +69,7 @@ class SearchIndex:
         try:
             vectors = VectorIndex(self.folder)
         except (VectorsUnavailable, ImportError) as exc:
-            _say_once(f"memory: search is keyword-only: {exc}", self.notice)
+            say_once(f"memory: search is keyword-only: {exc}", self.notice)
             return None
         reason = None
         if vectors.stamp() != generation:
@@ -199,15 +199,17 @@ class SearchIndex:
             if documents or levels or tags:
                 allowed = self.memory.store.filter_ids(documents, levels, tags)
             vector = self.vectors.search(query, depth, allowed)
-        fused: dict[int, float] = {}
-        ranks: dict[int, list[int | None]] = {}
-        for which, results in ((0, keyword), (1, vector)):
-            for rank, (node, _score) in enumerate(results, start=1):
-                fused[node] = fused.get(node, 0.0) + 1.0 / (RRF_K + rank)
-                ranks.setdefault(node, [None, None])[which] = rank
-        best = sorted(fused, key=lambda n: (-fused[n], n))[:k]
-        hits = []
-        for node in self.memory.store.many(best):
-            hits.append(Hit(node, fused[node.id], self.memory.text(node), self.memory.store.spans(node),
-                            ranks[node.id][0], ranks[node.id][1], sorted(self.memory.store.tags_of(node))))
-        return hits
+        return fused_hits(self.memory, keyword, vector, k)
+
+
+def fused_hits(memory: Memory, keyword: list[tuple[int, float]], vector: list[tuple[int, float]], k: int) -> list[Hit]:
+    """The `k` best nodes of two rankings (node id, score; best first) by reciprocal rank fusion, as Hits."""
+    fused: dict[int, float] = {}
+    ranks: dict[int, list[int | None]] = {}
+    for which, results in ((0, keyword), (1, vector)):
+        for rank, (node, _score) in enumerate(results, start=1):
+            fused[node] = fused.get(node, 0.0) + 1.0 / (RRF_K + rank)
+            ranks.setdefault(node, [None, None])[which] = rank
+    best = sorted(fused, key=lambda n: (-fused[n], n))[:k]
+    return [Hit(node, fused[node.id], memory.text(node), memory.store.spans(node), ranks[node.id][0],
+                ranks[node.id][1], sorted(memory.store.tags_of(node))) for node in memory.store.many(best)]

@@ -24,10 +24,15 @@ def _guard(name: str, call):
     from orgtree_lang.memory.budget import BudgetError
     from orgtree_lang.memory.memory import MemoryInputError
 
+    from orgtree_lang.models.base import ModelError
+
     try:
         return call()
     except (MemoryInputError, BudgetError) as exc:
         raise SkillError(f"{name}: {exc}") from None
+    except ModelError as exc:
+        raise SkillError(f"{name}: the model writing its summaries failed: {exc}",
+                         hint=exc.hint or 'or set [memory] summarizer = "extractive" in orgtree.toml') from None
 
 
 @skill("ctx.add", idempotent=True)
@@ -46,11 +51,27 @@ def add(ctx: SkillContext, text: str, name: str = "", tags: list[str] | None = N
         return _guard("ctx.add", lambda: memory.add(text, name=name, tags=tags or ())).id
 
 
-@skill("ctx.fit", idempotent=True)
+def summarizer_of(ctx: SkillContext, what: str):
+    """The summarizer of this run's skills: the run's model (or `[memory] summary_model`) when one is configured and
+    `[memory] summarizer` is not "extractive", its calls charged to the run tree's budget; else the extractive one."""
+    from orgtree_lang.memory.settings import MemorySettings
+    from orgtree_lang.runtime.config import ConfigError
+
+    try:
+        settings = MemorySettings.from_config(ctx.config)
+    except ConfigError as exc:
+        raise SkillError(f"{what}: {exc}") from None
+    return settings.summarizer_for(ctx.models, spend=ctx.spend, what=what)
+
+
+@skill("ctx.fit", idempotent=True, slow=True)
 def fit(ctx: SkillContext, documents: list[int], model: str, share: float = 0.25) -> str:
     """The documents, or summaries of them, within a share of a model's context window.
 
-    Summaries are labelled `[#ID summary LEVEL]`; ctx.expand(ID) gives what a summary stands for.
+    Summaries are labelled `[#ID summary LEVEL]`; ctx.expand(ID) gives what a summary stands for. With a model
+    configured for the run they are written by it (each says what it covers and keeps the numbers, names and
+    errors a reader would search for), several at a time, and cached by text and model; without one, or with
+    `[memory] summarizer = "extractive"`, the most central sentences are kept.
 
     Args:
         documents: Document ids from ctx.add.
@@ -60,8 +81,11 @@ def fit(ctx: SkillContext, documents: list[int], model: str, share: float = 0.25
     Returns:
         The text, at most share x window tokens.
     """
-    with _open(ctx) as memory:
-        return _guard("ctx.fit", lambda: memory.fit(documents, model, share).text)
+    summarizer = summarizer_of(ctx, "ctx.fit")
+    # Keyword-only: the view's new summaries are indexed for keyword search now; a search by meaning embeds them
+    # later, once, rather than every piece of a big document being embedded before the view is read.
+    with _open(ctx, vectors=False) as memory:
+        return _guard("ctx.fit", lambda: memory.fit(documents, model, share, summarizer=summarizer).text)
 
 
 @skill("ctx.expand", idempotent=True)

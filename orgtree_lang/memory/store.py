@@ -192,6 +192,16 @@ class NodeStore:
     def vectors(self, model: str) -> list[tuple[int, bytes]]:
         return list(self.db.execute("SELECT node, vector FROM memory_vectors WHERE model = ? ORDER BY node", (model,)))
 
+    def vectors_of(self, model: str, ids: list[int]) -> dict[int, bytes]:
+        """The saved embeddings of some nodes (those that have one), by node id."""
+        found: dict[int, bytes] = {}
+        for chunk in range(0, len(ids), 500):
+            part = ids[chunk:chunk + 500]
+            marks = ",".join("?" * len(part))
+            found.update(self.db.execute(f"SELECT node, vector FROM memory_vectors WHERE model = ? AND node IN "
+                                         f"({marks})", [model, *part]))
+        return found
+
     def save_vectors(self, model: str, rows: list[tuple[int, bytes]]) -> None:
         with self.write() as db:
             db.executemany("INSERT OR REPLACE INTO memory_vectors (node, model, vector) VALUES (?, ?, ?)",

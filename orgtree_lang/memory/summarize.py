@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
+import time
 from collections import Counter
 from itertools import chain
-from typing import Protocol
+from typing import Any, Callable, Protocol
 
 from orgtree_lang.memory.tokenizer import Tokenizer
 
@@ -15,12 +17,27 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
 _LINES = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
 _UNIT_BREAK = re.compile(f"[{_LINES}]+|(?<=[.!?])[\"')\\]]*[^\\S{_LINES}]+")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
-_STOPWORDS = frozenset(
+STOPWORDS = frozenset(
     "the and for that this with from are was were not but have has had you your its it's can will would "
     "should could into onto than then them they their there these those what when where which while who "
     "why how all any each other some such only also more most very just over under about after before "
     "between both been being does did doing our out off own same too via per one two self none true false "
     "return def class import".split())
+
+
+def content_words(text: str) -> set[str]:
+    """The words of `text` that carry meaning (three letters or more, no stop word), lower-cased, with a plural or
+    past-tense ending taken off, for telling whether two short texts are about the same thing."""
+    out = set()
+    for word in _WORD.findall(text.lower()):
+        if word in STOPWORDS or word in ("else", "like", "must", "may"):
+            continue
+        for ending in ("ing", "ed", "es", "s"):
+            if word.endswith(ending) and len(word) - len(ending) >= 4:
+                word = word[: -len(ending)]
+                break
+        out.add(word)
+    return out
 
 
 class Summarizer(Protocol):
@@ -53,7 +70,7 @@ class ExtractiveSummarizer:
             unit_words = [findall(unit.lower()) if unit.isascii() else [w.lower() for w in findall(unit)]
                           for unit in units]
         counts = Counter(chain.from_iterable(unit_words))
-        weight = {w: 0.0 if w in _STOPWORDS else math.log1p(c) for w, c in counts.items()}
+        weight = {w: 0.0 if w in STOPWORDS else math.log1p(c) for w, c in counts.items()}
         # Frequent words make a sentence central; the square root keeps long sentences from winning by size.
         # The opening often names the subject: it gets half a point more (when it has words at all).
         lookup = weight.__getitem__
@@ -79,23 +96,133 @@ class ExtractiveSummarizer:
         return "\n".join(units[i] for i in sorted(chosen))
 
 
-class ModelSummarizer:
-    """Asks a Model (orgtree_lang.models) for a summary of at most the target length."""
+SUMMARY_SYSTEM = ("You write the summaries of a context tree: other agents read them instead of the original text and "
+                  "search them to find the part to open. Be faithful: state only what the text says.")
+# Model summaries are written this many at a time (a round of the context tree is one batch): they wait on the
+# provider, not on this machine's cores.
+SUMMARY_WORKERS = 4
 
-    def __init__(self, model) -> None:
+
+def summary_prompt(text: str, target_tokens: int) -> str:
+    """The request for one summary: what it covers first, then the facts a reader would search for."""
+    words = max(1, int(target_tokens * 0.7))
+    return (f"Summarize the text below in at most {target_tokens} tokens (about {words} words).\n"
+            "Begin with one line `Covers: ...` saying what the text is about and where it starts and ends "
+            "(sections, dates, ids, line ranges when the text has them). Then keep every fact a reader might search "
+            "for: numbers with what they count or measure, names (people, places, files, functions, products), "
+            "dates and times, error messages and codes, decisions and their reasons. When the text lists many "
+            "similar items, say how many there are and their range instead of dropping them. Leave out wording, "
+            "repetition and filler. Answer with the summary only.\n\n"
+            f"<text>\n{text}\n</text>")
+
+
+class SummaryCalls(Protocol):
+    """How a batch of summary requests reaches a model: one answer text (or the exception it raised) per request,
+    in order. `ThreadedCalls` runs them side by side; a run's version also meters and journals them."""
+
+    def __call__(self, model, requests: list[list]) -> list[str | Exception]: ...
+
+
+class ThreadedCalls:
+    """Up to `workers` requests at a time, on threads of their own or on `submit` (an executor's, see
+    vm/executor.py). With `spend` (the run tree's meter: vm.budget ModelSpend or NodeSpend), the batch is checked
+    against the budget before it starts and each answer is charged as it is collected, on the calling thread."""
+
+    def __init__(self, workers: int = SUMMARY_WORKERS, *, submit: Callable[[Callable[[], Any]], Any] | None = None,
+                 spend: Any = None, what: str = "summarizing for the context tree") -> None:
+        self.workers, self.submit, self.spend, self.what = max(1, workers), submit, spend, what
+
+    def __call__(self, model, requests: list[list]) -> list[str | Exception]:
+        if self.spend is not None:
+            self.spend.check(f"a call of {model.name} for {self.what}")
+
+        def ask(messages):
+            started = time.time()
+            try:
+                return model.complete(messages), started
+            except Exception as err:  # noqa: BLE001 - handed back in its place; the caller raises the first
+                return err, started
+
+        def run_all() -> list:
+            if len(requests) == 1 or (self.workers == 1 and self.submit is None):
+                return [ask(messages) for messages in requests]
+            if self.submit is not None:
+                return [future.result() for future in [self.submit(lambda m=m: ask(m)) for m in requests]]
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(min(self.workers, len(requests)), thread_name_prefix="pipe-summary") as pool:
+                return list(pool.map(ask, requests))
+
+        # An ambiguous block's spend lets go of the run lock while its calls wait, so other blocks go on.
+        away = getattr(self.spend, "away", None)
+        done = away(run_all) if away is not None else run_all()
+        return [self._charged(model, answer, started) for answer, started in done]
+
+    def _charged(self, model, answer, started: float) -> str | Exception:
+        if isinstance(answer, Exception):
+            if self.spend is not None:
+                self.spend.ended(model.name, 0, 0, 0.0, started, answer)
+            return answer
+        if self.spend is not None:
+            usage = answer.usage
+            self.spend.charge(usage.prompt_tokens + usage.completion_tokens, usage.cost,
+                              f"a call of {model.name} for {self.what}")
+            self.spend.ended(answer.model or model.name, usage.prompt_tokens, usage.completion_tokens, usage.cost,
+                             started, None)
+        return answer.text
+
+
+class ModelSummarizer:
+    """Asks a Model (orgtree_lang.models) for each summary: what the text covers, and the facts a reader would
+    search for, within the target length. `summarize_many` writes a whole round of the context tree at once
+    through `calls` (default: ThreadedCalls, SUMMARY_WORKERS at a time); `journal(digests, ask)` makes each batch
+    one journaled step of a durable run (decompose/protocol.py gives it)."""
+
+    VERSION = 2  # part of the cache key: a new prompt makes new summaries
+
+    def __init__(self, model, *, calls: SummaryCalls | None = None,
+                 journal: Callable[[list[str], Callable[[], list]], list] | None = None) -> None:
         self.model = model
-        self.id = f"model:{model.name}:1"
+        self.id = f"model:{model.name}:{self.VERSION}"
+        self.calls = calls or ThreadedCalls()
+        self.journal = journal
 
     def summarize(self, text: str, target_tokens: int, tokenizer: Tokenizer) -> str:
+        return self.summarize_many([text], target_tokens, tokenizer)[0]
+
+    def summarize_many(self, texts: list[str], target_tokens: int, tokenizer: Tokenizer,
+                       keep: Callable[[int, str], None] | None = None) -> list[str]:
+        """One summary per text, in order. If a request fails, the summaries that did come are handed to
+        `keep(index, text)` first (the context tree caches them: nothing written is lost), then the error is raised."""
         from orgtree_lang.models.base import Message
 
-        words = max(1, int(target_tokens * 0.7))
-        prompt = (f"Summarize the text below in at most {target_tokens} tokens (about {words} words). Keep names, "
-                  f"numbers and decisions; leave out anything else. Answer with the summary only.\n\n"
-                  f"<text>\n{text}\n</text>")
-        answer = self.model.complete([Message("system", "You write faithful, dense summaries."),
-                                      Message("user", prompt)])
-        return answer.text.strip()
+        requests = [[Message("system", SUMMARY_SYSTEM), Message("user", summary_prompt(text, target_tokens))]
+                    for text in texts]
+
+        def ask() -> list[str]:
+            answers = self.calls(self.model, requests)
+            failed = next((a for a in answers if isinstance(a, Exception)), None)
+            if failed is not None:
+                for index, answer in enumerate(answers):
+                    if keep is not None and not isinstance(answer, Exception):
+                        keep(index, answer.strip())
+                raise failed
+            return [a.strip() for a in answers]
+
+        if self.journal is None:
+            return ask()
+        digests = [hashlib.sha256(text.encode("utf-8")).hexdigest()[:24] for text in texts]
+        return list(self.journal([*digests, f"{target_tokens} tokens"], ask))
+
+
+def summarize_many(summarizer: Summarizer, texts: list[str], target_tokens: int, tokenizer: Tokenizer,
+                   keep: Callable[[int, str], None] | None = None) -> list[str]:
+    """`summarizer.summarize_many` when it has one (a model's: written side by side, `keep` as it says), else
+    one at a time."""
+    many = getattr(summarizer, "summarize_many", None)
+    if many is not None:
+        return many(texts, target_tokens, tokenizer, keep)
+    return [summarizer.summarize(text, target_tokens, tokenizer) for text in texts]
 
 
 def fit_to(text: str, target_tokens: int, tokenizer: Tokenizer) -> str:

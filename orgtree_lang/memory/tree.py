@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Callable
 from orgtree_lang.memory.budget import Budget, BudgetError
 from orgtree_lang.memory.nodes import Node
 from orgtree_lang.memory.split import byte_ranges, split_text
-from orgtree_lang.memory.summarize import Summarizer, fit_to
+from orgtree_lang.memory.summarize import Summarizer, fit_to, summarize_many
 from orgtree_lang.memory.tokenizer import Tokenizer
 
 if TYPE_CHECKING:
@@ -47,7 +47,8 @@ class TreeBuilder:
     """Builds (and reuses) the summary nodes that make some documents fit one budget."""
 
     def __init__(self, memory: Memory, budget: Budget, summarizer: Summarizer,
-                 on_new: Callable[[list[Node]], None] | None = None) -> None:
+                 on_new: Callable[[list[Node]], None] | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> None:
         self.memory = memory
         self.budget = budget
         self.summarizer = summarizer
@@ -56,6 +57,7 @@ class TreeBuilder:
         self.target = max(8, self.limit // FANOUT)
         self.summarized = 0
         self.on_new = on_new or (lambda nodes: None)
+        self.progress = progress  # (level just built, summaries written so far), after each round
         self._blob: tuple[str, bytes] = ("", b"")
 
     def render(self, nodes: list[Node]) -> str:
@@ -87,9 +89,11 @@ class TreeBuilder:
                 return View(text, current, tokens, self.limit, self.summarized, levels, list(documents))
             before = sum(n.tokens for n in current)
             fresh: list[Node] = []
-            current = [self._summary(group, fresh) for group in self._groups(current)]
+            current = self._round(self._groups(current), fresh)
             self.on_new(fresh)
             levels += 1
+            if self.progress is not None:
+                self.progress(levels, self.summarized)
             if sum(n.tokens for n in current) >= before:
                 raise BudgetError(f"summarizing did not shorten the text ({before} tokens stayed "
                                   f"{sum(n.tokens for n in current)}); the budget of {self.limit} tokens is too "
@@ -116,35 +120,61 @@ class TreeBuilder:
             self._blob = (node.blob, self.memory.blobs.read(node.blob))
         return self._blob[1][node.start:node.end].decode("utf-8")
 
-    def _summary(self, group: list[Node], fresh: list[Node]) -> Node:
-        if len(group) == 1 and group[0].tokens <= self.target:
-            return group[0]  # already as short as a summary would be: carry it up as it is
-        key = f"summary:{self.summarizer.id}:{self.target}:{','.join(str(n.id) for n in group)}"
-        existing = self.memory.store.by_key(key)
-        if existing is not None:
-            return existing
-        source = SEPARATOR.join(self._text(n) for n in group)
-        digest = hashlib.sha256(source.encode("utf-8")).hexdigest()
-        cache_key = f"{digest}:{self.summarizer.id}:{self.target}:{self.budget.model}"
-        cached = self.memory.store.cached_summary(cache_key)
-        if cached is not None:
-            blob, tokens = cached
-        else:
-            raw = self.summarizer.summarize(source, self.target, self.tokenizer)
-            text = fit_to(raw, self.target, self.tokenizer) if raw.strip() else fit_to(source, self.target,
-                                                                                          self.tokenizer)
-            self.summarized += 1
-            blob = self.memory.blobs.put(text.encode("utf-8"))
-            tokens = self.tokenizer.count(text)
-        size = len(self.memory.blobs.read(blob)) if cached is not None else len(text.encode("utf-8"))
+    def _round(self, groups: list[list[Node]], fresh: list[Node]) -> list[Node]:
+        """One level of the tree: a node per group, the summaries this round needs written in one batch (a model
+        summarizer writes them side by side)."""
+        out: list[Node | None] = []
+        wanted: list[tuple[int, list[Node], str, str]] = []  # (place, group, source, cache key)
+        for group in groups:
+            if len(group) == 1 and group[0].tokens <= self.target:
+                out.append(group[0])  # already as short as a summary would be: carry it up as it is
+                continue
+            existing = self.memory.store.by_key(self._node_key(group))
+            if existing is not None:
+                out.append(existing)
+                continue
+            source = SEPARATOR.join(self._text(n) for n in group)
+            digest = hashlib.sha256(source.encode("utf-8")).hexdigest()
+            out.append(None)
+            key = f"{digest}:{self.summarizer.id}:{self.target}:{self.budget.model}"
+            wanted.append((len(out) - 1, group, source, key))
+        # Each distinct text once (a repeated passage makes groups with the same text), and none already cached.
+        unique = {w[3]: w for w in wanted}
+        missing = [w for w in unique.values() if self.memory.store.cached_summary(w[3]) is None]
+        if missing:
+            def keep(index: int, raw: str) -> None:
+                self._cache_text(missing[index], raw)
+
+            texts = summarize_many(self.summarizer, [w[2] for w in missing], self.target, self.tokenizer, keep)
+            for item, raw in zip(missing, texts):
+                self._cache_text(item, raw)
+        for place, group, _source, cache_key in wanted:
+            out[place] = self._insert(group, cache_key, fresh)
+        return out
+
+    def _node_key(self, group: list[Node]) -> str:
+        return f"summary:{self.summarizer.id}:{self.target}:{','.join(str(n.id) for n in group)}"
+
+    def _cache_text(self, item: tuple[int, list[Node], str, str], raw: str) -> None:
+        """Cut a summary to its target and keep it in the text cache (an empty answer keeps the source's start)."""
+        _place, _group, source, cache_key = item
+        if self.memory.store.cached_summary(cache_key) is not None:
+            return
+        text = fit_to(raw, self.target, self.tokenizer) if raw.strip() else fit_to(source, self.target, self.tokenizer)
+        blob = self.memory.blobs.put(text.encode("utf-8"))
+        with self.memory.store.write() as db:
+            self.memory.store.cache_summary(db, cache_key, blob, self.tokenizer.count(text))
+        self.summarized += 1
+
+    def _insert(self, group: list[Node], cache_key: str, fresh: list[Node]) -> Node:
+        blob, tokens = self.memory.store.cached_summary(cache_key)
+        size = len(self.memory.blobs.read(blob))
         covers: set[int] = set()
         for n in group:
             covers.update(self.memory.store.covered_documents(n.id))
         with self.memory.store.write() as db:
-            if cached is None:
-                self.memory.store.cache_summary(db, cache_key, blob, tokens)
             node = self.memory.store.insert(db, "summary", 1 + max(n.level for n in group), blob, 0, size, tokens,
-                                            key, children=[n.id for n in group], covers=covers)
+                                            self._node_key(group), children=[n.id for n in group], covers=covers)
             self.memory.store.bump(db)
         fresh.append(node)
         return node

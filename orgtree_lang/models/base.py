@@ -10,7 +10,7 @@ from typing import Any
 
 from orgtree_lang.runtime.errors import PipeError
 
-ERROR_KINDS = ("auth", "not_found", "rate_limit", "timeout", "server", "context_overflow", "empty",
+ERROR_KINDS = ("auth", "not_found", "rate_limit", "timeout", "server", "unreachable", "context_overflow", "empty",
                "invalid_output", "missing_response", "config")
 
 

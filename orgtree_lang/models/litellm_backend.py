@@ -8,7 +8,7 @@ import uuid
 
 from orgtree_lang.models.base import Completion, Message, Model, ModelError, Usage
 
-RETRIED = ("rate_limit", "timeout", "server")
+RETRIED = ("rate_limit", "timeout", "server", "unreachable")
 KEY_VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY",
             "mistral": "MISTRAL_API_KEY", "groq": "GROQ_API_KEY", "deepseek": "DEEPSEEK_API_KEY",
             "openrouter": "OPENROUTER_API_KEY", "cohere": "COHERE_API_KEY", "together_ai": "TOGETHERAI_API_KEY"}
@@ -59,6 +59,13 @@ def map_error(exc: Exception, model_name: str, api_base: str | None) -> ModelErr
     if isinstance(exc, e.Timeout):
         return ModelError(f"{model_name}{where} did not answer in time: {detail}", "timeout",
                           "raise the timeout or check the endpoint")
+    unreachable = _unreachable(exc)
+    if unreachable is not None:  # litellm reports a refused connection as a 500 from the provider
+        url, reason = unreachable
+        url = api_base or url or f"the endpoint of {model_name}"
+        return ModelError(f"nothing answers at {url} ({reason}): no request reached {model_name}", "unreachable",
+                          "start the server there, or point --api-base at one that runs" if api_base
+                          else "check the network, or name an endpoint that runs with --api-base")
     status = getattr(exc, "status_code", None)
     if isinstance(exc, (e.InternalServerError, e.ServiceUnavailableError, e.BadGatewayError)) or (
             isinstance(status, int) and status >= 500):
@@ -71,6 +78,35 @@ def map_error(exc: Exception, model_name: str, api_base: str | None) -> ModelErr
         return ModelError(f"unknown model or provider {model_name!r}", "not_found",
                           "name the model as provider/model, e.g. openai/gpt-4o-mini or anthropic/claude-sonnet-4-5")
     return ModelError(f"{model_name}{where} refused the request: {detail}", "config")
+
+
+def _unreachable(exc: Exception) -> tuple[str | None, str] | None:
+    """(URL, why) when `exc` or an exception under it says no connection was made (refused, unknown host,
+    unreachable network), else None. A timeout is not this: something may have been listening."""
+    import socket
+
+    chain: list[BaseException] = []
+    while exc is not None and all(exc is not seen for seen in chain):
+        chain.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    url = next((str(request.url) for request in map(_request, chain) if getattr(request, "url", None)), None)
+    for cause in reversed(chain):  # the OSError at the bottom says it best
+        if isinstance(cause, ConnectionRefusedError):
+            return url, "connection refused"
+        if isinstance(cause, socket.gaierror):
+            return url, f"host name not found: {cause.strerror or cause}"
+        if isinstance(cause, OSError) and not isinstance(cause, TimeoutError) and cause.errno is not None:
+            return url, cause.strerror or str(cause)
+    if any(type(cause).__name__ == "ConnectError" for cause in chain):  # httpx's, with no OSError beneath
+        return url, _detail(next(c for c in chain if type(c).__name__ == "ConnectError"))
+    return None
+
+
+def _request(exc: BaseException):
+    try:
+        return exc.request  # httpx's raises RuntimeError where no request was set
+    except Exception:
+        return None
 
 
 class LiteLLMModel(Model):

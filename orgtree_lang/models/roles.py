@@ -65,10 +65,16 @@ class RunModels:
     def reviewer(self) -> Model:
         return self._get("reviewer", self.review_spec, ".reviewer")
 
-    def _get(self, role: str, spec: str | None, cassette_suffix: str) -> Model:
+    def named(self, spec: str, *, role: str = "author") -> Model:
+        """A model of this run by its spec (e.g. `[memory] summary_model`), built once with the run's endpoint and
+        timeout; a cassette gets `.<role>` before its suffix."""
+        return self._get(role, spec, f".{role}", key=f"{role}:{spec}")
+
+    def _get(self, role: str, spec: str | None, cassette_suffix: str, *, key: str | None = None) -> Model:
+        key = key or role
         with self._lock:
-            if role in self._built:
-                return self._built[role]
+            if key in self._built:
+                return self._built[key]
             if not spec:
                 raise ModelError(f"no {role} model is configured", "config", NO_MODEL_HINT)
             from orgtree_lang.models.select import model_from_spec
@@ -80,7 +86,7 @@ class RunModels:
 
                 model = RecordingModel(model, self.record.with_name(
                     f"{self.record.stem}{cassette_suffix}{self.record.suffix}"))
-            self._built[role] = model
+            self._built[key] = model
             return model
 
     def __repr__(self) -> str:

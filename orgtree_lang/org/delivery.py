@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.syntax.spans import Span
 from orgtree_lang.vm.budget import ModelSpend, budget_exceeded
-from orgtree_lang.vm.calls import failure_text, skill_failure
+from orgtree_lang.vm.calls import await_call, failure_text, skill_failure
 from orgtree_lang.vm.effects import EffectStep
 from orgtree_lang.vm.executor import Finished, SkillCall
 from orgtree_lang.vm.memory import check_value
@@ -109,8 +109,7 @@ class Delivery:
         error = None
         value = None
         try:
-            with org.lock.released():  # blocks resolved on threads of their own go on meanwhile
-                value = pending.result(timeout=self._seconds_left())
+            value = await_call(machine, pending, self._seconds_left, whole=True)
         except concurrent.futures.TimeoutError:
             machine.suspend()  # saved as it is, with the call in flight: a resume with more time issues it again
             raise budget_exceeded("seconds", machine.budget.max_seconds, machine.seconds_used(),

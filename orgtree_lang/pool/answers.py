@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -44,7 +44,7 @@ class TrialPlan(BaseModel):
 
 
 class CaseVerdict(BaseModel):
-    index: int = Field(ge=0, description="the case's position in the plan, from 0")
+    case: int = Field(ge=1, description="the case's number, as in the outputs shown (the plan's first case is 1)")
     ok: bool = Field(description="true when the output meets the spec for this input")
     reason: str = Field(default="", description="why not, when ok is false")
 
@@ -54,31 +54,57 @@ class Judgement(BaseModel):
 
     accepted: bool
     reasons: str = Field(min_length=1, description="why it is accepted or rejected")
-    cases: list[CaseVerdict] = Field(default_factory=list)
+    cases: list[CaseVerdict] = Field(description="exactly one verdict for every case of the plan")
+
+    def unjudged(self, count: int) -> str | None:
+        """What keeps this from judging a plan of `count` cases (a case with no verdict, a verdict for a case
+        the plan lacks, two verdicts for one case), or None when every case has exactly one verdict."""
+        numbers = [verdict.case for verdict in self.cases]
+        missing = [n for n in range(1, count + 1) if n not in numbers]
+        unknown = sorted({n for n in numbers if n > count})
+        twice = sorted({n for n in numbers if numbers.count(n) > 1 and n <= count})
+        problems = ([f"no verdict for case(s) {', '.join(map(str, missing))}"] if missing else []) + \
+                   ([f"a verdict for case(s) {', '.join(map(str, unknown))}"] if unknown else []) + \
+                   [f"case {n} has {numbers.count(n)} verdicts" for n in twice]
+        if not problems:
+            return None
+        return f"{'; '.join(problems)}, but the plan has cases 1 to {count}: give one verdict for each"
 
 
 def schema_text(model: type[BaseModel]) -> str:
     return json.dumps(model.model_json_schema(), indent=1, sort_keys=True)
 
 
-def ask_structured(model, messages: list, schema: type[BaseModel], conversation: str, what: str):
-    """The model's answer validated against `schema`; malformed output gets one retry in the same conversation,
-    then a PoolError naming `what`. Other model failures (ModelError) pass through."""
-    from orgtree_lang.models.base import Message, ModelError
-    from orgtree_lang.pool.store import PoolError
+def ask_structured(model, messages: list, schema: type[BaseModel], conversation: str, what: str,
+                   check: Callable[[Any], str | None] = lambda _answer: None):
+    """The model's answer validated against `schema` and then by `check` (what is wrong with a well-formed
+    answer in its context, or None); an unusable answer gets one retry in the same conversation, told what was
+    wrong, then a PoolError naming `what`. Other model failures (ModelError) pass through."""
+    from orgtree_lang.models.base import Message
 
-    try:
-        return model.complete(messages, schema=schema, conversation_id=conversation).parsed
-    except ModelError as exc:
-        if exc.kind not in ("invalid_output", "empty"):
-            raise
-        first = exc.message
+    first = _problem(model, messages, schema, conversation, check)
+    if isinstance(first, BaseModel):
+        return first
     retry = messages + [Message("user", f"Your answer could not be used: {first}\nAnswer again with only one "
                                         "JSON object matching the schema in your instructions.")]
+    then = _problem(model, retry, schema, conversation, check)
+    if isinstance(then, BaseModel):
+        return then
+    from orgtree_lang.pool.store import PoolError
+
+    raise PoolError(f"{what}: {model.name} gave an unusable answer twice (first: {first}; then: {then})",
+                    hint="check the reviewer model; nothing was changed")
+
+
+def _problem(model, messages: list, schema: type[BaseModel], conversation: str,
+             check: Callable[[Any], str | None]) -> BaseModel | str:
+    """The parsed answer, or what makes it unusable (malformed JSON, or `check`'s objection)."""
+    from orgtree_lang.models.base import ModelError
+
     try:
-        return model.complete(retry, schema=schema, conversation_id=conversation).parsed
+        answer = model.complete(messages, schema=schema, conversation_id=conversation).parsed
     except ModelError as exc:
         if exc.kind not in ("invalid_output", "empty"):
             raise
-        raise PoolError(f"{what}: {model.name} answered malformed JSON twice (first: {first}; then: {exc.message})",
-                        hint="check the reviewer model; nothing was changed") from None
+        return exc.message
+    return check(answer) or answer

@@ -64,8 +64,12 @@ def review_bug(root: Path | str, bug_id: int, *, reviewer, registry, history: Hi
             calls = history(bug.skill, HISTORY_LIMIT)
         except RuntimeError:
             calls = []
+        from orgtree_lang.memory.turn import agent_turns
         from orgtree_lang.models.base import Message
 
+        # The bug reviewer is an agent of the workspace: it takes its turn on the scratchpad around its answers.
+        reviewer = agent_turns(reviewer, f"bug reviewer of {bug.skill}", f"{bug.skill} {bug.use_case}", root,
+                               reviewer=fix_reviewer or reviewer)
         messages = [Message("system", BUG_REVIEWER_SYSTEM),
                     Message("user", _request(bug, skill, calls, Path(root)))]
         decision = ask_structured(reviewer, messages, BugDecision, conversation, f"review of bug report #{bug.id}")

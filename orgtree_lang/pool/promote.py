@@ -88,6 +88,7 @@ def promote(root: Path | str, saved, *, reviewer, registry, name: str | None = N
     PoolError when the module cannot be promoted (no spec, a taken name), ModelError from the model."""
     from orgtree_lang.compile.api import compile_source
     from orgtree_lang.decompose.spec import required_signature
+    from orgtree_lang.memory.turn import agent_turns
     from orgtree_lang.models.base import Message
 
     root = Path(root)
@@ -114,29 +115,30 @@ def promote(root: Path | str, saved, *, reviewer, registry, name: str | None = N
     signature = required_signature(spec)
     spec_text = f"The step `{spec.name}`:\n{spec.doc.strip()}\n\nIts signature:\n{signature}"
     messages = [Message("system", PLAN_SYSTEM), Message("user", spec_text)]
+    # The tester is an agent of the workspace: it takes its turn on the scratchpad around each of its answers.
+    reviewer = agent_turns(reviewer, f"promotion tester of {name}", spec_text, root, reviewer=reviewer)
     progress(f"asking {reviewer.name} for test inputs")
     plan = ask_structured(reviewer, messages, TrialPlan, conversation, f"test plan for {saved.path.name}")
     messages.append(Message("assistant", plan.model_dump_json()))
     results = []
     import tempfile
 
+    # Cases are numbered from 1 wherever they appear: progress, what the reviewer sees, its verdicts, the report.
     with tempfile.TemporaryDirectory(prefix="pipe-promotion-") as scratch:  # test runs touch no real files
-        for index, case in enumerate(plan.cases):
-            progress(f"running case {index + 1} of {len(plan.cases)}")
-            results.append({"inputs": case.inputs, "expect": case.expect,
+        for number, case in enumerate(plan.cases, 1):
+            progress(f"running case {number} of {len(plan.cases)}")
+            results.append({"case": number, "inputs": case.inputs, "expect": case.expect,
                             **_run_case(program, registry, Path(scratch), case.inputs)})
-    shown = json.dumps([{"index": i, "inputs": r["inputs"], "expect": r["expect"],
-                         **({"error": r["error"]} if "error" in r else {"output": r["output"]})}
-                        for i, r in enumerate(results)], indent=1, ensure_ascii=False)
+    shown = json.dumps([{key: r[key] for key in ("case", "inputs", "expect", "error", "output") if key in r}
+                        for r in results], indent=1, ensure_ascii=False)
     messages.append(Message("user", f"The module ran on your cases:\n{shown}\n\n{JUDGE_SYSTEM_NOTE}"))
     progress(f"asking {reviewer.name} to judge {len(results)} output(s)")
-    judgement = ask_structured(reviewer, messages, Judgement, conversation, f"judgement of {saved.path.name}")
-    verdicts = {v.index: v for v in judgement.cases}
-    for i, result in enumerate(results):
-        verdict = verdicts.get(i)
-        result["ok"] = verdict.ok if verdict else judgement.accepted
-        result["reason"] = verdict.reason if verdict else ""
-    failing = [i for i, r in enumerate(results) if not r["ok"]]
+    judgement = ask_structured(reviewer, messages, Judgement, conversation, f"judgement of {saved.path.name}",
+                               check=lambda answer: answer.unjudged(len(results)))
+    verdicts = {v.case: v for v in judgement.cases}  # one for each case: `unjudged` saw to it
+    for result in results:
+        result["ok"], result["reason"] = verdicts[result["case"]].ok, verdicts[result["case"]].reason
+    failing = [r["case"] for r in results if not r["ok"]]
     accepted = judgement.accepted and not failing
     reasons = judgement.reasons
     if judgement.accepted and failing:

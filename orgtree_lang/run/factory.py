@@ -35,7 +35,7 @@ class MachineFactory:
     clock: Callable[[], float] = time.monotonic
     executor: Any = None  # vm.executor.Executor for slow skill calls; None runs them on the VM's thread
     spans: Any = None  # telemetry.otel.SpanObserver when the run is exported to OpenTelemetry (shared by children)
-    remote_nodes: bool = False  # vm/remote.py: `[executor] remote_nodes`
+    remote_nodes: bool = False  # org/remote.py: `[executor] remote_nodes`
     routes: dict | None = None  # orgtree.toml's [org] routes (topic -> pipeline)
     notify: Callable[[dict, str], None] | None = None  # posts `send "human", ...` notes to the inbox
     inbound: Any = None  # durable.inbound.Inbound: the messages `pipe send` queued for the run
@@ -105,27 +105,27 @@ def build_run(program, root: Path, registry, options, run_id: str, *, effects=No
     from orgtree_lang.runtime.skills import SkillContext
     from orgtree_lang.runtime.workspace import Workspace
 
+    settings = settings_of(options, root)
     if tracer is None:
         trace = trace or Path(root) / ".orgtree" / "runs" / run_id / "trace.jsonl"
-        tracer = Tracer(trace, run_id, trace_settings(root, options.trace_level))
+        tracer = Tracer(trace, run_id, settings.trace(options.trace_level))
     recorder = None
     if tree and options.tree:
         from orgtree_lang.runlog.recorder import recorder_for
 
         recorder = recorder_for(root, options.tree_listener)
-    from orgtree_lang.executors.table import executor_settings, make_executor
+    from orgtree_lang.executors.table import make_executor
 
     spans = options.otel.observer(run_id) if getattr(options, "otel", None) is not None else None
-    from orgtree_lang.runtime.routes import config_routes
-
-    routes = config_routes(root)
-    settings = executor_settings(root)
-    executor = make_executor(options.executor, settings)
+    routes = settings.routes
+    executor = make_executor(options.executor, settings.executor)
+    context = SkillContext(Workspace.for_run(root, settings.file), run_id=run_id, models=options.models,
+                           config=settings.file)
     factory = MachineFactory(
-        registry=registry, context=SkillContext(Workspace.for_run(root), run_id=run_id, models=options.models),
+        registry=registry, context=context,
         budget=options.budget, resolver=options.decomposer, printer=_synced(options.printer, effects), effects=effects,
         tracer=tracer, recorder=recorder, progress=options.progress, executor=executor, spans=spans, routes=routes,
-        notify=_note_poster(root, run_id), inbound=_inbound(effects), remote_nodes=bool(settings.get("remote_nodes")))
+        notify=_note_poster(root, run_id), inbound=_inbound(effects), remote_nodes=bool(settings.executor.get("remote_nodes")))
     return RunParts(factory.top(program), tracer, recorder, spans)
 
 
@@ -151,12 +151,21 @@ def _note_poster(root: Path, run_id: str) -> Callable[[dict, str], None]:
     return post
 
 
+def settings_of(options, root: Path):
+    """The run's RunSettings: those the options carry (read once by whoever started the run), else read now."""
+    if getattr(options, "settings", None) is not None:
+        return options.settings
+    from orgtree_lang.run.settings import RunSettings
+
+    return RunSettings.load(root)
+
+
 def trace_settings(root: Path, level: str | None = None) -> TraceSettings:
     """The trace settings of a run in workspace `root`: its orgtree.toml's `[trace]`, with `level` (the
     --trace-level flag) winning over the file's."""
-    from orgtree_lang.runtime.config import CONFIG_NAME
+    from orgtree_lang.run.settings import RunSettings
 
-    return TraceSettings.from_config(Path(root) / CONFIG_NAME, level)
+    return RunSettings.load(root).trace(level)
 
 
 def _synced(printer, effects):

@@ -28,13 +28,15 @@ def default_registry(*, plugins: bool | None = None) -> SkillRegistry:
     return registry
 
 
-def workspace_registry(root: Path | str, base=None, *, plugins: bool | None = None, replay: bool = False):
+def workspace_registry(root: Path | str, base=None, *, plugins: bool | None = None, replay: bool = False,
+                       config=None):
     """`base` (default: stdlib + plugins) with this workspace's pool applied: `skills.report_bug`, every promoted
     module as `learned.<name>`, usage notes from `modify` decisions added to descriptions, removed skills left out;
     and the MCP servers of its orgtree.toml as lazy namespaces `mcp.NAME` (started only when a tool is asked for;
     with `replay`, not at all when the tools they listed at their last start are saved).
 
-    Reads nothing (and creates nothing) when the workspace has no pool state yet."""
+    Reads nothing (and creates nothing) when the workspace has no pool state yet. `config` is the run's
+    orgtree.toml snapshot (RunSettings.file); None reads the file."""
     from orgtree_lang.pool.learned import LearnedStore, learned_skill
     from orgtree_lang.pool.store import PoolStore, state_db
 
@@ -78,8 +80,7 @@ def workspace_registry(root: Path | str, base=None, *, plugins: bool | None = No
             break
         pending = left
     registry.learned_problems = {m.skill_name: problems[m.skill_name] for m in pending}
-    if (Path(root) / "orgtree.toml").is_file():
-        from orgtree_lang.mcp_client.skills import add_servers
+    from orgtree_lang.mcp_client.skills import add_servers
 
-        add_servers(registry, root, offline=replay)
+    add_servers(registry, root, offline=replay, config=config)
     return registry

@@ -36,6 +36,7 @@ class RunOptions:
     tree_listener: Callable[..., None] | None = None  # (event, node) as pipeline and ambiguous nodes open and close
     executor: str | None = None  # where slow skill calls run (`threads`, `threads:8`; executors/table.py)
     otel: Any = None  # telemetry.otel.OtelExport: send the run's spans to an OpenTelemetry collector (docs/otel.md)
+    settings: Any = None  # run.settings.RunSettings, the workspace's orgtree.toml read once; None: read at the start
 
 
 def workspace_for(path: Path, explicit: Path | None) -> Path:
@@ -68,13 +69,14 @@ def run_program(program, root: Path, registry, options: RunOptions, source: str 
         import dataclasses
 
         from orgtree_lang.durable.attempt import start
-        from orgtree_lang.run.factory import build_run, trace_settings
+        from orgtree_lang.run.factory import build_run, settings_of
 
         if source is None or program_path is None:
             raise ValueError("a durable run needs the program's source and path")
+        settings = settings_of(options, root)
         # The level is fixed for the run's life: its journal records it, and a replay traces at the same one.
-        options = dataclasses.replace(options, run_id=options.run_id or new_run_id(),
-                                      trace_level=trace_settings(root, options.trace_level).level)
+        options = dataclasses.replace(options, run_id=options.run_id or new_run_id(), settings=settings,
+                                      trace_level=settings.trace(options.trace_level).level)
         return start(program, Path(root), registry, options, source, Path(program_path), build=build_run)
     from orgtree_lang.run.factory import build_run
     from orgtree_lang.runtime.errors import PipeRuntimeError

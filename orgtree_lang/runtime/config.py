@@ -46,6 +46,15 @@ class ConfigSnapshot:
                 raise self._error from None
         return self._tables
 
+    def exists(self) -> bool:
+        """Whether the file was there (and readable) when the snapshot was taken."""
+        return self._text is not None or self._error is not None
+
+    @property
+    def text(self) -> str | None:
+        """The file's text as read at the start (None when there was no file)."""
+        return self._text
+
     def __str__(self) -> str:
         return str(self.path)
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from orgtree_lang.runtime.builtins import MESSAGE_RECORD
-from orgtree_lang.runtime.config import CONFIG_NAME, ConfigError, config_section
+from orgtree_lang.runtime.config import ConfigError, config_section
 from orgtree_lang.syntax import types as t
 
 
@@ -25,9 +23,10 @@ def handler_problem(params: list[tuple[str, t.PipeType, bool]]) -> str | None:
     return None
 
 
-def config_routes(root: Path | str) -> dict[str, str]:
-    """The workspace's `[org] routes` table: topic -> pipeline name (empty without one)."""
-    path = Path(root) / CONFIG_NAME
+def config_routes(config) -> dict[str, str]:
+    """The `[org] routes` table of orgtree.toml (`config`: the run's ConfigSnapshot, or the file's path): topic ->
+    pipeline name (empty without one)."""
+    path = config
     routes = config_section("org", path, types={"routes": dict}).get("routes", {})
     for topic, pipeline in routes.items():
         if not isinstance(pipeline, str) or not pipeline.isidentifier():

@@ -6,10 +6,9 @@ import os
 from pathlib import Path, PurePath, PurePosixPath, PureWindowsPath
 
 from orgtree_lang.runtime.errors import SkillError
+from orgtree_lang.runtime.host_code import SETTINGS_FILE_NAME, SOURCE_SUFFIX, STATE_DIR_NAME, HostCode, Refusal
 
-STATE_DIR_NAME = ".orgtree"
-SETTINGS_FILE_NAME = "orgtree.toml"
-SOURCE_SUFFIX = ".pipe"
+__all__ = ["SETTINGS_FILE_NAME", "SOURCE_SUFFIX", "STATE_DIR_NAME", "Workspace"]
 
 _RELATIVE_HINT = "fs paths are relative to the workspace root, e.g. `notes/todo.txt`"
 
@@ -18,31 +17,41 @@ class Workspace:
     """The folder a run may read and write; every fs path is resolved against it and must stay inside.
 
     `writable_sources` (`[fs] writable_sources = true` in orgtree.toml, which only a person can write) lets the
-    fs skills change program sources; `generated` marks the view a generated module gets, which never may."""
+    fs skills change program sources; `generated` marks the view a generated module gets, which never may.
+    Which paths a run may not write at all is `host_code`'s to say (runtime/host_code.py)."""
 
     def __init__(self, root: Path | str, *, writable_sources: bool = False, generated: bool = False) -> None:
         # Resolve symlinks in the root itself so that real paths of entries can be compared with it.
         self.root = Path(root).expanduser().resolve()
         self.writable_sources = writable_sources and not generated
         self.generated = generated
+        self._host_code: HostCode | None = None
+        self._settings = None  # the run's ConfigSnapshot of orgtree.toml, when for_run had one
 
     @classmethod
-    def for_run(cls, root: Path | str) -> Workspace:
-        """The workspace of a run started by a person, with the source policy its orgtree.toml sets."""
+    def for_run(cls, root: Path | str, config=None) -> Workspace:
+        """The workspace of a run started by a person, with the source policy its orgtree.toml sets (`config`: the
+        run's runtime.config.ConfigSnapshot; None reads the file)."""
         from orgtree_lang.runtime.config import ConfigError, config_section
         from orgtree_lang.runtime.errors import PipeRuntimeError
 
         root = Path(root).expanduser().resolve()
         try:
-            section = config_section("fs", root / SETTINGS_FILE_NAME, types={"writable_sources": bool})
+            settings = config if config is not None else root / SETTINGS_FILE_NAME
+            section = config_section("fs", settings, types={"writable_sources": bool})
+            workspace = cls(root, writable_sources=section.get("writable_sources", False))
+            workspace._settings = settings
+            workspace.host_code  # settings errors now, at the start, not at the first write
         except ConfigError as err:
             raise PipeRuntimeError(str(err), kind="config", catchable=False,
                                    hint="fix the setting in orgtree.toml, then run again") from None
-        return cls(root, writable_sources=section.get("writable_sources", False))
+        return workspace
 
     def for_generated_module(self) -> Workspace:
         """The same folder as a generated module sees it: program sources stay read-only whatever the settings."""
-        return Workspace(self.root, generated=True)
+        view = Workspace(self.root, generated=True)
+        view._settings = self._settings
+        return view
 
     @property
     def state_dir(self) -> Path:
@@ -86,28 +95,27 @@ class Workspace:
         rel = Path(real).relative_to(self.root)
         return rel.as_posix() if rel.parts else "."
 
-    def is_state_path(self, real: Path) -> bool:
-        """True if a resolved path lies in the run's own state folder, or is the workspace's settings file
-        (which says what the sandbox and http.fetch may do: a program must not widen its own limits).
+    @property
+    def host_code(self) -> HostCode:
+        """What the host executes or reads as settings here, read from orgtree.toml when first asked; ConfigError
+        when the file cannot be read (then what the host executes is unknown, and nothing may be written)."""
+        if self._host_code is None:
+            from orgtree_lang.runtime.config import read_config
 
-        The settings file counts under every name that reaches it: its own, the target of a symbolic link
-        it is, and a hard link to it."""
-        state = Path(os.path.realpath(self.state_dir))
-        if real == state or real.is_relative_to(state):
-            return True
-        settings = self.root / SETTINGS_FILE_NAME
-        target = Path(os.path.realpath(settings))
-        if real in (settings, target):
-            return True
+            settings = self._settings if self._settings is not None else self.root / SETTINGS_FILE_NAME
+            self._host_code = HostCode.of(self.root, read_config(settings),
+                                          writable_sources=self.writable_sources, generated=self.generated)
+        return self._host_code
+
+    def write_refusal(self, real: Path) -> Refusal | None:
+        """Why a run may not write the resolved path `real`, or None: see runtime/host_code.py."""
+        from orgtree_lang.runtime.config import ConfigError
+
         try:
-            return os.path.samefile(real, target)
-        except OSError:  # one of them does not exist (yet): no hard link between them
-            return False
-
-    def is_program_source(self, real: Path) -> bool:
-        """True if a resolved path is a program's source (a `.pipe` file): changing one would change what a later
-        run of it does, with no person reading the change."""
-        return real.suffix.lower() == SOURCE_SUFFIX
+            return self.host_code.refusal(real)
+        except ConfigError as err:  # what the host executes is unknown, so nothing may be written
+            return Refusal(f"cannot be checked against the workspace's settings: {err}",
+                           "fix orgtree.toml; until then a run writes nothing")
 
     def __repr__(self) -> str:
         return f"Workspace({str(self.root)!r})"

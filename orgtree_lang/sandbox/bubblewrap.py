@@ -17,7 +17,7 @@ from orgtree_lang.sandbox.cgroup import join as join_cgroup
 from orgtree_lang.sandbox.output import CappedReader
 from orgtree_lang.sandbox.scratch import RunFolders
 from orgtree_lang.sandbox.seccomp import compiled_filter, filter_fd
-from orgtree_lang.sandbox.settings import SHELLS, CodeRequest, CodeResult, SandboxSettings, SandboxUnavailable
+from orgtree_lang.sandbox.settings import CODE_ENV, SHELLS, CodeRequest, CodeResult, SandboxSettings, SandboxUnavailable
 
 NAME = "bubblewrap"
 # Read-only system folders that python and sh need; /lib, /bin and friends are symlinks into /usr on
@@ -168,7 +168,7 @@ class BubblewrapBackend:
                  # the root folder bwrap builds is a tmpfs the code could write to: make it read-only
                  "--remount-ro", "/", "--chdir", "/scratch" if "/scratch" in binds else "/", "--clearenv"]
         base = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/scratch", "TMPDIR": "/tmp", "LANG": "C.UTF-8",
-                "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": "/scratch", "ORGTREE_SANDBOX": "1"}
+                "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": "/scratch", "ORGTREE_SANDBOX": "1", **CODE_ENV}
         for key, value in {**base, **(env or {})}.items():
             argv += ["--setenv", key, value]
         return argv + ["--", *command]

@@ -8,7 +8,7 @@ import time
 
 from orgtree_lang.sandbox.output import truncation_marker
 from orgtree_lang.sandbox.scratch import RunFolders
-from orgtree_lang.sandbox.settings import SHELLS, CodeRequest, CodeResult, SandboxSettings
+from orgtree_lang.sandbox.settings import CODE_ENV, SHELLS, CodeRequest, CodeResult, SandboxSettings
 
 NAME = "docker"
 CONTAINER_UID = 65534  # `nobody`: the user code runs as inside the container
@@ -52,7 +52,7 @@ class DockerBackend:
                 user=f"{CONTAINER_UID}:{CONTAINER_UID}", security_opt=["no-new-privileges"],
                 pids_limit=self.settings.max_processes, mem_limit=f"{request.memory_mb}m", nano_cpus=1_000_000_000,
                 working_dir="/scratch", tmpfs={"/tmp": "size=64m"},
-                environment={"HOME": "/scratch", "PYTHONPATH": "/scratch"},
+                environment={"HOME": "/scratch", "PYTHONPATH": "/scratch", **CODE_ENV},
                 volumes={str(folders.program): {"bind": "/program", "mode": "ro"},
                          str(folders.scratch): {"bind": "/scratch", "mode": "rw"}},
             )

@@ -23,6 +23,11 @@ BACKEND_CLASSES = {
 BACKENDS = ("auto", *BACKEND_CLASSES)
 LANGUAGES = {"python": "main.py", "sh": "main.sh", "bash": "main.sh"}
 SHELLS = {"sh": "/bin/sh", "bash": "/bin/bash"}
+# Environment every backend gives the code. Python block-buffers stdout into a pipe, so a program killed at
+# its timeout would lose everything it printed since the last 8 KB: unbuffered, each write reaches the
+# host's reader at once (also for a python that a shell program starts). The shells' own echo and printf
+# write at once already.
+CODE_ENV = {"PYTHONUNBUFFERED": "1"}
 
 _TYPES: dict[str, type | tuple[type, ...]] = {
     "backend": str, "bwrap": str, "python": str, "docker_image": str, "env_cache": str, "scratch_root": str,

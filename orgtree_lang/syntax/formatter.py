@@ -5,13 +5,10 @@ from __future__ import annotations
 from orgtree_lang.syntax import contracts as c
 from orgtree_lang.syntax import nodes as n
 from orgtree_lang.syntax.parser import parse, source_comments
+from orgtree_lang.syntax.unparse import POSTFIX, example_text, expression_text, parenthesized, string_text
 
 INDENT = "    "
 MAX_WIDTH = 100  # statements longer than this that end in a list, dict or call get one item per line
-
-# Binding strength of each expression form (higher binds tighter), following the grammar's precedence.
-_OR, _AND, _NOT, _COMPARE, _SUM, _TERM, _UNARY, _POWER, _POSTFIX, _ATOM = range(1, 11)
-_BINARY_LEVEL = {"+": _SUM, "-": _SUM, "*": _TERM, "/": _TERM, "//": _TERM, "%": _TERM, "**": _POWER}
 
 
 def format_source(source: str, file: str = "<string>") -> str:
@@ -20,28 +17,9 @@ def format_source(source: str, file: str = "<string>") -> str:
     return _Printer(source).module(module)
 
 
-def expression_text(e: n.Expr) -> str:
-    """One expression in canonical form (a default value shown in a signature, for instance)."""
-    return _Printer("").expr(e)
-
-
-def level(e: n.Expr) -> int:
-    if isinstance(e, n.BoolOp):
-        return _OR if e.op == "or" else _AND
-    if isinstance(e, n.UnaryOp):
-        return _NOT if e.op == "not" else _UNARY
-    if isinstance(e, (n.Spawn, n.Await)):
-        return _UNARY
-    if isinstance(e, (n.Compare, n.TypeTest)):
-        return _COMPARE
-    if isinstance(e, n.BinOp):
-        return _BINARY_LEVEL[e.op]
-    if isinstance(e, (n.Call, n.Index, n.Slice, n.Attribute)):
-        return _POSTFIX
-    return _ATOM
-
-
 class _Printer:
+    """Writes a module's declarations and statements with their comments, blank lines and long-line wraps."""
+
     def __init__(self, source: str) -> None:
         self.source_lines = source.splitlines()
         self.comments = source_comments(source)  # (line, col, text, own_line), in order
@@ -124,10 +102,10 @@ class _Printer:
             elif isinstance(item, n.RecordDecl):
                 self._record(item)
             elif isinstance(item, n.Route):
-                self._line("", f"route {_string_text(item.topic)}" + (f" -> {item.pipeline}" if item.pipeline else ""),
+                self._line("", f"route {string_text(item.topic)}" + (f" -> {item.pipeline}" if item.pipeline else ""),
                            item.span.line, item.span.end_line)
             elif isinstance(item, c.TestDecl):
-                self._line("", f"test {_string_text(item.name)}:", item.span.line, item.span.line)
+                self._line("", f"test {string_text(item.name)}:", item.span.line, item.span.line)
                 if item.doc is not None:
                     self._docstring(item.doc, INDENT)
                 self._block(item.body, INDENT, item.span.line)
@@ -144,12 +122,12 @@ class _Printer:
         if r.doc is not None:
             self._docstring(r.doc, INDENT)
         for f in r.fields:
-            text = f"{f.name}: {f.type}" + (f" = {self.expr(f.default)}" if f.default is not None else "")
+            text = f"{f.name}: {f.type}" + (f" = {expression_text(f.default)}" if f.default is not None else "")
             self._line(INDENT, text, f.span.line, f.span.end_line)
 
     def _pipeline(self, p: n.Pipeline) -> None:
         params = ", ".join(
-            f"{q.name}: {q.type}" + (f" = {self.expr(q.default)}" if q.default is not None else "") for q in p.params
+            f"{q.name}: {q.type}" + (f" = {expression_text(q.default)}" if q.default is not None else "") for q in p.params
         )
         returns = f" -> {p.returns}" if p.returns is not None else ""
         header_end = p.returns.span.end_line if p.returns is not None else p.name_span.line
@@ -164,19 +142,9 @@ class _Printer:
         if examples:
             self._line(indent, "examples:", examples[0].span.line - 1, examples[0].span.line - 1)
             for example in examples:
-                self._line(indent + INDENT, self.example(example), example.span.line, example.span.end_line)
+                self._line(indent + INDENT, example_text(example), example.span.line, example.span.end_line)
         for expect in expects:
             self._stmt(expect, indent)
-
-    def example(self, e: c.Example) -> str:
-        args = [self.expr(a) for a in e.args] + [f"{k.name}={self.expr(k.value)}" for k in e.keywords]
-        if e.fails is not None:
-            results = [f"fails {self.expr(e.fails)}"]
-        elif e.result is not None:
-            results = [self.expr(e.result)]
-        else:
-            results = [f"{k.name}={self.expr(k.value)}" for k in e.outputs]
-        return f"{e.name}({', '.join(args)}) -> {', '.join(results)}"
 
     def _docstring(self, doc: str, indent: str) -> None:
         text = doc.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
@@ -202,32 +170,32 @@ class _Printer:
 
     def _stmt(self, s: n.Stmt, indent: str) -> None:
         if isinstance(s, n.If):
-            self._compound(indent, f"if {self.expr(s.tests[0])}:", s.span.line, s.tests[0].span.end_line)
+            self._compound(indent, f"if {expression_text(s.tests[0])}:", s.span.line, s.tests[0].span.end_line)
             self._block(s.bodies[0], indent + INDENT, s.span.line)
             clauses = list(zip(s.tests[1:], s.bodies[1:]))
             spans = list(s.keyword_spans)
             for (test, body), span in zip(clauses, spans):
-                self._compound(indent, f"elif {self.expr(test)}:", span.line, test.span.end_line)
+                self._compound(indent, f"elif {expression_text(test)}:", span.line, test.span.end_line)
                 self._block(body, indent + INDENT, span.line)
             if s.orelse is not None:
                 span = spans[len(clauses)] if len(spans) > len(clauses) else s.span
                 self._compound(indent, "else:", span.line, span.line)
                 self._block(s.orelse, indent + INDENT, span.line)
         elif isinstance(s, n.While):
-            self._compound(indent, f"while {self.expr(s.test)}:", s.span.line, s.test.span.end_line)
+            self._compound(indent, f"while {expression_text(s.test)}:", s.span.line, s.test.span.end_line)
             self._block(s.body, indent + INDENT, s.span.line)
         elif isinstance(s, n.For):
             targets = ", ".join(t.id for t in s.targets)
             head = f"{s.collect.id} = " if s.collect is not None else ""
-            tail = (f" parallel(limit={self.expr(s.limit)})" if s.limit is not None else " parallel") if s.parallel else ""
+            tail = (f" parallel(limit={expression_text(s.limit)})" if s.limit is not None else " parallel") if s.parallel else ""
             end = s.limit.span.end_line if s.limit is not None else s.iterable.span.end_line
-            self._compound(indent, f"{head}for {targets} in {self.expr(s.iterable)}{tail}:", s.span.line, end)
+            self._compound(indent, f"{head}for {targets} in {expression_text(s.iterable)}{tail}:", s.span.line, end)
             self._block(s.body, indent + INDENT, s.span.line)
         elif isinstance(s, n.OnMessage):
             self._compound(indent, f"on message {s.name}:", s.span.line, s.span.line)
             self._block(s.body, indent + INDENT, s.span.line)
         elif isinstance(s, n.Parallel):
-            limit = f"(limit={self.expr(s.limit)})" if s.limit is not None else ""
+            limit = f"(limit={expression_text(s.limit)})" if s.limit is not None else ""
             self._compound(indent, f"parallel{limit}:", s.span.line,
                            s.limit.span.end_line if s.limit is not None else s.span.line)
             self._block(s.branches, indent + INDENT, s.span.line)
@@ -240,7 +208,7 @@ class _Printer:
             self._block(s.handler, indent + INDENT, line)
         elif isinstance(s, n.Ambiguous):
             inputs = ", ".join(
-                f"{i.name}: {i.type}" + (f" = {self.expr(i.default)}" if i.default is not None else "")
+                f"{i.name}: {i.type}" + (f" = {expression_text(i.default)}" if i.default is not None else "")
                 for i in s.inputs
             )
             outputs = ", ".join(f"{o.name}: {o.type}" for o in s.outputs)
@@ -269,14 +237,14 @@ class _Printer:
     def _items(self, value: n.Expr) -> tuple[str, str, list[tuple[str, int, int]]] | None:
         """Opener, closer and (text, first line, last line) of each item of a list, dict or call."""
         if isinstance(value, n.ListExpr) and value.items:
-            return "[", "]", [(self.expr(i), i.span.line, i.span.end_line) for i in value.items]
+            return "[", "]", [(expression_text(i), i.span.line, i.span.end_line) for i in value.items]
         if isinstance(value, n.DictExpr) and value.keys:
-            return "{", "}", [(f"{self.expr(k)}: {self.expr(v)}", k.span.line, v.span.end_line)
+            return "{", "}", [(f"{expression_text(k)}: {expression_text(v)}", k.span.line, v.span.end_line)
                               for k, v in zip(value.keys, value.values)]
         if isinstance(value, n.Call) and (value.args or value.keywords):
-            items = [(self.expr(a), a.span.line, a.span.end_line) for a in value.args]
-            items += [(f"{k.name}={self.expr(k.value)}", k.span.line, k.span.end_line) for k in value.keywords]
-            return self._wrap(value.func, _POSTFIX) + "(", ")", items
+            items = [(expression_text(a), a.span.line, a.span.end_line) for a in value.args]
+            items += [(f"{k.name}={expression_text(k.value)}", k.span.line, k.span.end_line) for k in value.keywords]
+            return parenthesized(value.func, POSTFIX) + "(", ")", items
         return None
 
     def _commented_items(self, s: n.Stmt, indent: str) -> list[str] | None:
@@ -290,7 +258,7 @@ class _Printer:
             return None
         opener, closer, items = parts
         head = self._simple(s)
-        lines = [indent + head[: len(head) - len(self.expr(value))] + opener]
+        lines = [indent + head[: len(head) - len(expression_text(value))] + opener]
         if items[0][1] > value.span.line:  # a comment after the opener, before the first item's line
             lines[0] += "".join("  " + c[2].rstrip() for c in self._take_comments(value.span.line, own_line=False))
         inner = indent + INDENT
@@ -320,17 +288,17 @@ class _Printer:
         value = getattr(s, "value", None) or getattr(s, "expr", None)
         inner = indent + INDENT
         if isinstance(value, n.ListExpr) and len(value.items) > 1:
-            opener, closer, items = "[", "]", [self.expr(i) for i in value.items]
+            opener, closer, items = "[", "]", [expression_text(i) for i in value.items]
         elif isinstance(value, n.DictExpr) and len(value.keys) > 1:
             opener, closer = "{", "}"
-            items = [f"{self.expr(k)}: {self.expr(v)}" for k, v in zip(value.keys, value.values)]
+            items = [f"{expression_text(k)}: {expression_text(v)}" for k, v in zip(value.keys, value.values)]
         elif isinstance(value, n.Call) and len(value.args) + len(value.keywords) > 1:
-            opener, closer = self._wrap(value.func, _POSTFIX) + "(", ")"
-            items = [self.expr(a) for a in value.args] + [f"{k.name}={self.expr(k.value)}" for k in value.keywords]
+            opener, closer = parenthesized(value.func, POSTFIX) + "(", ")"
+            items = [expression_text(a) for a in value.args] + [f"{k.name}={expression_text(k.value)}" for k in value.keywords]
         else:
             return None
         head = self._simple(s)
-        prefix = head[: len(head) - len(self.expr(value))]
+        prefix = head[: len(head) - len(expression_text(value))]
         body = "".join(f"\n{inner}{item}," for item in items)
         return f"{prefix}{opener}{body}\n{indent}{closer}"
 
@@ -339,11 +307,11 @@ class _Printer:
 
     def _simple(self, s: n.Stmt) -> str:
         if isinstance(s, n.Assign):
-            return f"{', '.join(t.id for t in s.targets)} = {self.expr(s.value)}"
+            return f"{', '.join(t.id for t in s.targets)} = {expression_text(s.value)}"
         if isinstance(s, n.AugAssign):
-            return f"{s.target.id} {s.op}= {self.expr(s.value)}"
+            return f"{s.target.id} {s.op}= {expression_text(s.value)}"
         if isinstance(s, n.ExprStmt):
-            return self.expr(s.expr)
+            return expression_text(s.expr)
         if isinstance(s, n.Break):
             return "break"
         if isinstance(s, n.Continue):
@@ -355,84 +323,20 @@ class _Printer:
         if isinstance(s, n.Goto):
             return f"goto {s.name}"
         if isinstance(s, n.Fail):
-            return f"fail {self.expr(s.value)}"
+            return f"fail {expression_text(s.value)}"
         if isinstance(s, n.Cancel):
-            return f"cancel {self.expr(s.value)}"
+            return f"cancel {expression_text(s.value)}"
         if isinstance(s, n.Send):
-            topic = f", topic={self.expr(s.topic)}" if s.topic is not None else ""
-            return f"send {self.expr(s.target)}, {self.expr(s.body)}{topic}"
+            topic = f", topic={expression_text(s.topic)}" if s.topic is not None else ""
+            return f"send {expression_text(s.target)}, {expression_text(s.body)}{topic}"
         if isinstance(s, n.Return):
-            return "return" if s.value is None else f"return {self.expr(s.value)}"
+            return "return" if s.value is None else f"return {expression_text(s.value)}"
         if isinstance(s, n.UseStmt):
             return "use " + ", ".join(u.name for u in s.names)
         if isinstance(s, (c.Expect, c.Assume)):
             word = "expect" if isinstance(s, c.Expect) else "assume"
-            return f"{word} {self.expr(s.condition)}, {self.expr(s.reason)}"
+            return f"{word} {expression_text(s.condition)}, {expression_text(s.reason)}"
         raise TypeError(f"cannot format {type(s).__name__}")
-
-    # -- expressions
-
-    def expr(self, e: n.Expr) -> str:
-        if isinstance(e, n.Const):
-            return e.raw or _constant_text(e.value)
-        if isinstance(e, n.Name):
-            return e.id
-        if isinstance(e, n.FString):
-            return e.raw
-        if isinstance(e, n.ListExpr):
-            return "[" + ", ".join(self.expr(i) for i in e.items) + "]"
-        if isinstance(e, n.DictExpr):
-            return "{" + ", ".join(f"{self.expr(k)}: {self.expr(v)}" for k, v in zip(e.keys, e.values)) + "}"
-        if isinstance(e, n.BinOp):
-            mine = _BINARY_LEVEL[e.op]
-            if e.op == "**":
-                left = self._wrap(e.left, mine + 1)
-                right = self._wrap(e.right, _UNARY)
-            else:
-                left = self._wrap(e.left, mine)
-                right = self._wrap(e.right, mine + 1)
-            return f"{left} {e.op} {right}"
-        if isinstance(e, n.Spawn):
-            return f"spawn {self.expr(e.call)}"
-        if isinstance(e, n.Await):
-            return f"await {self._wrap(e.value, _UNARY)}"
-        if isinstance(e, n.UnaryOp):
-            if e.op == "not":
-                return f"not {self._wrap(e.operand, _NOT)}"
-            return f"{e.op}{self._wrap(e.operand, _UNARY)}"
-        if isinstance(e, n.BoolOp):
-            mine = _OR if e.op == "or" else _AND
-            return f"{self._wrap(e.left, mine)} {e.op} {self._wrap(e.right, mine + 1)}"
-        if isinstance(e, n.Compare):
-            parts = [self._wrap(e.left, _SUM)]
-            for op, comparator in zip(e.ops, e.comparators):
-                parts.append(f"{op} {self._wrap(comparator, _SUM)}")
-            return " ".join(parts)
-        if isinstance(e, n.TypeTest):
-            return f"{self._wrap(e.value, _SUM)} is {'not ' if e.negated else ''}{e.type}"
-        if isinstance(e, n.Call):
-            args = [self.expr(a) for a in e.args] + [f"{k.name}={self.expr(k.value)}" for k in e.keywords]
-            return f"{self._wrap(e.func, _POSTFIX)}({', '.join(args)})"
-        if isinstance(e, n.Index):
-            return f"{self._wrap(e.value, _POSTFIX)}[{self.expr(e.index)}]"
-        if isinstance(e, n.Slice):
-            lower = self.expr(e.lower) if e.lower is not None else ""
-            upper = self.expr(e.upper) if e.upper is not None else ""
-            text = f"{lower}:{upper}"
-            if e.step is not None:
-                text += f":{self.expr(e.step)}"
-            return f"{self._wrap(e.value, _POSTFIX)}[{text}]"
-        if isinstance(e, n.Attribute):
-            base = self._wrap(e.value, _POSTFIX)
-            if isinstance(e.value, n.Const) and isinstance(e.value.value, int) and base[-1:].isdigit():
-                base = f"({base})"  # `0.x` would read as the float `0.` followed by `x`
-            return f"{base}.{e.attr}"
-        raise TypeError(f"cannot format {type(e).__name__}")
-
-    def _wrap(self, e: n.Expr, needed: int) -> str:
-        text = self.expr(e)
-        return f"({text})" if level(e) < needed else text
-
 
 def _last_line(stmt: n.Stmt) -> int:
     """The last source line of a statement, looking inside nested blocks."""
@@ -453,18 +357,6 @@ def _last_line(stmt: n.Stmt) -> int:
         return stmt.items[-1].span.end_line
     last_block = [b for b in blocks if b]
     return _last_line(last_block[-1][-1]) if last_block else stmt.span.end_line
-
-
-def _string_text(value: str) -> str:
-    """A string literal for `value` in double quotes."""
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-
-
-def _constant_text(value) -> str:
-    """Source text for a constant built without a spelling (the parser always records one)."""
-    if value is None or isinstance(value, bool):
-        return {None: "none", True: "true", False: "false"}[value]
-    return repr(value)
 
 
 def _group_uses(items: tuple[n.Node, ...]) -> list:

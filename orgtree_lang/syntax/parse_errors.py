@@ -10,9 +10,8 @@ from lark.indenter import DedentError
 
 from orgtree_lang.syntax.diagnostics import Diagnostic
 from orgtree_lang.syntax.spans import Span
+from orgtree_lang.syntax.words import KEYWORDS, RESERVED
 
-# Words kept for constructs of later versions; using them as names is an error now.
-RESERVED = frozenset({"import"})
 
 TOKEN_NAMES = {
     "NAME": "a name", "INT": "a number", "FLOAT": "a number", "STRING": "a string",
@@ -139,7 +138,6 @@ def _parse_hint(token: Token, expected: set[str], source: str, line: int) -> str
 
 def _keyword_assigned(token: Token, source: str, line: int) -> tuple[str, int] | None:
     """The keyword and its column when the failing statement assigns to a keyword (`record = {}`, `pass = 1`)."""
-    from orgtree_lang.syntax.parser import KEYWORDS
 
     text = source.splitlines()[line - 1] if 0 < line <= source.count("\n") + 1 else ""
     match = re.match(r"^(\s*)([A-Za-z_]\w*)\s*(?:[-+*/%]|//)?=(?!=)", text)

@@ -61,6 +61,11 @@ class BlockContext:
         """Whether the block is resolved on a thread of its own while other tasks go on (org/block_calls.py)."""
         return self._counter is not None
 
+    @property
+    def executor(self):
+        """The run's executor (vm/executor.py), for a resolver that has several slow calls to make at once."""
+        return self._machine.services.executor if self._machine is not None else None
+
     def numbering(self):
         """What numbers the journal steps of the block's generated child: the block's own range when it is
         resolved concurrently, else None (the run's numbering)."""

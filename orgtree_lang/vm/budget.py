@@ -36,6 +36,25 @@ class BudgetExceeded(PipeRuntimeError):
     """A stop at a budget's limit; `budget` names which one ("steps", "seconds", "memory", ...)."""
 
     budget: str = ""
+    limit: float | None = None
+
+    def larger(self) -> str:
+        """The flag and a value that lets the run go on (twice the limit: limits count what was spent already)."""
+        return larger_limit(self.budget, self.limit) if self.budget in _FLAGS and self.limit else ""
+
+
+def larger_limit(name: str, limit: float) -> str:
+    """`--max-steps 2000` for a steps limit of 1000: the flag of budget `name` with twice `limit`, written as
+    the flag takes it."""
+    doubled = limit * 2
+    if name == "memory":
+        mib = 1 << 20
+        value = f"{int(doubled) // mib}M" if doubled % mib == 0 else str(int(doubled))
+    elif name in ("seconds", "cost"):
+        value = f"{doubled:g}"
+    else:
+        value = str(int(doubled))
+    return f"{_FLAGS[name]} {value}"
 
 
 def budget_exceeded(name: str, limit: float, used: float, span: Span | None,
@@ -52,10 +71,11 @@ def budget_exceeded(name: str, limit: float, used: float, span: Span | None,
         f"stopped{' ' + where if where else ''}",
         kind="budget",
         span=span,
-        hint=f"raise the limit with {_FLAGS[name]}, or check the loop around this line"
-        if name not in ("tokens", "cost") else f"raise the limit with {_FLAGS[name]}",
+        hint=f"raise the limit, e.g. `{larger_limit(name, limit)}`"
+             + (", or check the loop around this line" if name not in ("tokens", "cost") else ""),
         catchable=False,
         budget=name,
+        limit=limit,
     )
 
 

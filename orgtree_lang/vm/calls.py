@@ -5,7 +5,7 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from orgtree_lang.syntax import types as t
 from orgtree_lang.compile.opcodes import CODE
@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from orgtree_lang.vm.machine import Machine
 
 MAX_FRAMES = 200
+# Seconds a slow call may keep the run waiting before the observers hear of it (`await_call`): a crash during a
+# long call is then at most this far behind the work done before it.
+WAIT_NOTICE = 0.5
 _RETURN = CODE["RETURN"]
 
 
@@ -218,16 +221,31 @@ def _invoke(m: Machine, skill, args: list, kwargs: dict, context, span, placed: 
         return skill.invoke(args, kwargs, context)
     pending = executor.submit(SkillCall(skill, args, kwargs, context))
     budget = m.budget
-    left = None if budget.max_seconds is None else max(0.0, budget.max_seconds - m.seconds_used())
     try:
-        with m.run_lock.released():  # blocks resolved concurrently (org/block_calls.py) go on meanwhile
-            return pending.result(timeout=left)
+        return await_call(m, pending, lambda: None if budget.max_seconds is None else
+                          max(0.0, budget.max_seconds - m.seconds_used()), whole=False)
     except concurrent.futures.TimeoutError:
         raise budget_exceeded("seconds", budget.max_seconds, m.seconds_used(), span) from None
     finally:
         where = getattr(pending, "where", None)
         if where:
             placed.append(where)
+
+
+def await_call(m: Machine, pending, seconds_left: Callable[[], float | None], whole: bool) -> Any:
+    """A slow call's value, waited for with the run lock let go (blocks resolved concurrently, org/block_calls.py,
+    go on meanwhile) until `seconds_left()` runs out (TimeoutError). A call that has not answered after
+    WAIT_NOTICE seconds is told to the observers first (`whole`: the state may be saved as it is), so that a
+    crash during a long call (a model, a sandbox) shows, and keeps, what the run did before it."""
+    left = seconds_left()
+    if left is None or left > WAIT_NOTICE:
+        try:
+            with m.run_lock.released():
+                return pending.result(timeout=WAIT_NOTICE)
+        except concurrent.futures.TimeoutError:
+            m.observer.waiting_long(m.state, whole)  # the run lock is held again: the state stays as it is
+    with m.run_lock.released():
+        return pending.result(timeout=seconds_left())
 
 
 def _with_idempotency_key(context, key: str):

@@ -30,6 +30,11 @@ class RunObserver:
     def suspending(self, state: RunState) -> None:
         """The loop is about to leave at a statement boundary (a pause, or a budget stop): the state is whole."""
 
+    def waiting_long(self, state: RunState, whole: bool) -> None:
+        """The run has waited WAIT_NOTICE seconds (vm/calls.py) for a slow call and waits on; nothing changes until
+        it answers. `whole`: the state can be saved and resumed as it is (a task's call, issued again on resume);
+        else the call is inside its instruction, and only the run's figures (steps, time, printed lines) stand."""
+
     def at_statement(self, state: RunState, frame: Frame) -> None:
         """A statement boundary, at most `step_interval` statements after the last one reported."""
 
@@ -77,7 +82,7 @@ class RunObserver:
         `skill_called` when the skill ends) or an ambiguous block's NodeSpend (`spend.node`). `started` is its
         time.time() start, `error` what it raised (its usage then 0)."""
 
-    # ---- tasks (vm/scheduler.py) --------------------------------------------------------------
+    # ---- tasks (org/scheduler.py) -------------------------------------------------------------
     def task_started(self, state: RunState, task, frame: Frame) -> None:
         """`task` (a branch of a parallel block) was started by the task running `frame`."""
 
@@ -132,6 +137,10 @@ class FanOut(RunObserver):
     def suspending(self, state):
         for observer in self.observers:
             observer.suspending(state)
+
+    def waiting_long(self, state, whole):
+        for observer in self.observers:
+            observer.waiting_long(state, whole)
 
     def at_statement(self, state, frame):
         for observer in self.observers:
