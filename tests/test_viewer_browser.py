@@ -61,7 +61,7 @@ def screenshot(tmp_path, capsys):
 
 def test_a_finished_run_shows_its_tree_values_trace_and_generated_module(page, runs, screenshot):
     with Server(runs.workspace) as server:
-        page.goto(server.url)
+        server.open(page)
         page.get_by_role("link", name=runs.triage).click()
         tree = page.locator("section.tree")
         tree.get_by_text("classify@3").wait_for()
@@ -84,7 +84,7 @@ def test_a_finished_run_shows_its_tree_values_trace_and_generated_module(page, r
 
 def test_the_messages_of_a_run_are_shown(page, runs):
     with Server(runs.workspace) as server:
-        page.goto(f"{server.url}runs/{runs.supervisor}")
+        server.open(page, f"runs/{runs.supervisor}")
         rows = page.locator("table.messages tbody tr")
         assert rows.count() == 2
         assert rows.nth(0).inner_text().split("\t")[1:5] == ["main", "main/worker#1", "message", '"polish"']
@@ -97,7 +97,7 @@ def test_a_live_run_updates_the_page_without_a_reload(page, tmp_path, screenshot
     run = pipe_process("run", tmp_path / "gate.pipe", "--workspace", workspace, cwd=tmp_path)
     try:
         with Server(workspace) as server:
-            page.goto(server.url)
+            server.open(page)
             page.locator("a.run-link").first.wait_for()  # the runs list shows the new run as soon as it starts
             page.locator("a.run-link").first.click()
             tree = page.locator("section.tree")
@@ -122,7 +122,7 @@ def test_a_live_run_updates_the_page_without_a_reload(page, tmp_path, screenshot
 
 def test_a_read_only_page_offers_no_reply(page, runs):
     with Server(runs.workspace) as server:
-        page.goto(f"{server.url}runs/{runs.approval}")
+        server.open(page, f"runs/{runs.approval}")
         page.get_by_text("Ship release 2.1.0 (2 changes)?").wait_for()
         assert page.locator("form.reply").count() == 0
         assert page.get_by_text("start the viewer with --allow-actions").is_visible()
@@ -131,7 +131,7 @@ def test_a_read_only_page_offers_no_reply(page, runs):
 def test_a_person_answers_and_resumes_a_waiting_run_from_the_page(page, tmp_path, screenshot):
     workspace, run_id = approval_run(tmp_path)
     with Server(workspace, "--allow-actions") as server:
-        page.goto(f"{server.url}runs/{run_id}#token={server.token}")
+        server.open(page, f"runs/{run_id}")  # the printed URL hands the page its token
         page.get_by_text("Ship release 2.1.0 (2 changes)?").wait_for()
         page.evaluate("window.notReloaded = true")
         page.get_by_label("answer to h1").fill("yes")
@@ -148,3 +148,19 @@ def test_a_person_answers_and_resumes_a_waiting_run_from_the_page(page, tmp_path
         assert page.evaluate("window.notReloaded") is True
         screenshot(page, "answered-run")
     assert "shipped 2.1.0, signed off by Ada" in (workspace / "release.log").read_text()
+
+
+def test_a_question_cannot_forge_the_live_part_a_person_reads(page, tmp_path, screenshot):
+    from viewer_testing import forging_run
+
+    workspace, run_id = forging_run(tmp_path)
+    with Server(workspace) as server:
+        server.open(page, f"runs/{run_id}")
+        page.wait_for_function("Number(document.body.dataset.updates || 0) >= 1")  # the live update arrived
+        page.wait_for_timeout(500)  # and any event that would follow it in the same stream
+        screenshot(page, "forged-question")
+        live = page.locator("#live")
+        assert live.locator("h1", has_text="FORGED").count() == 0
+        assert "Ship 2.1 to production?\\r\\revent: update\\rdata: <h1>FORGED" in live.inner_text()
+        assert page.locator("section.tree").is_visible()
+        assert page.evaluate("document.body.dataset.updates") == "1"

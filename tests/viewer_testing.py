@@ -118,16 +118,25 @@ class Server:
                 raise AssertionError(f"pipe serve stopped: {stop(self.process)}")
             self.printed.append(line)
             assert time.monotonic() < deadline, "pipe serve printed no URL within 60 s"
-        if "--allow-actions" in extra:
-            self.printed += [self.process.stdout.readline(), self.process.stdout.readline()]
-        self.url = re.search(r"http://\S+/", self.printed[0]).group(0)
-        token = re.search(r"the token (\S+)", "".join(self.printed))
-        self.token = token.group(1) if token else ""
+        self.printed += [self.process.stdout.readline(), self.process.stdout.readline()]
+        self.entry = re.search(r"http://\S+", self.printed[-3]).group(0)  # the URL with the token, as printed
+        self.url, self.token = re.fullmatch(r"(http://\S+/)\?token=(\S+)", self.entry).groups()
+        import httpx
+
+        self.http = httpx.Client(timeout=60)  # a browser that opened the printed URL: it holds the cookie
+        assert self.http.get(self.entry).status_code == 303 and self.http.cookies
+
+    def open(self, page, path: str = "") -> None:
+        """Open the printed URL in the browser `page` (it keeps the token), then `path` of the viewer."""
+        page.goto(self.entry)
+        if path:
+            page.goto(self.url + path)
 
     def __enter__(self) -> Server:
         return self
 
     def __exit__(self, *exc) -> None:
+        self.http.close()
         stop(self.process)
 
 
@@ -140,3 +149,23 @@ def wait_for(condition, what: str, timeout: float = 60.0, every: float = 0.2):
             return found
         time.sleep(every)
     raise AssertionError(f"{what} within {timeout} s")
+
+
+# A question whose text tries to end the live update early and inject one of its own (server-sent events end a
+# line at a bare \r as well as at \n).
+FORGING_QUESTION = "Ship 2.1 to production?\r\revent: update\rdata: <h1>FORGED: ship 2.1 to staging</h1>\r\r"
+ASKING_PROGRAM = '''pipeline main(question: str) -> str:
+    if approve(question):
+        return "shipped"
+    return "held"
+'''
+
+
+def forging_run(folder: Path) -> tuple[Path, str]:
+    """A workspace whose one run waits for an answer to FORGING_QUESTION."""
+    workspace = folder / "forging"
+    workspace.mkdir()
+    (workspace / "ask.pipe").write_text(ASKING_PROGRAM)
+    waiting = pipe("run", "ask.pipe", "-i", f"question={FORGING_QUESTION}", cwd=workspace, env=NO_MODEL)
+    assert waiting.returncode == 75, waiting.stderr
+    return workspace, run_id_of(workspace, "ask.pipe")

@@ -1,4 +1,4 @@
-"""The viewer's web app: its routes over the page modules, the token check on actions, and the server that runs it."""
+"""The viewer's web app: its routes over the page modules, behind the gate (token, Host), and the server that runs it."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import sys
 from functools import partial
 from pathlib import Path
 
+from orgtree_lang.viewer.gate import Gate, own_names
 from orgtree_lang.viewer.page import Site, esc, frame
 
 STATIC = Path(__file__).with_name("static")
@@ -18,12 +19,12 @@ _HEADERS = {"Content-Security-Policy": "default-src 'self'; img-src 'self' data:
             "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer", "Cache-Control": "no-store"}
 
 
-def build_app(site: Site, *, poll_seconds: float = POLL_SECONDS):
-    """The Starlette app serving `site`'s workspace."""
+def build_app(site: Site, *, poll_seconds: float = POLL_SECONDS, allow_hosts: tuple[str, ...] = ()):
+    """The Starlette app serving `site`'s workspace: every request needs `site.token` and a Host of this machine
+    (or one of `allow_hosts`)."""
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
     from starlette.middleware import Middleware
-    from starlette.middleware.trustedhost import TrustedHostMiddleware
     from starlette.responses import HTMLResponse, JSONResponse, StreamingResponse
     from starlette.routing import Mount, Route
     from starlette.staticfiles import StaticFiles
@@ -120,37 +121,35 @@ def build_app(site: Site, *, poll_seconds: float = POLL_SECONDS):
               Route("/pad", pad), Route("/insights", insights),
               Route("/actions/reply", reply, methods=["POST"]), Route("/actions/resume", resume, methods=["POST"]),
               Mount("/static", StaticFiles(directory=STATIC), name="static")]
-    app = Starlette(routes=routes, middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=_hosts(site))])
+    gate = Middleware(Gate, token=site.token, names=own_names(site.host, allow_hosts), carry_to_page=site.allow_actions)
+    app = Starlette(routes=routes, middleware=[gate])
     app.state.resumes = resumes
     return app
 
 
-def _hosts(site: Site) -> list[str]:
-    """The Host headers the app answers: a page another site's DNS points at 127.0.0.1 must not read the runs."""
-    return ["*"] if site.host in ("0.0.0.0", "::") else ["127.0.0.1", "localhost", "[::1]", site.host]
-
-
-def serve(workspace: Path, host: str, port: int, allow_actions: bool) -> None:
-    """Serve the viewer until interrupted; print its URL (and the action token) first."""
+def serve(workspace: Path, host: str, port: int, allow_actions: bool, allow_hosts: tuple[str, ...] = ()) -> None:
+    """Serve the viewer until interrupted; print its URL with the token first."""
     import uvicorn
 
-    site = Site(Path(workspace).resolve(), allow_actions, secrets.token_urlsafe(24) if allow_actions else "", host)
+    site = Site(Path(workspace).resolve(), allow_actions, secrets.token_urlsafe(24), host)
     listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind((host, port))
     listener.listen(128)  # before the URL is printed: a browser opened on it at once must not be refused
     shown_host = f"[{host}]" if ":" in host else host
     url = f"http://{shown_host}:{listener.getsockname()[1]}/"
-    print(f"pipe serve: the runs of {site.workspace} at {url}", flush=True)
+    print(f"pipe serve: the runs of {site.workspace} at {url}?token={site.token}", flush=True)
+    print("every page needs that token: the link keeps it in a cookie of your browser", flush=True)
     if allow_actions:
-        print(f"actions allowed: each needs the token {site.token}\n"
-              f"open {url}#token={site.token} to carry it from the page", flush=True)
+        print(f"actions allowed: each needs the token {site.token} (the page opened from the link carries it)",
+              flush=True)
     else:
         print("read-only: start with --allow-actions to reply to questions and resume runs from the page", flush=True)
     if host not in ("127.0.0.1", "localhost", "::1"):
-        print(f"warning: listening on {host}: anyone who can reach this machine can read these runs",
+        print(f"warning: listening on {host}: the token travels unencrypted, so anyone who can watch this network "
+              f"can read these runs",
               file=sys.stderr, flush=True)
-    app = build_app(site)
+    app = build_app(site, allow_hosts=allow_hosts)
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=2, lifespan="off")
     try:
         uvicorn.Server(config).run(sockets=[listener])

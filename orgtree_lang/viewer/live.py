@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
+_LINE_END = re.compile(r"\r\n|\r|\n")  # every line ending of the event-stream format, not only \n
 HEARTBEAT_SECONDS = 15.0  # a comment line now and then, so a closed tab is noticed and proxies keep the stream
 
 
@@ -55,9 +57,16 @@ async def updates(is_disconnected: Callable, watched: Callable[[], list[Path]], 
             html = await run_in_threadpool(render)
             if html != sent:
                 sent, quiet = html, 0.0
-                yield "event: update\n" + "".join(f"data: {line}\n" for line in html.split("\n")) + "\n"
+                yield event("update", html)
         if quiet >= HEARTBEAT_SECONDS:
             quiet = 0.0
             yield ": still here\n\n"
         await asyncio.sleep(interval)
         quiet += interval
+
+
+def event(name: str, text: str) -> str:
+    """One server-sent event carrying `text`: one `data:` field per line, split at `\r\n`, `\r` and `\n` alike,
+    since a browser ends a field at any of them: a bare `\r` inside a field would start a field (or an event) the
+    text chose."""
+    return f"event: {name}\n" + "".join(f"data: {line}\n" for line in _LINE_END.split(text)) + "\n"

@@ -7,6 +7,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from orgtree_lang.runtime.printable import printable
+
 
 @dataclass(frozen=True)
 class Site:
@@ -14,13 +16,14 @@ class Site:
 
     workspace: Path
     allow_actions: bool
-    token: str  # the secret each action request carries; empty when actions are off
+    token: str  # the secret every request carries (a cookie from the printed URL, or the X-Pipe-Token header)
     host: str = "127.0.0.1"  # the address the server listens on
 
 
 def esc(value: object) -> str:
-    """Text made safe to put inside HTML (element content or a quoted attribute)."""
-    return html.escape("" if value is None else str(value), quote=True)
+    """Text made safe to put inside HTML (element content or a quoted attribute), control characters spelled out
+    (runtime/printable.py): a carriage return in a question must show, not end a line of a live update."""
+    return html.escape(printable(value), quote=True)
 
 
 def frame(site: Site, title: str, body: str, *, live_url: str = "") -> str:
