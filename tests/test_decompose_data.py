@@ -306,3 +306,58 @@ def test_a_failing_example_is_simulated_against_the_module(tmp_path):
     other = refuses.replace("an empty note", "no text")
     [wrong] = simulate(with_tests(other, spec, cases[:1]), "save.pipe", spec, cases[:1], REGISTRY, context)
     assert wrong.outcome == "failed" and 'message = "no text"' in wrong.error
+
+
+# ---- a failing example blocks the save (issue 23 item 10) ------------------------------------------------------
+
+STATED = PARENT.replace('''else question."""''', '''else question."""
+        examples:
+            classify("It crashed") -> "bug"
+            classify("CRASH when saving") -> "bug"''')
+CLAIMS_A_FIX = CASE_SENSITIVE + "\nexample-2: resolved: the report is lower-cased now"  # ... but it is not
+
+
+def test_a_module_that_keeps_failing_an_example_the_program_states_is_not_saved(tmp_path):
+    """Simulation says "passed 1, failed 1" three times while the author claims a fix; the reviewer, reading
+    the module, raises nothing. The failing example must not end as a concern the reviewer's silence resolved."""
+    author = scripted(tmp_path, "author", [{"match": {"contains": "Write a module"}, "reply": CASE_SENSITIVE},
+                                           {"reply": CLAIMS_A_FIX}], "author")
+    reviewer = scripted(tmp_path, "reviewer", [{"reply": NO_CONCERNS}], "reviewer")
+    with pytest.raises(PipeRuntimeError) as failed:
+        run(tmp_path, author, reviewer, "It crashed", data_driven=False, parent=STATED)
+    assert "example-2" in failed.value.message and 'got: label = "question"' in failed.value.message
+    assert ModuleStore(tmp_path).all() == []
+    with ConcernLedger.for_workspace(tmp_path) as ledger:
+        (subject,) = ledger.subjects("triage.pipe:classify:")
+        (row,) = ledger.history(subject)
+        events = [(e["event"], e["rationale"]) for e in ledger.events(subject)]
+    assert (row["concern_id"], row["status"]) == ("example-2", "open")
+    assert not [e for e in events if e[0] == "resolved"], events  # neither the author's word nor the silence
+
+
+def test_the_author_cannot_reject_an_example_the_program_states(tmp_path):
+    rejects = CASE_SENSITIVE + "\nexample-2: rejected: capital letters are not a crash"
+    author = scripted(tmp_path, "author", [{"match": {"contains": "Write a module"}, "reply": CASE_SENSITIVE},
+                                           {"reply": rejects}], "author")
+    reviewer = scripted(tmp_path, "reviewer", [{"reply": NO_CONCERNS}], "reviewer")
+    with pytest.raises(PipeRuntimeError, match="example-2"):
+        run(tmp_path, author, reviewer, "It crashed", data_driven=False, parent=STATED)
+    assert ModuleStore(tmp_path).all() == []
+    # It was told why its rejection does not count.
+    assert any("the program states this example" in prompt for prompt in author.prompts), author.prompts[-1]
+
+
+def test_a_failing_example_fixed_in_review_is_resolved_by_the_passing_simulation(tmp_path):
+    """Still failing when the review starts, the example is an open concern the reviewer's round does not close;
+    the author fixes it in the revision, the simulation passes, and only then is it resolved, with that evidence."""
+    author = scripted(tmp_path, "author", [{"match": {"contains": "A reviewer raised these concerns"}, "reply": FIXED},
+                                           {"reply": CLAIMS_A_FIX}], "author")
+    reviewer = scripted(tmp_path, "reviewer", [{"reply": NO_CONCERNS}], "reviewer")
+    assert run(tmp_path, author, reviewer, "a CRASH", data_driven=False, parent=STATED) == "bug"
+    (saved,) = ModuleStore(tmp_path).all()
+    assert "text.lower(report)" in saved.text
+    with ConcernLedger.for_workspace(tmp_path) as ledger:
+        (row,) = ledger.history(saved.provenance["review-subject"])
+    assert (row["concern_id"], row["status"]) == ("example-2", "resolved")
+    assert row["rationale"].startswith("example 2 passed when simulated (run 4)")
+    assert len(reviewer.prompts) == 2  # the first round could not accept it; the second, after the fix, did

@@ -18,7 +18,9 @@ Ask = Callable[[str, str], tuple[str, str]]
 SIMULATION_FAILED = """Running the module on its examples (side effects sealed) failed:
 {listing}
 Reply with the corrected module in one ```pipe block, then one line per concern: `ID: resolved: why`, or
-`ID: rejected: why` if the example itself contradicts the spec."""
+`ID: rejected: why` if the example itself contradicts the spec (not for an example the program states: the
+program is the spec, and only a module that passes it settles it)."""
+NOT_REJECTED = "{id}: your rejection does not count: the program states this example, so the module must pass it."
 
 
 class ExampleFlow:
@@ -35,8 +37,12 @@ class ExampleFlow:
         self.context = context
         self.design = Design.of_spec(spec)
         self.results: list[CaseResult] = []
-        self.pending: list[tuple[object, str | None]] = []  # simulation concerns to record, with the author's answer
-        self.rejected: set[str] = set()
+        # Every concern a failing case raised (by id, its latest evidence). Only evidence settles one: a passing
+        # simulation of its case; the author may reject one only for an example the design or a reviewer added.
+        self.raised: dict[str, object] = {}
+        self.rejected: dict[str, str] = {}  # concern id -> the author's reason
+        self.said: dict[str, str] = {}  # concern id -> why the author says it is fixed (kept with the evidence)
+        self.refused: list[str] = []  # rejections of examples the program states, to tell the author
         self.design_subject = ""
         self.simulations = 0
         self.caught = 0  # failing cases found by simulation, before any code review
@@ -140,16 +146,60 @@ class ExampleFlow:
             failed = [r for r in self.results if r.outcome == "failed"]
             self.caught += len(failed)
             concerns = [self._concern(r) for r in failed]
+            self.raised.update((c.id, c) for c in concerns)
             fresh = [c for c in concerns if c.id not in self.rejected]
             if not fresh or round_ == self.settings.simulation_rounds:
-                self.pending += [(c, None) for c in fresh]
                 return body
-            listing = "\n".join(f"- {c.id}: {c.evidence}" for c in fresh)
+            listing = "\n".join([f"- {c.id}: {c.evidence}" for c in fresh] + self.take_refused())
             body, answer = ask(SIMULATION_FAILED.format(listing=listing), "simulate")
-            answers = resolutions(answer, fresh)
-            self.pending += [(c, answers[c.id]) for c in fresh]
-            self.rejected |= {c.id for c in fresh if answers[c.id].startswith("rejected")}
+            self.answered(resolutions(answer, fresh))
         return body
+
+    def answered(self, answers: dict[str, str]) -> None:
+        """Keep the author's answers (`ID: resolved|rejected: why`) to failing cases' concerns: a claimed fix is
+        kept for the record (the next simulation decides), a rejection counts unless the program states the
+        example (then the author is told so in its next request)."""
+        for concern_id, answer in answers.items():
+            if concern_id not in self.raised:
+                continue
+            action, _, why = answer.partition(": ")
+            if action == "resolved":
+                self.said[concern_id] = why
+            elif self.binding(concern_id):
+                self.refused.append(NOT_REJECTED.format(id=concern_id))
+            else:
+                self.rejected[concern_id] = why or action
+
+    def take_refused(self) -> list[str]:
+        refused, self.refused = self.refused, []
+        return refused
+
+    def held(self, concern_id: str) -> bool:
+        """Whether only evidence settles the concern (a failing case's): not the reviewer's silence, nor the
+        author's word that it is fixed (review/reviewer.py asks)."""
+        return concern_id in self.raised
+
+    def binding(self, concern_id: str) -> bool:
+        """Whether the concern is a failing example the program states: the spec itself, which neither the author
+        nor a judge may reject (decompose/escalate.py asks)."""
+        result = self._result(concern_id)
+        return result is not None and result.case.source == "spec"
+
+    def _result(self, concern_id: str) -> CaseResult | None:
+        return next((r for r in self.results if f"example-{r.number}" == concern_id), None)
+
+    def refuse_failing(self) -> None:
+        """Raise when the module as it will be saved fails an example the program states (the last simulation
+        ran it): a guard at the save, whatever settled the review."""
+        from orgtree_lang.runtime.errors import PipeRuntimeError
+
+        failing = [r for r in self.results if r.outcome == "failed" and r.case.source == "spec"]
+        if failing:
+            raise PipeRuntimeError(
+                f"ambiguous block `{self.spec.name}`: the module fails example(s) the program states, so it is not "
+                "saved: " + "; ".join(f"example {r.number}: {r.evidence(self.spec)}" for r in failing),
+                kind="ambiguous", catchable=False,
+                hint="check that the example is right; if it is, make the docstring say what the example needs")
 
     def _concern(self, result: CaseResult):
         from orgtree_lang.review.concerns import Concern
@@ -160,17 +210,29 @@ class ExampleFlow:
                        suggested_fix="make the module give the expected outputs for this input")
 
     def record(self, ledger, subject: str, conversation: str) -> None:
-        """Put the simulation's concerns (and the author's answers to them) in the code review's ledger."""
+        """Bring the code review's ledger up to the last simulation: a failing case's concern is open (raised,
+        or reopened with its new evidence) unless the author rejected it; a case that passes now resolves its
+        concern with that evidence. A case that could not be simulated (a sealed skill) settles nothing."""
         round_ = ledger.last_round(subject)
         source = f"simulation-{uuid.uuid4().hex[:12]}"
-        for concern, answer in self.pending:
-            concern = concern.model_copy(update={"still_present": True})
-            ledger.raise_concern(subject, round_, concern, conversation, source)
-            if answer is not None:
-                action, _, why = answer.partition(": ")
-                settle = ledger.reject if action == "rejected" else ledger.resolve
-                settle(subject, concern.id, why or action, round=round_, conversation=conversation)
-        self.pending = []
+        status = {row["concern_id"]: row["status"] for row in ledger.history(subject)}
+        for concern_id, concern in self.raised.items():
+            result = self._result(concern_id)
+            outcome = result.outcome if result is not None else "inconclusive"
+            if outcome == "failed":
+                concern = self._concern(result)
+            if status.get(concern_id) is None or (outcome == "failed" and concern_id not in self.rejected):
+                ledger.raise_concern(subject, round_, concern.model_copy(update={"still_present": True}),
+                                     conversation, source)
+            if _status(ledger, subject, concern_id) != "open":
+                continue
+            if outcome == "passed":
+                said = f"; the author: {self.said[concern_id]}" if concern_id in self.said else ""
+                ledger.resolve(subject, concern_id, f"example {result.number} passed when simulated (run "
+                                                    f"{self.simulations}): {result.evidence(self.spec)}{said}",
+                               round=round_, conversation=source)
+            elif outcome == "failed" and concern_id in self.rejected:
+                ledger.reject(subject, concern_id, self.rejected[concern_id], round=round_, conversation=conversation)
 
     # ---- review and save -----------------------------------------------------------------------
 
@@ -198,3 +260,7 @@ class ExampleFlow:
         if self.design_subject:
             found["design-review-subject"] = self.design_subject
         return found
+
+
+def _status(ledger, subject: str, concern_id: str) -> str | None:
+    return next((row["status"] for row in ledger.history(subject) if row["concern_id"] == concern_id), None)

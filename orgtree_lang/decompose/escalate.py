@@ -100,14 +100,16 @@ def judges_for(author, parent_author: tuple[str, str] | None, human: Callable[[s
 
 
 def escalate(failed, judges: list[Judge], *, subject: str, ledger, spec_text: str, goal: str, revise,
-             review_again, note: Callable[[str], None] = lambda _: None):
+             review_again, note: Callable[[str], None] = lambda _: None,
+             binding: Callable[[str], bool] = lambda _concern_id: False):
     """The review outcome after taking the disagreement of `failed` (a ReviewError with open concerns) to each
     judge in turn, and the trail of what each decided.
 
     A judge's dismissal closes a concern (rejected in the ledger, the judge named); a concern it upholds, or
     does not rule on, goes back to the author (`revise(artifact, concerns)`) with the ruling, and the module is
-    reviewed once more (`review_again(artifact)`, a one-round review_loop). Raises ReviewError with the concerns
-    still open when no judge settles it."""
+    reviewed once more (`review_again(artifact)`, a one-round review_loop). A `binding` concern (an example the
+    program states, which the module fails) is never dismissed: the program is the spec. Raises ReviewError
+    with the concerns still open when no judge settles it."""
     from orgtree_lang.review.errors import ReviewError
 
     outcome, artifact, trail = failed.outcome, failed.outcome.artifact, []
@@ -119,7 +121,7 @@ def escalate(failed, judges: list[Judge], *, subject: str, ledger, spec_text: st
         upheld = []
         for row in open_rows:
             ruling = rulings.get(row["concern_id"])
-            if ruling is not None and ruling.decision == "dismiss":
+            if ruling is not None and ruling.decision == "dismiss" and not binding(row["concern_id"]):
                 ledger.reject(subject, row["concern_id"], f"dismissed by {judge.name}: {ruling.why or '(no reason)'}")
             else:  # only an explicit dismissal closes a concern
                 why = ruling.why if ruling is not None else "no ruling given"

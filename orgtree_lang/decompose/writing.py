@@ -99,12 +99,13 @@ def write_module(decomposer, spec: AmbiguousSpec, inputs: dict[str, Any], digest
         body = flow.checked(valid_module("write"), ask, block.note)
 
         def revise(artifact: str, concerns) -> tuple[str, dict[str, str]]:
-            listing = "\n".join(f"- {c.id} ({c.severity}): {c.evidence} Suggested: {c.suggested_fix}"
-                                for c in concerns)
+            listing = "\n".join([f"- {c.id} ({c.severity}): {c.evidence} Suggested: {c.suggested_fix}"
+                                 for c in concerns] + flow.take_refused())
             revised, answer = ask(f"A reviewer raised these concerns about the module:\n{listing}\n"
                                   "Reply with the revised module in one ```pipe block, then one line "
                                   "per concern: `ID: resolved: why` or `ID: rejected: why`.", "revise")
             answered = resolutions(answer, concerns)
+            flow.answered(answered)  # a failing case's concern is settled by the next simulation, not by this
             revised = flow.checked(revised, ask, block.note)
             flow.record(ledger, subject, conversation)
             return flow.artifact(revised), answered
@@ -123,7 +124,8 @@ def write_module(decomposer, spec: AmbiguousSpec, inputs: dict[str, Any], digest
             def review(artifact: str, rounds: int):
                 return review_loop(subject, flow.spec_text(spec_text(spec)), artifact, language=language_card(),
                                    author=author, reviewer=reviewer, revise=revise, ledger=ledger,
-                                   max_rounds=rounds, author_conversation=conversation, context=context)
+                                   max_rounds=rounds, author_conversation=conversation, context=context,
+                                   held=flow.held)
 
             trail: list[str] = []
             try:
@@ -134,9 +136,11 @@ def write_module(decomposer, spec: AmbiguousSpec, inputs: dict[str, Any], digest
                     raise
                 outcome, trail = escalate(failed, judges, subject=subject, ledger=ledger,
                                           spec_text=flow.spec_text(spec_text(spec)), goal=goal, revise=revise,
-                                          review_again=lambda artifact: review(artifact, 1), note=block.note)
+                                          review_again=lambda artifact: review(artifact, 1), note=block.note,
+                                          binding=flow.binding)
     finally:
         attempts.close()
+    flow.refuse_failing()
     provenance = {
         **decomposer.provenance_base(spec, digest),
         "review-subject": subject,

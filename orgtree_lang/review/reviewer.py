@@ -113,7 +113,8 @@ def _parse_response(subject: str, concern_id: str, response: str) -> tuple[str, 
 def review_loop(subject: str, spec_text: str, artifact: str, *, author: Model, reviewer: Model, revise: Revise,
                 ledger: ConcernLedger, max_rounds: int = 3, author_conversation: str | None = None,
                 new_reviewer_conversation: Callable[[], str] = _fresh_id, language: str = "",
-                context: Callable[[str], str] | None = None) -> ReviewOutcome:
+                context: Callable[[str], str] | None = None,
+                held: Callable[[str], bool] = lambda _concern_id: False) -> ReviewOutcome:
     """Review `artifact` against `spec_text` until no blocking concern is open, or fail after `max_rounds`.
 
     Each round runs the reviewer in a fresh conversation (`new_reviewer_conversation()`, a uuid4 by default)
@@ -122,7 +123,9 @@ def review_loop(subject: str, spec_text: str, artifact: str, *, author: Model, r
     concerns the reviewer does not repeat are resolved. While blocking concerns are open and rounds remain,
     `revise(artifact, open_blocking)` returns the new artifact and {concern_id: "resolved: why" | "rejected: why"}.
     `language`, when the artifact is code, describes its language to every reviewer (the language card);
-    `context(artifact)`, when given, adds sections about what the artifact serves and calls.
+    `context(artifact)`, when given, adds sections about what the artifact serves and calls. `held(id)` names
+    the concerns that only evidence settles (a failing example's, which the caller resolves when its case
+    passes): the reviewer's silence does not resolve one, nor does the author's answer.
 
     Raises SelfReviewError when a reviewer conversation is the author's (or was already used), ReviewError
     on malformed reviewer output twice in a round or when blocking concerns are left after the last round
@@ -164,7 +167,7 @@ def review_loop(subject: str, spec_text: str, artifact: str, *, author: Model, r
             ledger.raise_concern(subject, round_, concern, author_conversation, conversation)
         repeated = {c.id for c in verdict.concerns}
         for concern in shown:
-            if concern.id not in repeated:
+            if concern.id not in repeated and not held(concern.id):
                 ledger.resolve(subject, concern.id, f"the reviewer no longer raised it in round {round_}",
                                round=round_, conversation=conversation)
 
@@ -187,7 +190,7 @@ def review_loop(subject: str, spec_text: str, artifact: str, *, author: Model, r
             raise ReviewError(f"review of {subject!r}: revise must return the new artifact as a string, "
                               f"got {type(revised).__name__}", outcome=outcome)
         outcome.artifact = revised
-        sent_ids = {c.id for c in sent}
+        sent_ids = {c.id for c in sent if not held(c.id)}
         # Every answer is checked before any is recorded; ids the author was not asked about are ignored.
         answers = [(concern_id, *_parse_response(subject, concern_id, response))
                    for concern_id, response in (responses or {}).items() if concern_id in sent_ids]
