@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from orgtree_lang.syntax import types as t
 from orgtree_lang.compile.code import AmbiguousSpec
@@ -12,11 +12,12 @@ from orgtree_lang.runtime.records import RecordTypes
 from orgtree_lang.runtime.values import conforms
 from orgtree_lang.vm.budget import Budget, BudgetExceeded, NodeSpend
 from orgtree_lang.vm.effects import EffectStep, Effects
-from orgtree_lang.vm.people import HumanQuestion, answer_or_wait
+from orgtree_lang.vm.organization import RELOAD
+from orgtree_lang.vm.questions import HumanQuestion, answer_or_wait
 from orgtree_lang.vm.state import Frame
 
-RELOAD = -1  # returned by an instruction handler: leave the inner loop and reload the frame and budget stops
-MOVED = -3  # the same, after the handler set the frame's pc itself (vm/messages.py: back from a handler)
+if TYPE_CHECKING:
+    from orgtree_lang.vm.machine import Machine
 
 
 class BlockResolver(Protocol):
@@ -48,7 +49,7 @@ class BlockContext:
     effects: Effects | None
     context: Any  # the skill context the block's run hands to skills
     _machine: Any = dataclasses.field(repr=False, default=None)
-    # Set when the block is resolved concurrently (vm/block_calls.py): what numbers its journal steps, the
+    # Set when the block is resolved concurrently (org/block_calls.py): what numbers its journal steps, the
     # statement count the run had when it reached the block, and where its child's printed lines wait for
     # the block's result to be delivered.
     _counter: Any = dataclasses.field(repr=False, default=None)
@@ -57,7 +58,7 @@ class BlockContext:
 
     @property
     def concurrent(self) -> bool:
-        """Whether the block is resolved on a thread of its own while other tasks go on (vm/block_calls.py)."""
+        """Whether the block is resolved on a thread of its own while other tasks go on (org/block_calls.py)."""
         return self._counter is not None
 
     @property
@@ -166,7 +167,7 @@ def _own_limits(budget: Budget, limits: Budget | None, steps_before: int) -> dic
     return own
 
 
-def resolve_block(m, frame: Frame, stack: list, arg: int) -> int:
+def resolve_block(m: Machine, frame: Frame, stack: list, arg: int) -> int:
     """AMBIGUOUS: check the block's inputs, get its outputs from the resolver (or the journal), push them."""
     spec = frame.code.ambiguous[arg]
     count = len(spec.inputs)
@@ -189,10 +190,8 @@ def resolve_block(m, frame: Frame, stack: list, arg: int) -> int:
     node_id = m.node_id(f"{frame.node}/{spec.name}@{m.state.steps}")
     m.observer.block_started(m.state, frame, spec, inputs, node_id)
     if m.state.tasks and m.place is None:
-        # One of several tasks: resolved on a thread of its own while the others go on (vm/block_calls.py).
-        from orgtree_lang.vm.block_calls import issue
-
-        return issue(m, frame, arg, values, node_id)
+        # One of several tasks: the organization resolves it beside the others (org/block_calls.py).
+        return m.org.issue_block(frame, arg, values, node_id)
     try:
         outputs = _outputs(m, spec, inputs, values, frame, node_id)
     except PipeRuntimeError as err:
@@ -215,7 +214,7 @@ def push_outputs(spec: AmbiguousSpec, outputs: dict[str, Any], stack: list) -> N
         stack.append(outputs[name])
 
 
-def _outputs(m, spec: AmbiguousSpec, inputs: dict[str, Any], values: list, frame: Frame,
+def _outputs(m: Machine, spec: AmbiguousSpec, inputs: dict[str, Any], values: list, frame: Frame,
              node_id: str) -> dict[str, Any]:
     """The block's outputs from the resolver, or from the journal; what the child tree spent is metered.
 
