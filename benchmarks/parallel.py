@@ -10,7 +10,7 @@ seconds, and runs `pipe run`'s code path (durable, org tree, trace) on a program
 With `--mode ambiguous` the block holds N `ambiguous` blocks instead (each with a spec of its own, in a fresh
 workspace, so each is decomposed): the server writes each block's module and its reviewer accepts it, so each
 block takes two answers (author, then reviewer) in turn; the blocks are decomposed concurrently
-(vm/block_calls.py). Same target. `--no-protocol` leaves out the scratchpad turn before each model call, whose
+(org/block_calls.py). Same target. `--no-protocol` leaves out the scratchpad turn before each model call, whose
 index writes are done one block at a time (docs/org.md).
 
 Part 2 times the integer-arithmetic loop of benchmarks/vm_throughput.py three ways in this process: plain
@@ -200,6 +200,7 @@ def best_of(repeat: int, run) -> tuple[float, object]:
 def scheduler_cost(n: int, repeat: int) -> tuple[float, float, float]:
     """(python s, vm without parallel s, vm inside a one-branch parallel block s) for the arithmetic loop."""
     from orgtree_lang.compile.api import compile_source
+    from orgtree_lang.org.scheduler import Scheduler
     from orgtree_lang.run.registries import default_registry
     from orgtree_lang.vm.budget import Budget
     from orgtree_lang.vm.machine import Machine
@@ -209,7 +210,7 @@ def scheduler_cost(n: int, repeat: int) -> tuple[float, float, float]:
     program = compile_source(ARITHMETIC, "arithmetic.pipe", registry).program
 
     def vm(entry: str):
-        machine = Machine(program, Services(registry=registry, budget=Budget(max_steps=None)))
+        machine = Machine(program, Services(registry=registry, budget=Budget(max_steps=None), org=Scheduler))
         machine.start(entry, {"n": n})
         return machine.run().result
 

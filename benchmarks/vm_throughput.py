@@ -90,6 +90,16 @@ pipeline fstring_build(n: int) -> int:
         line = f"item {i}: {i * 2}"
         size += len(line)
     return size
+
+pipeline double(x: int) -> int:
+    return x * 2
+
+pipeline pipeline_calls(n: int) -> int:
+    """Call a pipeline in a loop: a frame pushed and popped each time."""
+    total = 0
+    for i in range(n):
+        total += double(i)
+    return total
 '''
 
 
@@ -146,6 +156,17 @@ def fstring_build(n: int) -> int:
     return size
 
 
+def double(x: int) -> int:
+    return x * 2
+
+
+def pipeline_calls(n: int) -> int:
+    total = 0
+    for i in range(n):
+        total += double(i)
+    return total
+
+
 CASES: list[tuple[str, Callable[[int], int], int]] = [
     ("arithmetic", arithmetic, 1_000_000),
     ("for_range", for_range, 1_000_000),
@@ -153,6 +174,7 @@ CASES: list[tuple[str, Callable[[int], int], int]] = [
     ("list_concat", list_concat, 10_000),
     ("string_build", string_build, 100_000),
     ("fstring_build", fstring_build, 100_000),
+    ("pipeline_calls", pipeline_calls, 200_000),
 ]
 
 

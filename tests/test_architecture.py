@@ -40,6 +40,7 @@ class Import:
     module: str
     line: int
     eager: bool
+    local: bool = False  # inside a function
 
 
 def _module_names() -> dict[str, Path]:
@@ -69,17 +70,17 @@ def imports_of(module: str, source: str, is_package: bool = False,
     package = module.split(".") if is_package else module.split(".")[:-1]
     found: list[Import] = []
 
-    def visit(node: ast.AST, eager: bool) -> None:
+    def visit(node: ast.AST, eager: bool, local: bool = False) -> None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            eager = False
+            eager, local = False, True
         elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             for child in node.body:
-                visit(child, False)
+                visit(child, False, local)
             for child in node.orelse:
-                visit(child, eager)
+                visit(child, eager, local)
             return
         if isinstance(node, ast.Import):
-            found.extend(Import(alias.name, node.lineno, eager) for alias in node.names)
+            found.extend(Import(alias.name, node.lineno, eager, local) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package[:len(package) - node.level + 1]
@@ -88,9 +89,9 @@ def imports_of(module: str, source: str, is_package: bool = False,
                 target = node.module or ""
             for alias in node.names:
                 child = f"{target}.{alias.name}"
-                found.append(Import(child if child in known else target, node.lineno, eager))
+                found.append(Import(child if child in known else target, node.lineno, eager, local))
         for child in ast.iter_child_nodes(node):
-            visit(child, eager)
+            visit(child, eager, local)
 
     visit(ast.parse(source), True)
     return found
@@ -288,3 +289,166 @@ def test_the_recorder_would_notice_a_heavy_import(tmp_path):
 def test_a_run_without_otel_imports_no_opentelemetry(tmp_path):
     (tmp_path / "p.pipe").write_text('use text\n\npipeline main() -> int:\n    return text.len("abc")\n')
     assert "opentelemetry" not in _imports_attempted_by(["run", "p.pipe"], tmp_path)
+
+
+# ---- the machine and the organization (issue 22): two floors, one narrow protocol -----------------------------
+
+def test_the_vm_imports_nothing_from_the_org():
+    offenders = [f"{m}:{imp.line}: {imp.module}" for m, found in IMPORTS.items() if _layer_name(m) == "vm"
+                 for imp in found if imp.module.startswith("orgtree_lang.org")]
+    assert offenders == [], "the vm calls the organization through vm.organization.Org, which org/ implements"
+
+
+def sibling_imports_inside_functions(imports: dict[str, list[Import]], packages=("vm", "org")) -> list[str]:
+    """`module:line: imported` for each import, inside a function, of a module of the importer's own package."""
+    return [f"{m}:{imp.line}: {imp.module}" for m, found in imports.items() for imp in found
+            if imp.local and m.split(".")[1:2] == imp.module.split(".")[1:2] and m.split(".")[1] in packages]
+
+
+def test_neither_the_vm_nor_the_org_imports_a_sibling_inside_a_function():
+    assert sibling_imports_inside_functions(IMPORTS) == [], (
+        "an import inside a function that hides a circle between modules of one floor: give the code one owner")
+
+
+def test_the_sibling_check_notices_one_inside_a_function():
+    source = "from orgtree_lang.vm.state import Frame\ndef go():\n    from orgtree_lang.vm.machine import Machine\n"
+    imports = {"orgtree_lang.vm.probe": imports_of("orgtree_lang.vm.probe", source, known=set(MODULES))}
+    assert sibling_imports_inside_functions(imports) == ["orgtree_lang.vm.probe:3: orgtree_lang.vm.machine"]
+
+
+def untyped_machine_parameters(source: str) -> list[str]:
+    """`line: name` of every function (or lambda) whose first parameter, after `self`/`cls` in a class, is `m` or
+    `machine` with no annotation and no default (`lambda m=m: ...` binds a loop's value, never a machine): the shape
+    of code that reaches into a machine it was never given a type for."""
+    found: list[str] = []
+
+    def visit(node: ast.AST, in_class: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                params = child.args.posonlyargs + child.args.args
+                defaulted = len(params) - len(child.args.defaults)
+                if in_class and params and params[0].arg in ("self", "cls"):
+                    params, defaulted = params[1:], defaulted - 1
+                if params and params[0].arg in ("m", "machine") and params[0].annotation is None and defaulted > 0:
+                    found.append(f"{child.lineno}: {getattr(child, 'name', 'lambda')}")
+            visit(child, isinstance(child, ast.ClassDef))
+
+    visit(ast.parse(source), False)
+    return found
+
+
+def test_no_function_takes_an_untyped_machine():
+    offenders = [f"{m}:{hit}" for m, path in MODULES.items()
+                 for hit in untyped_machine_parameters(path.read_text(encoding="utf-8"))]
+    assert offenders == [], "type the machine (`m: Machine`), or hand the function what it needs instead"
+
+
+@pytest.mark.parametrize("source", [
+    "def deliver(m, task):\n    return m.state\n",
+    "class Part:\n    def go(self, machine):\n        pass\n",
+    "handler = lambda m, frame: m.state\n",
+])
+def test_the_untyped_machine_check_notices_one(source):
+    assert len(untyped_machine_parameters(source)) == 1
+
+
+def test_the_untyped_machine_check_allows_a_typed_handler_and_a_method():
+    source = ("def op(m: Machine, frame):\n    pass\nclass S:\n    def __init__(self, machine: Machine):\n        pass\n"
+              "calls = [lambda m=m: ask(m) for m in messages]\n")
+    assert untyped_machine_parameters(source) == []
+
+
+# The scheduling state: the run state's fields only the Scheduler writes, and its own. (A task's fields are written
+# through its methods too: status, waiting, result, error, cancel.)
+RUN_STATE_SCHEDULING = frozenset({"tasks", "current", "slice_end", "next_task", "calls", "next_call"})
+SCHEDULER_OWN = frozenset({"in_flight", "cancels_pending", "interrupts_pending"})
+TASK_FIELDS = frozenset({"status", "waiting", "result", "error", "cancel", "cancelled"})
+_MUTATORS = frozenset({"append", "remove", "insert", "pop", "clear", "extend", "sort", "setdefault", "update"})
+
+
+def scheduling_writes(source: str, task_fields: bool = False) -> list[str]:
+    """`line: what` for each write of the scheduling state: an assignment to (or into) `state.tasks`, `x.in_flight`,
+    ..., or a mutating call on one; with `task_fields`, also an assignment to a task's own fields (any object but
+    a `state`: the run's own status, result and error are the machine's)."""
+    found: list[str] = []
+
+    def base(node: ast.AST) -> str:
+        return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+
+    def scheduling(node: ast.AST) -> bool:
+        return isinstance(node, ast.Attribute) and (
+            node.attr in SCHEDULER_OWN or (node.attr in RUN_STATE_SCHEDULING and base(node.value) == "state"))
+
+    def targets(node: ast.AST) -> list[ast.AST]:
+        if isinstance(node, (ast.Assign, ast.Delete)):
+            return node.targets
+        if isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            return [node.target]
+        return []
+
+    for node in ast.walk(ast.parse(source)):
+        for target in targets(node):
+            for item in (target.elts if isinstance(target, ast.Tuple) else [target]):
+                written = item.value if isinstance(item, ast.Subscript) else item
+                if scheduling(written):
+                    found.append(f"{node.lineno}: {ast.unparse(item)}")
+                elif task_fields and isinstance(item, ast.Attribute) and item.attr in TASK_FIELDS \
+                        and base(item.value) not in ("state", "self"):
+                    found.append(f"{node.lineno}: {ast.unparse(item)}")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _MUTATORS \
+                and scheduling(node.func.value):
+            found.append(f"{node.lineno}: {ast.unparse(node.func)}")
+    return found
+
+
+def test_only_the_scheduler_writes_the_scheduling_state():
+    owner = "orgtree_lang.org.scheduler"
+    offenders = [f"{m}:{hit}" for m, path in MODULES.items() if m != owner
+                 for hit in scheduling_writes(path.read_text(encoding="utf-8"),
+                                              task_fields=m.startswith(("orgtree_lang.vm.", "orgtree_lang.org.")))]
+    assert offenders == [], "change tasks, turns and calls through org.scheduler.Scheduler, their one owner"
+
+
+@pytest.mark.parametrize("source", [
+    "state.tasks.append(task)\n",
+    "org.state.current = 3\n",
+    "self.org.in_flight[call.order] = entry\n",
+    "machine.interrupts_pending = True\n",
+    "state.calls.remove(call)\n",
+    "del state.tasks[0]\n",
+    "target.status = 'ready'\n",
+    "me.waiting = 3\n",
+])
+def test_the_scheduling_state_check_notices_a_write(source):
+    assert len(scheduling_writes(source, task_fields=True)) == 1
+
+
+def test_the_scheduling_state_check_allows_reads_and_the_machine_s_own_fields():
+    source = ("x = state.tasks\nif state.calls:\n    pass\nframe.calls += 1\nstate.status = 'done'\n"
+              "state.result = 1\nself.code.calls.append(site)\n")
+    assert scheduling_writes(source, task_fields=True) == []
+
+
+def test_the_decomposer_reads_only_the_fields_of_its_block_context():
+    import dataclasses
+
+    from orgtree_lang.vm.blocks import BlockContext
+
+    face = {field.name for field in dataclasses.fields(BlockContext)} | \
+        {name for name, value in vars(BlockContext).items() if callable(value) and not name.startswith("_")}
+    offenders, seen = [], 0
+    for module, path in MODULES.items():
+        if _layer_name(module) != "decompose":
+            continue
+        for function in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            # A function given the block (a parameter `block`): what it, and the functions inside it, read of it.
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
+                    "block" not in [a.arg for a in function.args.posonlyargs + function.args.args]:
+                continue
+            for node in ast.walk(function):
+                if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "block":
+                    seen += 1
+                    if node.attr not in face:
+                        offenders.append(f"{module}:{node.lineno}: block.{node.attr}")
+    assert seen > 20, "the check found no reads of a block: it no longer looks where the decomposer reads them"
+    assert offenders == [], "the decomposer sees a block through its BlockContext's fields and methods only"

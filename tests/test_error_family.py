@@ -17,9 +17,9 @@ from orgtree_lang.syntax.spans import Span
 
 # Exceptions that never reach a user: a compiler invariant (an AssertionError on purpose) and private control flow.
 # (WaitingForHuman: the top-level machine turns it into the run's status `waiting`; RunClosed: stops a thread still
-# resolving a block for a run that has ended, vm/runlock.py.)
+# resolving a block for a run that has ended, org/runlock.py.)
 NOT_FOR_USERS = {"orgtree_lang.compile.stack.StackError", "orgtree_lang.decompose.coerce._NoCoercion",
-                 "orgtree_lang.vm.people.WaitingForHuman", "orgtree_lang.vm.runlock.RunClosed"}
+                 "orgtree_lang.vm.questions.WaitingForHuman", "orgtree_lang.org.runlock.RunClosed"}
 PACKAGE = Path(orgtree_lang.__file__).parent
 
 

@@ -1,5 +1,5 @@
 """Ambiguous blocks in parallel branches are decomposed concurrently: their model calls overlap, yet the journal,
-the output and the modules saved are those of a run that resolved them one at a time (vm/block_calls.py)."""
+the output and the modules saved are those of a run that resolved them one at a time (org/block_calls.py)."""
 
 from __future__ import annotations
 

@@ -367,7 +367,7 @@ class _PipelineCompiler(ContractEmitter):
 
     def _Parallel(self, s: n.Parallel) -> None:
         # limit; PARALLEL [[branch start, slots it copies back], ...]; JUMP end; then per branch: its
-        # statement, END_BRANCH. A branch runs on a copy of the frame's locals (vm/scheduler.py).
+        # statement, END_BRANCH. A branch runs on a copy of the frame's locals (org/parallel.py).
         if s.limit is not None:
             self._expr(s.limit)
         else:

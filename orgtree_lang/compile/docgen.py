@@ -189,6 +189,11 @@ instruction, `nargs` and `nkw` are the call site's positional and keyword counts
 """
 
 
+def _meaning(opcode: Opcode) -> str:
+    """The opcode's doc; an instruction of the organization says where it runs."""
+    return opcode.doc + (" Run by the organization (`org/`)." if opcode.org else "")
+
+
 def _probe(opcode: Opcode, values: dict[str, int]) -> int:
     """The opcode's fall-through stack effect when its variables take `values`."""
     if opcode.operand == "count":
@@ -235,7 +240,7 @@ def _row(opcode: Opcode) -> str:
     jump = "" if opcode.jump_effect is None else (f"+{opcode.jump_effect}" if opcode.jump_effect > 0
                                                   else str(opcode.jump_effect))
     return (f"| {opcode.code} | `{opcode.name}` | {opcode.operand} | `{_cell(opcode.picture)}` | "
-            f"{_cell(effect_formula(opcode))} | {jump} | {_cell(opcode.doc)} |")
+            f"{_cell(effect_formula(opcode))} | {jump} | {_cell(_meaning(opcode))} |")
 
 
 def example_registry():

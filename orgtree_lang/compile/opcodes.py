@@ -21,6 +21,9 @@ class Opcode:
     doc: str
     effect: Callable[[object, object], int]
     jump_effect: int | None = None
+    # For an instruction of the organization (tasks, messages, people): how a program writes it. The machine hands
+    # it to its Org (vm/organization.py), and a machine built without one names it in its error.
+    org: str = ""
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -51,7 +54,7 @@ def _ambiguous_effect(arg, code) -> int:
 
 
 _TABLE = [
-    # name, operand, picture, effect, jump_effect, doc
+    # name, operand, picture, effect, jump_effect, doc[, org]
     ("STMT", "none", "--", _fixed(0), None,
      "Start of a statement: counts one step against the budget and is where the run may pause."),
     ("LOAD_CONST", "const", "-- value", _fixed(1), None, "Push constant number `arg`."),
@@ -153,49 +156,53 @@ _TABLE = [
     # ---- people are nodes (docs/org.md) ----
     ("ASK_HUMAN", "call", "args... -- answer", _call_effect, None,
      "Put the question of call site `arg` (`ask(\"human\", q)` or `approve(q)`) to the human node: push its "
-     "journaled answer, or stop the run, left at this instruction, to wait for one."),
-    # ---- messages (docs/org.md; vm/messages.py) ----
+     "journaled answer, or stop the run, left at this instruction, to wait for one.",
+     "a question to a person (`ask(\"human\", ...)`, `approve(...)`)"),
+    # ---- messages (docs/org.md; org/mailboxes.py) ----
     ("SEND", "count", "target body topic? --", lambda arg, code: -arg, None,
      "Send a message: `arg` 2 pops target and body, 3 also a topic. The target is a Handle (that node's mailbox), "
-     "a route's topic (its live node, started if there is none) or \"human\" (a note in `pipe inbox`)."),
+     "a route's topic (its live node, started if there is none) or \"human\" (a note in `pipe inbox`).", "`send`"),
     ("SEND_PARENT", "count", "body topic? --", lambda arg, code: -arg, None,
-     "Send the body to this node's parent: `arg` 1 pops the body, 2 a body and a topic."),
+     "Send the body to this node's parent: `arg` 1 pops the body, 2 a body and a topic.", "`send parent`"),
     ("RECEIVE", "call", "timeout? -- message", _call_effect, None,
      "Take the oldest message of this node's mailbox (a Message record); with none, the node waits for one "
-     "(call site `arg` may give `timeout=`)."),
+     "(call site `arg` may give `timeout=`).", "`receive()`"),
     ("ON_MESSAGE", "local jump", "--", _fixed(0), 0,
      "Install this frame's message handler: when a message is in the node's mailbox at a statement boundary, "
      "it goes into local `arg[0]` and the handler at `arg[1]` runs (the interrupted statement's stack and try "
-     "blocks set aside)."),
+     "blocks set aside).", "`on message`"),
     ("END_HANDLER", "none", "--", _fixed(0), None,
-     "End of a message handler: continue at the interrupted statement, with its stack and try blocks back."),
+     "End of a message handler: continue at the interrupted statement, with its stack and try blocks back.",
+     "`on message`"),
     ("LEAVE_HANDLER", "none", "--", _fixed(0), None,
-     "Leave a message handler by `goto`: the interrupted statement, its stack and try blocks are dropped."),
-    # ---- structured concurrency (issue #9; vm/scheduler.py) ----
+     "Leave a message handler by `goto`: the interrupted statement, its stack and try blocks are dropped.",
+     "`on message`"),
+    # ---- structured concurrency (issue #9; org/scheduler.py, org/parallel.py, org/handles.py) ----
     ("PARALLEL", "branches", "limit --", _fixed(-1), None,
      "Start a task for each branch of a parallel block (`arg`: per branch, its first instruction and the "
      "locals it copies back), at most `limit` at once (none: all), each in a frame with a copy of this "
      "frame's locals; this task waits until every branch has ended, then goes on, or raises the block's "
-     "error when a branch failed."),
+     "error when a branch failed.", "a `parallel:` block"),
     ("END_BRANCH", "count", "values... --", lambda arg, code: -arg, None,
      "End the branch (or parallel-loop iteration) this task runs: a block's branch copies the locals it "
      "assigned back to the block's frame; an iteration of `ys = for ... parallel:` hands over its value "
-     "(`arg` 1: the top of the stack)."),
+     "(`arg` 1: the top of the stack).", "a `parallel:` branch"),
     ("PARALLEL_FOR", "branch", "items limit -- results", _fixed(-1), None,
      "Start a task per item (at most `limit` at once), each running the loop body at instruction `arg` with "
      "its item on the stack and a copy of this frame's locals; wait for them all; push the list of their "
-     "values in item order (nones when the loop collects nothing)."),
+     "values in item order (nones when the loop collects nothing).", "a parallel `for` loop"),
     ("SPAWN", "call", "args... kwargs... -- handle", _call_effect, None,
-     "Start the pipeline of call site `arg` as a task of its own (a spawned node); push its Handle."),
+     "Start the pipeline of call site `arg` as a task of its own (a spawned node); push its Handle.", "`spawn`"),
     ("AWAIT", "none", "handle -- result", _fixed(0), None,
-     "Wait for the spawned task of the handle to end; its result, or its error raised here."),
+     "Wait for the spawned task of the handle to end; its result, or its error raised here.", "`await`"),
     ("CANCEL", "none", "handle --", _fixed(-1), None,
-     "Ask the spawned task of the handle to stop: it sees a `cancelled` error at its next statement boundary."),
+     "Ask the spawned task of the handle to stop: it sees a `cancelled` error at its next statement boundary.",
+     "`cancel`"),
 ]
 
 OPCODES: list[Opcode] = [
-    Opcode(i, name, operand, picture, doc, effect, jump)
-    for i, (name, operand, picture, effect, jump, doc) in enumerate(_TABLE)
+    Opcode(i, name, operand, picture, doc, effect, jump, *org)
+    for i, (name, operand, picture, effect, jump, doc, *org) in enumerate(_TABLE)
 ]
 BY_NAME: dict[str, Opcode] = {op.name: op for op in OPCODES}
 

@@ -157,7 +157,7 @@ class Decomposer:
                     # author sees the rest, down to half the similarity, for reference.
                     similar = similar_modules(self.store, spec, self.registry, self.settings.similarity / 2)
                     if getattr(block, "concurrent", False):
-                        # Resolved concurrently (vm/block_calls.py): whether a sibling block's module is saved yet
+                        # Resolved concurrently (org/block_calls.py): whether a sibling block's module is saved yet
                         # depends on timing, and a resume must make the same choices as the run.
                         similar = [(score, m) for score, m in similar
                                    if not m.provenance.get("parent", "").startswith(f"{self.parent_file}:")]
@@ -187,7 +187,7 @@ class Decomposer:
 
     def _await_writer(self, digest: str, block) -> None:
         """While another block of this run finds or writes the module for the same spec (blocks of parallel
-        branches resolve concurrently, vm/block_calls.py), wait for it, so the module is written and saved once;
+        branches resolve concurrently, org/block_calls.py), wait for it, so the module is written and saved once;
         never for a block this one runs inside."""
         while digest in self._writing:
             node, writing = self._writing[digest]

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orgtree_lang.compile.code import AmbiguousSpec, BlockExample
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.values import UNBOUND, display_short
 from orgtree_lang.vm.budget import Budget
+
+if TYPE_CHECKING:
+    from orgtree_lang.vm.machine import Machine
 
 # Non-pure skills that run as they are in a simulation: they read the workspace, or the clock and randomness.
 READ_ONLY = frozenset({"fs.read", "fs.exists", "fs.list", "kv.get", "kv.keys", "ctx.search", "ctx.expand", "ctx.fit",
@@ -189,6 +192,7 @@ def simulate(text: str, file: str, spec: AmbiguousSpec, cases: list[Case], regis
     """Run each case's test of `text` (a module with its tests, as `with_tests` builds it) in a sealed machine."""
     from orgtree_lang.compile.api import compile_source
     from orgtree_lang.compile.code import Program
+    from orgtree_lang.org.scheduler import Scheduler
     from orgtree_lang.vm.machine import Machine
     from orgtree_lang.vm.services import Services
 
@@ -211,7 +215,7 @@ def simulate(text: str, file: str, spec: AmbiguousSpec, cases: list[Case], regis
                            {**program.pipelines, name: program.tests[name]})
         calls.clear()
         machine = Machine(runnable, Services(registry=sealed, context=context, budget=SIMULATION_BUDGET,
-                                             printer=lambda line: None))
+                                             printer=lambda line: None, org=Scheduler))
         result = CaseResult(number, case, "passed")
         try:
             machine.start(name)
@@ -231,7 +235,7 @@ def _sealed(err: PipeRuntimeError) -> bool:
     return err.kind == "skill" and err.hint == SEALED_KIND
 
 
-def _outputs_so_far(machine, spec: AmbiguousSpec) -> dict[str, Any]:
+def _outputs_so_far(machine: Machine, spec: AmbiguousSpec) -> dict[str, Any]:
     """The outputs the test had bound when it stopped (its frame stays on the stack after an uncaught error)."""
     frames = machine.state.frames if machine.state is not None else []
     if not frames:

@@ -7,7 +7,7 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from orgtree_lang.durable.effects import EffectLog, NonDeterminismError
 from orgtree_lang.durable.journal import JOURNAL_FILE, Journal, JournalError
@@ -15,6 +15,9 @@ from orgtree_lang.durable.runs import RunLock, find_run, runs_dir
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.values import encode
 from orgtree_lang.vm.state import RunState
+
+if TYPE_CHECKING:
+    from orgtree_lang.vm.machine import Machine
 
 TRACE_FILE = "trace.jsonl"
 
@@ -42,7 +45,7 @@ def with_decomposer(options, program, source: str, path):
     return dataclasses.replace(options, decomposer=options.decomposer_factory(program, source, str(path)))
 
 
-def begin(machine, entry: str, inputs: dict[str, Any], run_id: str, fork_changes=(), until: int | None = None):
+def begin(machine: Machine, entry: str, inputs: dict[str, Any], run_id: str, fork_changes=(), until: int | None = None):
     """Start a run from its beginning. A forked run's changed variables are set again at the steps where its fork
     set them (`fork_changes`: [step, {name: value text}] pairs, up to step `until`), or it would not be itself."""
     machine.start(entry, inputs, run_id)

@@ -2,7 +2,7 @@
 
 `pipe send` writes each message as a file of `.orgtree/runs/RUN/inbound/` (written whole, then renamed, so a
 run never reads half a message); names sort in the order they were sent. The run takes one when nothing in
-it can happen any more (vm/outside.py) and journals it as a step of its own before it deletes the file, so a
+it can happen any more (org/outside.py) and journals it as a step of its own before it deletes the file, so a
 crash in between cannot deliver it twice: the ids already in the journal are skipped."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from orgtree_lang.durable.journal import Journal
+from orgtree_lang.org.outside import OUTSIDE_STEP
 from orgtree_lang.runtime.errors import UsageError
-from orgtree_lang.vm.outside import OUTSIDE_STEP
 
 INBOUND = "inbound"
 POLL_SECONDS = 0.05  # how often a run waiting for an outside message looks for one
@@ -49,7 +49,7 @@ def pending_messages(run_dir: Path) -> list[dict[str, Any]]:
 
 
 class Inbound:
-    """A running attempt's door to its queued messages (the Services.inbound of vm/outside.py)."""
+    """A running attempt's door to its queued messages (the Services.inbound of org/outside.py)."""
 
     def __init__(self, run_dir: Path, journal: Journal) -> None:
         self.folder = run_dir / INBOUND

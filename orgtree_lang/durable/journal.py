@@ -426,7 +426,7 @@ def _has_steps(db: sqlite3.Connection) -> bool:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    # Blocks resolved concurrently journal from threads of their own, one at a time (vm/runlock.py).
+    # Blocks resolved concurrently journal from threads of their own, one at a time (org/runlock.py).
     db = sqlite3.connect(str(path), isolation_level=None, timeout=10, check_same_thread=False)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")

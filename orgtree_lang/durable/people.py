@@ -13,7 +13,7 @@ from orgtree_lang.durable.journal import Journal, JournalError
 from orgtree_lang.runlog.inbox import Inbox, Question, answer_value, run_key
 from orgtree_lang.runtime.errors import UsageError
 from orgtree_lang.runtime.values import encode
-from orgtree_lang.vm.people import HumanQuestion
+from orgtree_lang.vm.questions import HumanQuestion
 
 
 def post_questions(root: Path | str, run_id: str, questions: list[dict[str, Any]]) -> list[Question]:

@@ -1,4 +1,4 @@
-"""A remote spawned node's own machine (vm/remote.py): it runs the node's pipeline anywhere and reports each step.
+"""A remote spawned node's own machine (org/remote.py): it runs the node's pipeline anywhere and reports each step.
 
 The same code runs on a Ray worker and, when a node issued on Ray is resumed with `--executor threads`, on a
 thread of the driver. The node's machine numbers its journaled steps 1, 2, ... and keys step n `<node key>.<n>`;
@@ -100,6 +100,7 @@ class NodeCalls(RunObserver):
 def run_node(call: NodeCall, context: Any = None) -> dict[str, Any]:
     """Run the node's pipeline to its end: the envelope the driver delivers (value, output, steps, calls, error)."""
     from orgtree_lang.compile.code import Program
+    from orgtree_lang.org.scheduler import Scheduler
     from orgtree_lang.runtime.skills import SkillRegistry
     from orgtree_lang.vm.machine import Machine
     from orgtree_lang.vm.services import Services
@@ -110,7 +111,7 @@ def run_node(call: NodeCall, context: Any = None) -> dict[str, Any]:
     calls = NodeCalls(call)
     effects = NodeEffects(call.key, call.given, call.report) if call.key is not None else None
     services = Services(registry=registry, context=context if context is not None else call.context,
-                        budget=call.budget, effects=effects, observers=(calls,))
+                        budget=call.budget, effects=effects, observers=(calls,), org=Scheduler)
     machine = Machine(Program.loads(call.program), services)
     state = machine.start(call.pipeline, call.inputs, run_id=call.key or "node")
     error = None

@@ -46,7 +46,7 @@ class ThreadExecutor:
 
 
 def _node_thread(call: NodeCall) -> Future:
-    """A remote node run in this process (vm/remote.py) gets a thread of its own, not one of the pool's: a node
+    """A remote node run in this process (org/remote.py) gets a thread of its own, not one of the pool's: a node
     may run until it is cancelled, and the calls issued after it must not wait behind it for a free worker."""
     import threading
 

@@ -162,8 +162,7 @@ class McpServerSkills:
 def pipe_name(tool_name: str) -> str:
     """The .pipe spelling of a tool's name: ASCII letters, digits and `_` (others become `_`), not starting with
     a digit, not a keyword (`if` becomes `if_`); "" when nothing of the name is left."""
-    from orgtree_lang.syntax.parser import KEYWORDS
-    from orgtree_lang.syntax.parse_errors import RESERVED
+    from orgtree_lang.syntax.words import KEYWORDS, RESERVED
 
     name = _NOT_A_NAME.sub("_", tool_name)
     if not name.strip("_"):

@@ -131,11 +131,12 @@ def learned_skill(module: LearnedModule, registry, notes: list[str] = ()):
 
 def run_learned(module: LearnedModule, program, registry, ctx, arguments: dict[str, Any]) -> Any:
     """Run the promoted module as a child of the calling run; a failure inside it is a SkillError naming the file."""
+    from orgtree_lang.org.scheduler import Scheduler
     from orgtree_lang.runtime.values import RecordValue, to_plain
     from orgtree_lang.vm.machine import Machine
     from orgtree_lang.vm.services import Services
 
-    child = Machine(program, Services(registry=registry, context=ctx))
+    child = Machine(program, Services(registry=registry, context=ctx, org=Scheduler))
     run_id = f"{getattr(ctx, 'run_id', 'local')}/{module.skill_name}"
     try:
         child.start("main", dict(arguments), run_id=run_id)

@@ -170,6 +170,7 @@ def _run_case(program, registry, scratch: Path, inputs: dict[str, Any]) -> dict[
     from orgtree_lang.runtime.errors import PipeRuntimeError
     from orgtree_lang.runtime.skills import SkillContext
     from orgtree_lang.runtime.values import to_plain
+    from orgtree_lang.org.scheduler import Scheduler
     from orgtree_lang.runtime.workspace import Workspace
     from orgtree_lang.vm.budget import Budget
     from orgtree_lang.vm.machine import Machine
@@ -177,7 +178,7 @@ def _run_case(program, registry, scratch: Path, inputs: dict[str, Any]) -> dict[
 
     machine = Machine(program, Services(registry=registry,
                                         context=SkillContext(Workspace(scratch), run_id="promotion"),
-                                        budget=Budget(max_steps=CASE_STEPS, max_seconds=CASE_SECONDS)))
+                                        budget=Budget(max_steps=CASE_STEPS, max_seconds=CASE_SECONDS), org=Scheduler))
     try:
         machine.start("main", dict(inputs), run_id="promotion")
         machine.run()

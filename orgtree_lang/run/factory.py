@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from orgtree_lang.org.scheduler import Scheduler
 from orgtree_lang.vm.budget import Budget
 from orgtree_lang.vm.machine import Machine
 from orgtree_lang.vm.observe import ProgressObserver
@@ -34,7 +35,7 @@ class MachineFactory:
     clock: Callable[[], float] = time.monotonic
     executor: Any = None  # vm.executor.Executor for slow skill calls; None runs them on the VM's thread
     spans: Any = None  # telemetry.otel.SpanObserver when the run is exported to OpenTelemetry (shared by children)
-    remote_nodes: bool = False  # vm/remote.py: `[executor] remote_nodes`
+    remote_nodes: bool = False  # org/remote.py: `[executor] remote_nodes`
     routes: dict | None = None  # orgtree.toml's [org] routes (topic -> pipeline)
     notify: Callable[[dict, str], None] | None = None  # posts `send "human", ...` notes to the inbox
     inbound: Any = None  # durable.inbound.Inbound: the messages `pipe send` queued for the run
@@ -50,7 +51,7 @@ class MachineFactory:
         return Machine(program, Services(
             registry=self.registry, context=self.context, budget=self.budget, resolver=self.resolver,
             printer=self.printer, clock=self.clock, effects=self.effects, executor=self.executor,
-            observers=tuple(o for o in observers if o is not None), children=self.child,
+            observers=tuple(o for o in observers if o is not None), children=self.child, org=Scheduler,
             routes=dict(self.routes or {}), notify=self.notify, inbound=self.inbound, remote_nodes=self.remote_nodes))
 
     def child(self, parent: Machine, block, program, resolver, budget: Budget, context: Any = None) -> Machine:

@@ -43,7 +43,7 @@ def render_tree(nodes: list[TreeNode], *, every_skill_call: bool = False, max_de
                 messages: list[dict] = (), run_id: str = "") -> list[str]:
     """Lines of text for `pipe tree`; consecutive calls of one skill under one parent fold into one line.
 
-    `messages` (a run's message log, vm/messages.py: sender and receiver as node paths of run `run_id`) are
+    `messages` (a run's message log, org/mailboxes.py: sender and receiver as node paths of run `run_id`) are
     drawn as edges under the node that sent them: one line per receiver, `→ main/worker#1 "stop"`."""
     lines: list[str] = []
     edges = message_edges(messages, run_id)

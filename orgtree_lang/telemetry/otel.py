@@ -196,7 +196,7 @@ class SpanObserver(RunObserver):
             self._fail(span, str(getattr(error, "message", error)))
         span.end(_ns(ended))
 
-    # ---- parallel branches (vm/scheduler.py) --------------------------------------------------
+    # ---- parallel branches (org/scheduler.py) --------------------------------------------------
     def task_started(self, state, task, frame) -> None:
         if task.kind == "spawn":
             return  # its pipeline call is its span

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.syntax.spans import Span
+
+if TYPE_CHECKING:
+    from orgtree_lang.vm.machine import Machine
 
 # Flags that raise each budget, for the hint in the error.
 _FLAGS = {"steps": "--max-steps", "seconds": "--max-seconds", "skill_calls": "--max-skill-calls",
@@ -80,7 +83,7 @@ class ModelSpend:
     """Model calls made inside skills (llm.*, an insight's review): checked against the run tree's budget
     before, charged after. What was charged since the last `take()` is the calling skill's, for its node."""
 
-    def __init__(self, machine) -> None:
+    def __init__(self, machine: Machine) -> None:
         self.machine = machine
         self.tokens = 0
         self.cost = 0.0
@@ -110,7 +113,7 @@ class NodeSpend:
 
     def __init__(self, meter: TreeMeter, budget: Budget, observer, node: str, lock=None) -> None:
         self.meter, self.budget, self.observer, self.node = meter, budget, observer, node
-        self.lock = lock  # the run's vm.runlock.RunLock, let go of while a model answers
+        self.lock = lock  # the run tree's lock (vm.organization.TreeLock), let go of while a model answers
 
     def away(self, wait: Callable[[], Any]) -> Any:
         """`wait()` (a model call, or waiting for another block) with the run lock let go: other blocks and the

@@ -5,7 +5,7 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from orgtree_lang.syntax import types as t
 from orgtree_lang.compile.opcodes import CODE
@@ -18,6 +18,9 @@ from orgtree_lang.vm.executor import SkillCall
 from orgtree_lang.vm.memory import check_value
 from orgtree_lang.vm.state import Frame
 from orgtree_lang.vm.trace import summarize
+
+if TYPE_CHECKING:
+    from orgtree_lang.vm.machine import Machine
 
 MAX_FRAMES = 200
 # Seconds a slow call may keep the run waiting before the observers hear of it (`await_call`): a crash during a
@@ -37,22 +40,12 @@ def call_args(site, stack: list) -> tuple[list, dict]:
     return args, kwargs
 
 
-def call_builtin(m, site, stack: list) -> None:
+def call_builtin(m: Machine, site, stack: list) -> None:
     args, kwargs = call_args(site, stack)
     stack.append(BUILTINS[site.name].impl(args, kwargs, m.print_line))
 
 
-def print_line(m, line: str) -> None:
-    """A line the program prints: kept in the run's output, shown unless a resume is catching up."""
-    state = m.state
-    state.output.append(line)
-    services = m.services
-    if services.printer is not None and not (services.effects is not None and services.effects.catching_up):
-        services.printer(line)
-    m.observer.printed(state, state.frames[-1], line)
-
-
-def call_pipeline(m, site, stack: list) -> None:
+def call_pipeline(m: Machine, site, stack: list) -> None:
     state = m.state
     code = m.program.pipelines[site.name]
     if len(state.frames) >= MAX_FRAMES:
@@ -78,6 +71,35 @@ def call_pipeline(m, site, stack: list) -> None:
     m.observer.pipeline_called(state, caller, frame)
 
 
+def bind_inputs(code, inputs: dict[str, Any], records) -> list:
+    """The locals of a run's entry frame, its parameters bound to the run's `inputs` (plain values, converted by
+    `records` and checked against the parameters' types)."""
+    local_values = [UNBOUND] * len(code.varnames)
+    for i, param in enumerate(code.params):
+        if param.name in inputs:
+            try:
+                value = records.from_plain(inputs.pop(param.name), param.type)
+            except PipeRuntimeError as err:
+                raise PipeRuntimeError(f"input `{param.name}` of pipeline {code.name}: {err.message}",
+                                       kind="input", span=code.span) from None
+            if not conforms(value, param.type):
+                raise PipeRuntimeError(
+                    f"input `{param.name}` of pipeline {code.name} expected {param.type}, got "
+                    f"{t.type_of_value(value)} {summarize(value, 60)}", kind="input", span=code.span)
+        elif param.has_default:
+            value = param.default
+        else:
+            raise PipeRuntimeError(f"pipeline {code.name} needs input `{param.name}` ({param.type})",
+                                   kind="input", span=code.span, hint=f"pass it with -i {param.name}=VALUE")
+        local_values[i] = value
+    if inputs:
+        names = ", ".join(sorted(inputs))
+        raise PipeRuntimeError(f"pipeline {code.name} has no parameter{'s' if len(inputs) > 1 else ''} {names}",
+                               kind="input", span=code.span,
+                               hint=f"its parameters are: {', '.join(p.name for p in code.params) or '(none)'}")
+    return local_values
+
+
 def bind_arguments(code, args: list, kwargs: dict) -> list:
     """The locals of a new frame of `code` with its parameters bound to the call's arguments (checked)."""
     local_values = [UNBOUND] * len(code.varnames)
@@ -97,7 +119,7 @@ def bind_arguments(code, args: list, kwargs: dict) -> list:
     return local_values
 
 
-def return_from(m, frame: Frame, value: Any) -> bool:
+def return_from(m: Machine, frame: Frame, value: Any) -> bool:
     """Pop the frame, checking the value against its declared type; True when the run is finished."""
     state = m.state
     code = frame.code
@@ -109,9 +131,7 @@ def return_from(m, frame: Frame, value: Any) -> bool:
     state.frames.pop()
     finished = not state.frames
     if finished and state.tasks:
-        from orgtree_lang.vm.handles import task_returned
-
-        finished = task_returned(m, value)
+        finished = m.org.task_returned(value)
         m.observer.pipeline_returned(state, frame, value, finished)
         return finished
     if finished:
@@ -123,7 +143,7 @@ def return_from(m, frame: Frame, value: Any) -> bool:
     return finished
 
 
-def call_skill(m, frame: Frame, stack: list, arg: int) -> None:
+def call_skill(m: Machine, frame: Frame, stack: list, arg: int) -> int | None:
     """CALL_SKILL: check the skill-call budget, invoke the skill (journaled unless it is pure), push its result."""
     state = m.state
     site = frame.code.calls[arg]
@@ -139,10 +159,8 @@ def call_skill(m, frame: Frame, stack: list, arg: int) -> None:
     if skill is None:
         raise PipeRuntimeError(f"skill {site.name} is not installed", kind="skill",
                                hint="`pipe skills` lists the installed skills")
-    if skill.slow and state.tasks:
-        from orgtree_lang.vm.delivery import issue
-
-        return issue(m, frame, skill, site, args, kwargs)
+    if skill.slow and state.tasks:  # one of several tasks: it waits for the call's delivery (org/delivery.py)
+        return m.org.issue_call(frame, skill, site, args, kwargs)
     started = time.perf_counter()
     outcome, result, failure = "ok", None, None
     effects = m.services.effects
@@ -193,7 +211,7 @@ def skill_failure(name: str, exc: BaseException) -> PipeRuntimeError:
     return error
 
 
-def _invoke(m, skill, args: list, kwargs: dict, context, span, placed: list[str]) -> Any:
+def _invoke(m: Machine, skill, args: list, kwargs: dict, context, span, placed: list[str]) -> Any:
     """Call the skill: a slow one on the run's executor (if it has one), every other on this thread.
 
     The wait for a slow call ends when the run's seconds budget does, wherever the call runs (the executor
@@ -214,8 +232,8 @@ def _invoke(m, skill, args: list, kwargs: dict, context, span, placed: list[str]
             placed.append(where)
 
 
-def await_call(m, pending, seconds_left: Callable[[], float | None], whole: bool) -> Any:
-    """A slow call's value, waited for with the run lock let go (blocks resolved concurrently, vm/block_calls.py,
+def await_call(m: Machine, pending, seconds_left: Callable[[], float | None], whole: bool) -> Any:
+    """A slow call's value, waited for with the run lock let go (blocks resolved concurrently, org/block_calls.py,
     go on meanwhile) until `seconds_left()` runs out (TimeoutError). A call that has not answered after
     WAIT_NOTICE seconds is told to the observers first (`whole`: the state may be saved as it is), so that a
     crash during a long call (a model, a sandbox) shows, and keeps, what the run did before it."""

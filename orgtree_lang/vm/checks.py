@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.values import UNBOUND, display_short
 from orgtree_lang.syntax import types as t
+
+if TYPE_CHECKING:
+    from orgtree_lang.vm.machine import Machine
 
 # The error kind (`err.kind`) of each check, and how to fix a failure.
 KINDS = {"assume": "assumption", "expect": "expectation", "example": "example", "fails": "example"}
@@ -18,7 +23,7 @@ _HINTS = {
 }
 
 
-def op_check(m, frame, stack, arg):
+def op_check(m: Machine, frame, stack, arg):
     held = stack.pop()
     if held is True:
         return None

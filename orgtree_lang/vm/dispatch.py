@@ -31,6 +31,10 @@ HANDLED = OTHER + len(OTHERS)  # the first code of an instruction run by its han
 LOOP_CODE.update({name: HANDLED + i for i, name in enumerate(sorted(HANDLERS))})
 HANDLERS_BY_LOOP_CODE: dict[int, Callable] = {LOOP_CODE[name]: handler for name, handler in HANDLERS.items()}
 _BY_TABLE_CODE = {CODE[name]: code for name, code in LOOP_CODE.items()}
+# The loop tells the two statement boundaries apart from everything else with `op <= 1`, and from each other with
+# `if op`: they must stay the first two loop codes.
+if (LOOP_CODE["STMT"], LOOP_CODE["JUMP_STMT"]) != (0, 1):
+    raise AssertionError("STMT and JUMP_STMT must be the first two codes of FLOW")
 
 _OPERAND_FUNCS = {"compare": COMPARE_FUNCS, "unary": UNARY_FUNCS}  # and "binop": the machine's operator table
 

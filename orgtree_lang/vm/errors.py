@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orgtree_lang.syntax import types as t
 from orgtree_lang.compile.code import CodeObject
@@ -10,6 +10,9 @@ from orgtree_lang.compile.opcodes import OPCODES
 from orgtree_lang.runtime.builtins import error_value
 from orgtree_lang.runtime.errors import PipeRuntimeError, StackEntry
 from orgtree_lang.runtime.values import UNBOUND
+
+if TYPE_CHECKING:
+    from orgtree_lang.vm.machine import Machine
 
 
 def unbound_error(code: CodeObject, slot: int) -> PipeRuntimeError:
@@ -55,7 +58,7 @@ def translate(exc: Exception, code: CodeObject, pc: int, stack: list, left: Any,
     return err
 
 
-def handle_error(m, err: PipeRuntimeError) -> None:
+def handle_error(m: Machine, err: PipeRuntimeError) -> None:
     """Locate the error, record the .pipe call stack, and jump to the innermost handler or re-raise."""
     state = m.state
     if err.span is None:

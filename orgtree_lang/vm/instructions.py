@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import operator
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from orgtree_lang.runtime.builtins import MAX_SEQUENCE
 from orgtree_lang.runtime.errors import PipeRuntimeError
@@ -13,13 +13,13 @@ from orgtree_lang.vm.blocks import resolve_block
 from orgtree_lang.vm.calls import call_args, call_skill
 from orgtree_lang.vm.checks import op_check
 from orgtree_lang.vm.memory import check_value
-from orgtree_lang.vm.handles import await_task, cancel_task, spawn
-from orgtree_lang.vm.messages import (end_handler, install_handler, leave_handler, receive_message,
-                                      send_message, send_to_parent)
-from orgtree_lang.vm.scheduler import end_branch, start_parallel, start_parallel_for
-from orgtree_lang.vm.people import ask_human
+from orgtree_lang.vm.organization import ORG_OPCODES
 
-# Each handler takes (machine, frame, stack, arg) and returns a new pc to jump to, RELOAD, or None.
+if TYPE_CHECKING:
+    from orgtree_lang.vm.machine import Machine
+
+# Each handler takes (machine, frame, stack, arg) and returns a new pc to jump to, None, or one of RELOAD, WAIT
+# and MOVED (vm/organization.py).
 
 
 def _power(a, b):
@@ -60,44 +60,44 @@ COMPARE_FUNCS: dict[str, Callable] = {
 UNARY_FUNCS: dict[str, Callable] = {"-": operator.neg, "+": operator.pos, "not": operator.not_}
 
 
-def _op_dup(m, frame, stack, arg):
+def _op_dup(m: Machine, frame, stack, arg):
     stack.append(stack[-1])
 
 
-def _op_rot2(m, frame, stack, arg):
+def _op_rot2(m: Machine, frame, stack, arg):
     stack[-1], stack[-2] = stack[-2], stack[-1]
 
 
-def _op_rot3(m, frame, stack, arg):
+def _op_rot3(m: Machine, frame, stack, arg):
     stack[-3], stack[-2], stack[-1] = stack[-1], stack[-3], stack[-2]
 
 
-def _op_unary(m, frame, stack, arg):
+def _op_unary(m: Machine, frame, stack, arg):
     stack[-1] = arg(stack[-1])
 
 
-def _op_jump_if_false_or_pop(m, frame, stack, arg):
+def _op_jump_if_false_or_pop(m: Machine, frame, stack, arg):
     if not stack[-1]:
         return arg
     stack.pop()
     return None
 
 
-def _op_jump_if_true_or_pop(m, frame, stack, arg):
+def _op_jump_if_true_or_pop(m: Machine, frame, stack, arg):
     if stack[-1]:
         return arg
     stack.pop()
     return None
 
 
-def _op_build_list(m, frame, stack, arg):
+def _op_build_list(m: Machine, frame, stack, arg):
     items = stack[len(stack) - arg:] if arg else []
     if arg:
         del stack[-arg:]
     stack.append(items)
 
 
-def _op_build_dict(m, frame, stack, arg):
+def _op_build_dict(m: Machine, frame, stack, arg):
     flat = stack[len(stack) - 2 * arg:] if arg else []
     if arg:
         del stack[-2 * arg:]
@@ -110,7 +110,7 @@ def _op_build_dict(m, frame, stack, arg):
     stack.append(result)
 
 
-def _op_build_string(m, frame, stack, arg):
+def _op_build_string(m: Machine, frame, stack, arg):
     parts = stack[len(stack) - arg:]
     del stack[-arg:]
     text = "".join(parts)
@@ -119,7 +119,7 @@ def _op_build_string(m, frame, stack, arg):
     stack.append(text)
 
 
-def _op_format(m, frame, stack, arg):
+def _op_format(m: Machine, frame, stack, arg):
     spec = frame.code.consts[arg]
     value = stack[-1]
     if not spec:
@@ -136,7 +136,7 @@ def _op_format(m, frame, stack, arg):
                                ) from None
 
 
-def _op_index(m, frame, stack, arg):
+def _op_index(m: Machine, frame, stack, arg):
     key = stack.pop()
     container = stack[-1]
     if isinstance(container, dict):
@@ -166,7 +166,7 @@ def _missing_key(container: dict, key) -> PipeRuntimeError:
                             hint=hint or "use dicts.get(d, key, default) when a key may be missing")
 
 
-def _op_slice(m, frame, stack, arg):
+def _op_slice(m: Machine, frame, stack, arg):
     step = stack.pop()
     upper = stack.pop()
     lower = stack.pop()
@@ -178,7 +178,7 @@ def _op_slice(m, frame, stack, arg):
     stack[-1] = value[lower:upper:step]
 
 
-def _op_get_attr(m, frame, stack, arg):
+def _op_get_attr(m: Machine, frame, stack, arg):
     value = stack[-1]
     if isinstance(value, RecordValue):
         if arg not in value.fields:
@@ -192,7 +192,7 @@ def _op_get_attr(m, frame, stack, arg):
         raise PipeRuntimeError(f"{t.a(t.type_of_value(value))} has no field `{arg}`", kind="type")
 
 
-def _op_unpack(m, frame, stack, arg):
+def _op_unpack(m: Machine, frame, stack, arg):
     value = stack.pop()
     if not isinstance(value, list):
         raise PipeRuntimeError(f"cannot unpack {t.a(t.type_of_value(value))} into {arg} names", kind="type",
@@ -202,7 +202,7 @@ def _op_unpack(m, frame, stack, arg):
     stack.extend(reversed(value))
 
 
-def _op_get_iter(m, frame, stack, arg):
+def _op_get_iter(m: Machine, frame, stack, arg):
     value = stack[-1]
     if isinstance(value, list):
         pass
@@ -214,22 +214,32 @@ def _op_get_iter(m, frame, stack, arg):
     stack.append(0)
 
 
-def _op_make_record(m, frame, stack, arg):
+def _op_make_record(m: Machine, frame, stack, arg):
     site = frame.code.calls[arg]
     args, kwargs = call_args(site, stack)
     stack.append(m.records.build(site.name, args, kwargs))
 
 
-def _op_setup_try(m, frame, stack, arg):
+def _op_setup_try(m: Machine, frame, stack, arg):
     frame.handlers.append([arg, len(stack)])
 
 
-def _op_pop_try(m, frame, stack, arg):
+def _op_pop_try(m: Machine, frame, stack, arg):
     frame.handlers.pop()
 
 
-def _op_fail(m, frame, stack, arg):
+def _op_fail(m: Machine, frame, stack, arg):
     raise PipeRuntimeError(display(stack.pop()), kind="fail")
+
+
+def _delegate(name: str) -> Callable:
+    """The machine's entry for org opcode `name`: it runs in the machine's Org (org/), or fails saying what is missing."""
+
+    def org_opcode(m: Machine, frame, stack: list, arg: Any) -> int | None:
+        return m.org.execute(name, frame, stack, arg)
+
+    org_opcode.__name__ = f"_op_{name.lower()}"
+    return org_opcode
 
 
 # By opcode name; the dispatch loop (vm/machine.py) runs the opcodes in its INLINE set itself.
@@ -241,9 +251,5 @@ HANDLERS: dict[str, Callable] = {
     "GET_ITER": _op_get_iter, "CALL_SKILL": call_skill, "MAKE_RECORD": _op_make_record,
     "AMBIGUOUS": resolve_block, "SETUP_TRY": _op_setup_try, "POP_TRY": _op_pop_try, "FAIL": _op_fail,
     "CHECK": op_check,
-    "ASK_HUMAN": ask_human,
-    "PARALLEL": start_parallel, "END_BRANCH": end_branch, "SPAWN": spawn, "AWAIT": await_task,
-    "CANCEL": cancel_task, "PARALLEL_FOR": start_parallel_for, "SEND": send_message,
-    "SEND_PARENT": send_to_parent, "RECEIVE": receive_message,
-    "ON_MESSAGE": install_handler, "END_HANDLER": end_handler, "LEAVE_HANDLER": leave_handler,
+    **{name: _delegate(name) for name in ORG_OPCODES},
 }

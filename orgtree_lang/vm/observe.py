@@ -82,7 +82,7 @@ class RunObserver:
         `skill_called` when the skill ends) or an ambiguous block's NodeSpend (`spend.node`). `started` is its
         time.time() start, `error` what it raised (its usage then 0)."""
 
-    # ---- tasks (vm/scheduler.py) --------------------------------------------------------------
+    # ---- tasks (org/scheduler.py) -------------------------------------------------------------
     def task_started(self, state: RunState, task, frame: Frame) -> None:
         """`task` (a branch of a parallel block) was started by the task running `frame`."""
 

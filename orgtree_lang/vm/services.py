@@ -1,4 +1,4 @@
-"""Everything a Machine uses besides its program, in one object: skills, budget, resolver, effects, observers, executor."""
+"""Everything a Machine uses besides its program, in one object: skills, budget, resolver, effects, observers, org."""
 
 from __future__ import annotations
 
@@ -14,7 +14,15 @@ if TYPE_CHECKING:
     from orgtree_lang.vm.effects import Effects
     from orgtree_lang.vm.executor import Executor
     from orgtree_lang.vm.machine import Machine
+    from orgtree_lang.vm.organization import OrgFactory, TreeLock
     from orgtree_lang.vm.state import RunState
+
+
+class Numbering(Protocol):
+    """What numbers a run tree's journal steps: the top-level run's RunState, or the range of one ambiguous block
+    resolved concurrently (org.block_calls.StepCounter); `effect_seq` is the last number given."""
+
+    effect_seq: int
 
 
 class ChildBuilder(Protocol):
@@ -35,8 +43,8 @@ class TreePlace:
     meter: TreeMeter
     ancestors: tuple[int, int]
     root_state: RunState
-    counter: Any = None  # numbers the child's journal steps when its block is resolved concurrently (block_calls)
-    run_lock: Any = None  # the run tree's vm.runlock.RunLock
+    counter: Numbering | None = None  # numbers the child's journal steps (None: `root_state` does)
+    run_lock: TreeLock | None = None  # the run tree's (org.runlock.RunLock), None in a tree without an organization
 
 
 @dataclass
@@ -54,7 +62,10 @@ class Services:
     children: ChildBuilder | None = None  # how the resolver's generated modules get their machines
     place: TreePlace | None = None  # set for a generated child; None for a top-level run
     executor: Executor | None = None  # where slow skill calls run; None runs them on the VM's thread
-    # Spawned nodes that can run anywhere run whole on the executor, as one journaled step each (vm/remote.py);
+    # Builds the machine's organization (org.scheduler.Scheduler): tasks, messages, people. None: a machine whose
+    # program uses none of them; its first org opcode is an error that says so (vm/organization.py).
+    org: OrgFactory | None = None
+    # Spawned nodes that can run anywhere run whole on the executor, as one journaled step each (org/remote.py);
     # `[executor] remote_nodes` of orgtree.toml, read the same way by a run, its resume and its replay.
     remote_nodes: bool = False
     routes: dict[str, str] = field(default_factory=dict)  # orgtree.toml's [org] routes: topic -> pipeline

@@ -1,4 +1,7 @@
-"""The human node in the VM: `ask("human", q)` and `approve(q)` take a journaled answer, or make the run wait for one."""
+"""A question put to a person, as the machine asks it: its journal step, its journaled answer, or the wait for one.
+
+The human node itself (`ask("human", q)`, `approve(q)`, notes) is the organization's (org/human.py); an ambiguous
+block's resolver asks through its vm.blocks.BlockContext. Both ask the same way, through the durable run's Effects."""
 
 from __future__ import annotations
 
@@ -76,36 +79,3 @@ def answer_or_wait(effects, question: HumanQuestion, span, exact: bool = False) 
         raise PipeRuntimeError(f"the answer to ask(...) must be a str, got {t.type_of_value(answer)}",
                                kind="human", span=span)
     return answer
-
-
-def ask_human(m, frame, stack: list, arg: int) -> None:
-    """ASK_HUMAN: push the journaled answer to the question on the stack, or leave the run waiting at this instruction."""
-    site = frame.code.calls[arg]
-    count = site.nargs
-    text = stack[-1]
-    if not isinstance(text, str):
-        raise PipeRuntimeError(f"the question of {site.name}(...) must be a str, got {t.type_of_value(text)}",
-                               kind="type", hint="build it with an f-string: f\"Deploy {version}?\"")
-    span = frame.code.span_at(frame.pc - 1)
-    state = m.state
-    node = m.effect_node(frame.node)
-    # A question the saved state already waits on keeps its step number: the run was saved at this very
-    # instruction, which now runs again. Otherwise the question takes the run tree's next step number now.
-    pending = next((q for q in state.waiting if q["node"] == node and q["line"] == span.line and q["text"] == text),
-                   None)
-    if pending is not None:
-        question = HumanQuestion.from_json(pending)
-    else:
-        question = HumanQuestion(m.next_effect_seq(), site.name, text, node, span.file, span.line, state.steps)
-    exact = m.place is None
-    if exact:
-        frame.pc -= 1  # left at the asking instruction, with the question on the stack
-        if pending is None:
-            state.waiting.append(question.to_json())
-    answer = answer_or_wait(m.services.effects, question, span, exact)
-    if exact:
-        frame.pc += 1
-        state.waiting = [q for q in state.waiting if q["seq"] != question.seq]
-    del stack[len(stack) - count:]
-    m.observer.human_answered(state, question, answer)
-    stack.append(answer)

@@ -3,7 +3,7 @@ calls for several branches overlap, and delivered to its task like a slow call, 
 
 What keeps this as exact as a block resolved on the VM's thread:
 
-- **One thread at a time.** A block's thread holds the run lock (vm/runlock.py) except while a model answers
+- **One thread at a time.** A block's thread holds the run lock (org/runlock.py) except while a model answers
   (`NodeSpend.away`); the VM's thread holds it except while it waits for a call. So the journal, the org tree,
   the trace and the meters see one thread at a time, and only the waits overlap.
 - **Numbering of its own.** The block's step is numbered when its task reaches it, like any slow call; the steps
@@ -22,18 +22,21 @@ decomposition)."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import threading
-import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from orgtree_lang.org.runlock import RunClosed
 from orgtree_lang.runtime.errors import PipeRuntimeError
-from orgtree_lang.vm.blocks import RELOAD, BlockContext, push_outputs
-from orgtree_lang.vm.budget import BlockMeter, NodeSpend
+from orgtree_lang.vm.blocks import block_context, push_outputs
+from orgtree_lang.vm.budget import BlockMeter
 from orgtree_lang.vm.effects import EffectStep
 from orgtree_lang.vm.executor import Finished
-from orgtree_lang.vm.runlock import RunClosed
-from orgtree_lang.vm.scheduler import current_task
-from orgtree_lang.vm.tasks import Call
+from orgtree_lang.vm.organization import RELOAD
+from orgtree_lang.vm.state import Call, Frame
+
+if TYPE_CHECKING:
+    from orgtree_lang.org.scheduler import Scheduler
 
 BLOCK_STEPS = 1_000_000  # journal step numbers set aside for the steps inside one concurrently resolved block
 
@@ -64,59 +67,81 @@ class StepCounter:
         return self._seq
 
 
-def issue(m, frame, index: int, values: list, node_id: str) -> int:
-    """AMBIGUOUS in a task: number the block's step, set its range aside, start resolving it; the task waits."""
-    state = m.state
-    spec = frame.code.ambiguous[index]
-    seq = None
-    if m.services.effects is not None:
-        seq = m.next_effect_seq()
-        state.effect_seq += BLOCK_STEPS
-    span = spec.span
-    call = Call(state.next_call, state.current, spec.name, list(values), {}, seq, m.effect_node(frame.node),
-                (span.file, span.line, span.col, span.end_line, span.end_col), state.steps, time.perf_counter(),
-                block={"pipeline": frame.pipeline, "index": index, "node": node_id})
-    state.next_call += 1
-    state.calls.append(call)
-    submit(m, call)
-    current_task(state).status = "blocked"
-    return RELOAD
+class BlockCalls:
+    """The ambiguous blocks a run's tasks reach: each issued like a slow call, resolved beside the other tasks."""
 
+    def __init__(self, org: Scheduler) -> None:
+        self.org = org
 
-def submit(m, call: Call) -> None:
-    """Start resolving block call `call` (again, after a resume): from the journal if it has the block's result,
-    else on a thread of its own (on the VM's thread when the run has no executor)."""
-    spec = m.program.pipelines[call.block["pipeline"]].ambiguous[call.block["index"]]
-    node_id = call.block["node"]
-    step = None
-    effects = m.services.effects
-    if call.seq is not None:
-        step = EffectStep(call.seq, "ambiguous", spec.name, call.node, spec.span, call.args, {}, call.statement,
-                          inner=node_id[len(m.state.run_id) + 1:])
-        try:
-            reused, found = effects.begin(step)
-        except Exception as exc:  # a recorded failure, or a replay past the journal's end
-            m.observer.block_ended(node_id, None, _as_error(exc))
-            m.in_flight[call.order] = (Finished(error=exc), None, None)
-            return
-        if reused:
-            m.observer.block_ended(node_id, found.get("outputs:") if isinstance(found, dict) else found, None)
-            m.in_flight[call.order] = (Finished(found), None, None)
-            return
-    run = BlockRun(m, call, spec, step)
-    if m.services.executor is None:
-        run.work()
-    else:
-        run.start()
-    m.in_flight[call.order] = (run, None, None)
+    def issue(self, frame: Frame, index: int, values: list, node_id: str) -> int:
+        """AMBIGUOUS in a task: number the block's step, set its range aside, start resolving it; the task waits."""
+        org = self.org
+        machine = org.machine
+        state = org.state
+        spec = frame.code.ambiguous[index]
+        seq = None
+        if machine.services.effects is not None:
+            seq = machine.next_effect_seq()
+            state.effect_seq += BLOCK_STEPS
+        call = org.new_call(state.current, spec.name, list(values), {}, seq, machine.effect_node(frame.node), spec.span,
+                            block={"pipeline": frame.pipeline, "index": index, "node": node_id})
+        self.submit(call)
+        org.wait(org.current_task(), "blocked")
+        return RELOAD
+
+    def submit(self, call: Call) -> None:
+        """Start resolving block call `call` (again, after a resume): from the journal if it has the block's result,
+        else on a thread of its own (on the VM's thread when the run has no executor)."""
+        org = self.org
+        machine = org.machine
+        spec = machine.program.pipelines[call.block["pipeline"]].ambiguous[call.block["index"]]
+        node_id = call.block["node"]
+        step = None
+        effects = machine.services.effects
+        if call.seq is not None:
+            step = EffectStep(call.seq, "ambiguous", spec.name, call.node, spec.span, call.args, {}, call.statement,
+                              inner=node_id[len(org.state.run_id) + 1:])
+            try:
+                reused, found = effects.begin(step)
+            except Exception as exc:  # a recorded failure, or a replay past the journal's end
+                machine.observer.block_ended(node_id, None, _as_error(exc))
+                org.track(call, Finished(error=exc))
+                return
+            if reused:
+                machine.observer.block_ended(node_id, found.get("outputs:") if isinstance(found, dict) else found,
+                                             None)
+                org.track(call, Finished(found))
+                return
+        run = BlockRun(org, call, spec, step)
+        if machine.services.executor is None:
+            run.work()
+        else:
+            run.start()
+        org.track(call, run)
+
+    def deliver(self, call: Call, pending, result: Any, frame: Frame) -> None:
+        """The block's result reaches its task (current now): its spending joins the tree's meter, its child's
+        printed lines are printed, its outputs are pushed."""
+        machine = self.org.machine
+        spec = machine.program.pipelines[call.block["pipeline"]].ambiguous[call.block["index"]]
+        if isinstance(result, dict) and "outputs:" in result:
+            machine.meter.add(result["spent:"])
+            outputs = result["outputs:"]
+        else:
+            outputs = result  # journaled by a version that kept the outputs alone
+        services = machine.services
+        for line in getattr(pending, "printed", ()):
+            if services.printer is not None and not (services.effects is not None and services.effects.catching_up):
+                services.printer(line)
+        push_outputs(spec, outputs, frame.stack)
 
 
 class BlockRun:
     """One block being resolved: `done()` and `result(timeout)` as a vm.executor.Pending; the result is what a
     sequential block journals ({"outputs:", "spent:", "effects:"}), with the lines its child printed in `printed`."""
 
-    def __init__(self, m, call: Call, spec, step: EffectStep | None) -> None:
-        self.m, self.call, self.spec, self.step = m, call, spec, step
+    def __init__(self, org: Scheduler, call: Call, spec, step: EffectStep | None) -> None:
+        self.org, self.call, self.spec, self.step = org, call, spec, step
         self.printed: list[str] = []
         self._finished = threading.Event()
         self._first_yield = threading.Event()
@@ -129,12 +154,12 @@ class BlockRun:
         self._threaded = True
         thread = threading.Thread(target=self.work, name=f"block {self.call.block['node']}", daemon=True)
         thread.start()
-        with self.m.run_lock.released():
+        with self.org.lock.released():
             self._first_yield.wait()
 
     def work(self) -> None:
-        m, call, spec, step = self.m, self.call, self.spec, self.step
-        lock = m.run_lock
+        machine, call, spec, step = self.org.machine, self.call, self.spec, self.step
+        lock = self.org.lock
         try:
             lock.acquire()
         except RunClosed as closed:
@@ -145,18 +170,16 @@ class BlockRun:
         node_id = call.block["node"]
         value, error = None, None
         try:
-            meter = BlockMeter(m.meter)
+            meter = BlockMeter(machine.meter)
             counter = StepCounter(call.seq or 0, spec.name)
             inputs = {name: value for (name, _), value in zip(spec.inputs, call.args)}
-            block = BlockContext(spec, inputs, node_id, m.budget, m.records,
-                                 NodeSpend(meter, m.budget, m.observer, node_id, lock), m.services.effects,
-                                 m.services.context, m, _counter=counter, _statement=call.statement,
-                                 _printed=self.printed)
-            outputs = m.services.resolver(block)
+            block = block_context(machine, spec, inputs, node_id, meter, numbering=counter, statement=call.statement,
+                                  printed=self.printed)
+            outputs = machine.services.resolver(block)
             result = {"outputs:": outputs, "spent:": dict(meter.data), "effects:": counter.effect_seq - counter.first}
             if step is not None:
-                m.services.effects.end(step, result, None)
-            m.observer.block_ended(node_id, outputs, None)
+                machine.services.effects.end(step, result, None)
+            machine.observer.block_ended(node_id, outputs, None)
             value = result
         except RunClosed as closed:
             error = closed
@@ -164,11 +187,11 @@ class BlockRun:
             error = exc
             try:
                 if step is not None:
-                    m.services.effects.end(step, None, exc)
-                m.observer.block_ended(node_id, None, _as_error(exc))
+                    machine.services.effects.end(step, None, exc)
+                machine.observer.block_ended(node_id, None, _as_error(exc))
             except Exception:  # noqa: BLE001 - the block's own error is the one its task sees
                 pass
-        except BaseException as exc:  # a person must answer first (vm.people.WaitingForHuman): not journaled
+        except BaseException as exc:  # a person must answer first (vm.questions.WaitingForHuman): not journaled
             error = exc
         finally:
             self._end(value, error)
@@ -183,8 +206,6 @@ class BlockRun:
         return self._finished.is_set()
 
     def result(self, timeout: float | None = None) -> Any:
-        import concurrent.futures
-
         if not self._finished.wait(timeout):
             raise concurrent.futures.TimeoutError()
         if self._error is not None:
@@ -197,19 +218,3 @@ def _as_error(exc: BaseException) -> PipeRuntimeError:
     if isinstance(exc, PipeRuntimeError):
         return exc
     return PipeRuntimeError(f"{type(exc).__name__}: {exc}", kind="ambiguous")
-
-
-def deliver(m, call: Call, pending, result: Any, frame) -> None:
-    """The block's result reaches its task (current now): its spending joins the tree's meter, its child's printed
-    lines are printed, its outputs are pushed."""
-    spec = m.program.pipelines[call.block["pipeline"]].ambiguous[call.block["index"]]
-    if isinstance(result, dict) and "outputs:" in result:
-        m.meter.add(result["spent:"])
-        outputs = result["outputs:"]
-    else:
-        outputs = result  # journaled by a version that kept the outputs alone
-    services = m.services
-    for line in getattr(pending, "printed", ()):
-        if services.printer is not None and not (services.effects is not None and services.effects.catching_up):
-            services.printer(line)
-    push_outputs(spec, outputs, frame.stack)

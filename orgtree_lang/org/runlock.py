@@ -1,6 +1,6 @@
 """The run lock: whichever thread holds it is the only one touching a run tree's state; waits for the outside let go.
 
-A run's VM thread holds it while it runs. An ambiguous block resolved concurrently (vm/block_calls.py) runs its
+A run's VM thread holds it while it runs. An ambiguous block resolved concurrently (org/block_calls.py) runs its
 decomposer on a thread of its own that holds it too, except while it waits on the outside world (a model's answer):
 so the block's model calls overlap with each other and with the run, while journal, org tree, trace and meters
 are only ever touched by one thread at a time, as in a run with one thread."""

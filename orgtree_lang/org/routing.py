@@ -1,0 +1,121 @@
+"""Sends to a string: a route's topic reaches the live node of its pipeline (started if there is none), and
+"human" leaves a note in the workspace's inbox."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from orgtree_lang.org.mailboxes import message_record
+from orgtree_lang.runtime.errors import PipeRuntimeError
+from orgtree_lang.runtime.people import HUMAN
+from orgtree_lang.runtime.routes import handler_problem
+from orgtree_lang.runtime.values import display
+from orgtree_lang.vm.calls import bind_arguments
+from orgtree_lang.vm.effects import EffectStep
+from orgtree_lang.vm.organization import RELOAD
+from orgtree_lang.vm.state import LIVE, Frame, Task
+
+if TYPE_CHECKING:
+    from orgtree_lang.org.scheduler import Scheduler
+
+
+class Routing:
+    """The nodes of a run's routes, and the notes it leaves for people."""
+
+    def __init__(self, org: Scheduler) -> None:
+        self.org = org
+
+    def table(self) -> dict[str, str | None]:
+        """Topic -> pipeline: the module's `route` lines, with orgtree.toml's `[org] routes` winning."""
+        machine = self.org.machine
+        return {**machine.program.routes, **machine.services.routes}
+
+    def route_message(self, frame: Frame, topic: str, body: Any, label: str | None,
+                      sender: str | None = None) -> int | None:
+        """Send to the node of route `topic`: its live node's mailbox, or a new node started with the message."""
+        state = self.org.state
+        routes = self.table()
+        pipeline = routes.get(topic)
+        if pipeline is None:
+            known = ", ".join(f'"{name}"' for name in sorted(routes)) or "none"
+            if topic in routes:
+                raise PipeRuntimeError(f'route "{topic}" is declared without a pipeline, and orgtree.toml names none '
+                                       f"for it (known routes: {known})", kind="send",
+                                       hint=f'add `{topic} = "some_pipeline"` under [org.routes] in orgtree.toml')
+            raise PipeRuntimeError(f'cannot send to "{topic}": no route for topic "{topic}" (known routes: {known})',
+                                   kind="send", hint=f'declare `route "{topic}" -> some_pipeline` at the top level '
+                                                     "of the module, or name it in orgtree.toml's [org] routes")
+        live = next((task for task in state.tasks if task.route == topic and task.status in LIVE), None)
+        mail = self.org.mail
+        if live is not None:
+            mail.deliver(frame, live, body, label or topic, sender)
+            return None
+        message = mail.new_message(frame, "", body, label or topic, sender)
+        self._start_route_node(topic, pipeline, message)
+        return RELOAD  # the loop now has tasks: it recomputes where the scheduler's turns stop it
+
+    def _start_route_node(self, topic: str, pipeline: str, message: dict[str, Any]) -> Task:
+        """A new node of route `topic`, under the run's main node, started with `message` as its first argument."""
+        org = self.org
+        state = org.state
+        code = org.machine.program.pipelines.get(pipeline)
+        if code is None:
+            raise PipeRuntimeError(f'route "{topic}" names pipeline `{pipeline}`, which this program does not have',
+                                   kind="send",
+                                   hint="fix the route in orgtree.toml's [org] routes, or add the pipeline")
+        problem = handler_problem([(p.name, p.type, p.has_default) for p in code.params])
+        if problem is not None:
+            raise PipeRuntimeError(f'route "{topic}" -> {pipeline}: {problem}', kind="send",
+                                   hint=f"a route's pipeline is started with the message: `pipeline {pipeline}(m: "
+                                        "Message) -> ...`")
+        main = org.enter_tasks() if not state.tasks else next(task for task in state.tasks if task.kind == "main")
+        root = main.frames[0]
+        message["received"] = float(state.steps)
+        local_values = bind_arguments(code, [message_record(message)], {})
+        task = org.handles.start_node(root, code, local_values, main.id, f'route "{topic}" {pipeline}#{{n}}',
+                                      route=topic)
+        message["to"] = task.node
+        observer = org.machine.observer
+        observer.message_sent(state, message)
+        observer.message_received(state, message)
+        return task
+
+    def node_ended(self, task: Task) -> None:
+        """A route's node returned or failed with messages left in its mailbox: the oldest starts the next node of
+        the route, which finds the others in its mailbox. A cancelled node's messages stay undelivered."""
+        org = self.org
+        mail = org.mail
+        box = mail.take_box(task)
+        if not box:
+            return
+        main = next((other for other in org.state.tasks if other.kind == "main"), None)
+        pipeline = self.table().get(task.route)
+        if task.status == "cancelled" or main is None or main.status not in LIVE or pipeline is None:
+            mail.put_box(task, box)  # left queued, as `pipe messages` shows them
+            return
+        successor = self._start_route_node(task.route, pipeline, mail.message(box[0]))
+        if box[1:]:
+            mail.put_box(successor, box[1:], readdress=True)
+
+    def send_note(self, frame: Frame, body: Any, topic: str | None) -> None:
+        """`send "human", value`: a note in `pipe inbox` that needs no answer. In a durable run it is a journaled
+        step, so a resume or a replay does not post it again."""
+        org = self.org
+        machine = org.machine
+        state = org.state
+        message = org.mail.new_message(frame, HUMAN, body, topic or "note")
+        message["received"] = float(state.steps)
+        machine.observer.message_sent(state, message)
+        span = frame.code.span_at(frame.pc - 1)
+        node = machine.effect_node(frame.node)
+        note = {"text": display(body), "topic": message["topic"], "node": node, "file": span.file,
+                "line": span.line, "message": message["id"]}
+        notify = machine.services.notify
+        effects = machine.services.effects
+        if effects is None:
+            if notify is not None:
+                notify(note, f"{state.run_id}:m{message['id']}")
+            return
+        step = EffectStep(machine.next_effect_seq(), HUMAN, f"{HUMAN}.note", node, span,
+                          [note["text"], note["topic"]], {}, state.steps)
+        effects.perform(step, lambda key: notify(note, key) if notify is not None else None)
