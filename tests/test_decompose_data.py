@@ -361,3 +361,25 @@ def test_a_failing_example_fixed_in_review_is_resolved_by_the_passing_simulation
     assert (row["concern_id"], row["status"]) == ("example-2", "resolved")
     assert row["rationale"].startswith("example 2 passed when simulated (run 4)")
     assert len(reviewer.prompts) == 2  # the first round could not accept it; the second, after the fix, did
+
+
+def test_escalation_cannot_dismiss_a_failing_example_the_program_states(tmp_path):
+    author = scripted(tmp_path, "author", [{"match": {"contains": "Write a module"}, "reply": CASE_SENSITIVE},
+                                           {"reply": CLAIMS_A_FIX}], "author")
+    reviewer = scripted(tmp_path, "reviewer", [{"reply": NO_CONCERNS}], "reviewer")
+    asked = []
+
+    def human(question: str) -> str:
+        asked.append(question)
+        return "example-2: dismiss: capital letters do not matter here"
+
+    with pytest.raises(PipeRuntimeError, match="example-2") as failed:
+        run_decomposed(tmp_path, STATED, {"report": "It crashed"}, author, reviewer, file="triage.pipe", human=human)
+    assert asked and "still open after escalating to the human node dismissed 0, upheld 1" in failed.value.message
+    assert ModuleStore(tmp_path).all() == []
+    with ConcernLedger.for_workspace(tmp_path) as ledger:
+        (subject,) = ledger.subjects("triage.pipe:classify:")
+        (row,) = ledger.history(subject)
+    assert row["status"] == "open"
+    # The author heard why the dismissal did not count.
+    assert any("only a module that passes it settles it" in prompt for prompt in author.prompts)

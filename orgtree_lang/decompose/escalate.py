@@ -125,6 +125,8 @@ def escalate(failed, judges: list[Judge], *, subject: str, ledger, spec_text: st
                 ledger.reject(subject, row["concern_id"], f"dismissed by {judge.name}: {ruling.why or '(no reason)'}")
             else:  # only an explicit dismissal closes a concern
                 why = ruling.why if ruling is not None else "no ruling given"
+                if ruling is not None and ruling.decision == "dismiss":
+                    why = "dismissed, but the program states this example: only a module that passes it settles it"
                 upheld.append(concern_from_row(row).model_copy(
                     update={"evidence": f"{row['evidence']} (upheld by {judge.name}: {why})"}))
         trail.append(f"{judge.name} dismissed {len(open_rows) - len(upheld)}, upheld {len(upheld)}")
