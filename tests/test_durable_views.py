@@ -139,7 +139,8 @@ def _recorded_steps(run_dir) -> int:
             row = db.execute("SELECT value FROM meta WHERE key = 'progress'").fetchone()
     except sqlite3.Error:
         return 0
-    return max(checkpointed, json.loads(row[0])["steps"] if row else 0)
+    progress = json.loads(row[0]) if row else None  # null: the attempt has not waited long yet
+    return max(checkpointed, (progress or {}).get("steps", 0))
 
 
 def test_a_run_killed_during_a_long_call_shows_what_it_had_done_and_its_finished_nodes_in_order(tmp_path):

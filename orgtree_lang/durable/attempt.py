@@ -66,7 +66,8 @@ def attempt(parts, journal: Journal, start: tuple | None) -> Any:
     A non-determinism error leaves the journal as it was before the attempt: nothing of it ran."""
     machine = parts.machine
     before = journal.meta()
-    journal.update_meta(status="running", attempts=before.get("attempts", 0) + 1)
+    # An attempt's figures from a long wait (EffectLog.record_progress) are its own: none yet.
+    journal.update_meta(status="running", attempts=before.get("attempts", 0) + 1, progress=None)
     try:
         if start is not None:
             begin(machine, *start)
