@@ -427,3 +427,28 @@ def test_the_scheduling_state_check_allows_reads_and_the_machine_s_own_fields():
     source = ("x = state.tasks\nif state.calls:\n    pass\nframe.calls += 1\nstate.status = 'done'\n"
               "state.result = 1\nself.code.calls.append(site)\n")
     assert scheduling_writes(source, task_fields=True) == []
+
+
+def test_the_decomposer_reads_only_the_fields_of_its_block_context():
+    import dataclasses
+
+    from orgtree_lang.vm.blocks import BlockContext
+
+    face = {field.name for field in dataclasses.fields(BlockContext)} | \
+        {name for name, value in vars(BlockContext).items() if callable(value) and not name.startswith("_")}
+    offenders, seen = [], 0
+    for module, path in MODULES.items():
+        if _layer_name(module) != "decompose":
+            continue
+        for function in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            # A function given the block (a parameter `block`): what it, and the functions inside it, read of it.
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
+                    "block" not in [a.arg for a in function.args.posonlyargs + function.args.args]:
+                continue
+            for node in ast.walk(function):
+                if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "block":
+                    seen += 1
+                    if node.attr not in face:
+                        offenders.append(f"{module}:{node.lineno}: block.{node.attr}")
+    assert seen > 20, "the check found no reads of a block: it no longer looks where the decomposer reads them"
+    assert offenders == [], "the decomposer sees a block through its BlockContext's fields and methods only"

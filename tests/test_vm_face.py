@@ -128,8 +128,15 @@ def test_a_resolver_gets_a_block_context_and_never_the_machine(tmp_path: Path) -
     assert isinstance(block, BlockContext) and not isinstance(block, Machine)
     assert block.spec.name == "pick" and block.inputs == {"loud": "HEY"}
     assert block.budget is machine.budget and block.effects is None
-    public = {name for name in vars(block) if not name.startswith("_")}
-    assert public == {"spec", "inputs", "node", "budget", "records", "spend", "effects", "context"}
+    fields = set(vars(block))
+    assert fields == {"spec", "inputs", "node", "budget", "records", "spend", "effects", "context", "observer",
+                      "journal_node", "numbering", "statement", "children", "seconds_used", "steps_used", "answered",
+                      "executor", "concurrent", "printed"}
+    assert not any(value is machine for value in vars(block).values()), "a field holds the machine itself"
+    # Its steps go under its node in the journal, stamped with the statement at which the run reached it.
+    assert block.journal_node == block.node.removeprefix("r/")
+    assert block.statement == int(block.node.rsplit("@", 1)[1])
+    assert block.numbering is machine.state and not block.concurrent and block.printed is None
 
 
 def test_no_observers_is_the_no_op_one_and_several_fan_out() -> None:

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from orgtree_lang.org.runlock import RunClosed
 from orgtree_lang.runtime.errors import PipeRuntimeError
-from orgtree_lang.vm.blocks import BlockContext, push_outputs
-from orgtree_lang.vm.budget import BlockMeter, NodeSpend
+from orgtree_lang.vm.blocks import block_context, push_outputs
+from orgtree_lang.vm.budget import BlockMeter
 from orgtree_lang.vm.effects import EffectStep
 from orgtree_lang.vm.executor import Finished
 from orgtree_lang.vm.organization import RELOAD
@@ -173,10 +173,8 @@ class BlockRun:
             meter = BlockMeter(machine.meter)
             counter = StepCounter(call.seq or 0, spec.name)
             inputs = {name: value for (name, _), value in zip(spec.inputs, call.args)}
-            block = BlockContext(spec, inputs, node_id, machine.budget, machine.records,
-                                 NodeSpend(meter, machine.budget, machine.observer, node_id, lock),
-                                 machine.services.effects, machine.services.context, machine, _counter=counter,
-                                 _statement=call.statement, _printed=self.printed)
+            block = block_context(machine, spec, inputs, node_id, meter, numbering=counter, statement=call.statement,
+                                  printed=self.printed)
             outputs = machine.services.resolver(block)
             result = {"outputs:": outputs, "spent:": dict(meter.data), "effects:": counter.effect_seq - counter.first}
             if step is not None:

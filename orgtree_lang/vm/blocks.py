@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, Protocol
+import functools
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from orgtree_lang.syntax import types as t
 from orgtree_lang.compile.code import AmbiguousSpec
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.records import RecordTypes
 from orgtree_lang.runtime.values import conforms
-from orgtree_lang.vm.budget import Budget, BudgetExceeded, NodeSpend
+from orgtree_lang.vm.budget import Budget, BudgetExceeded, NodeSpend, TreeMeter
 from orgtree_lang.vm.effects import EffectStep, Effects
+from orgtree_lang.vm.executor import Executor
+from orgtree_lang.vm.observe import RunObserver
 from orgtree_lang.vm.organization import RELOAD
 from orgtree_lang.vm.questions import HumanQuestion, answer_or_wait
 from orgtree_lang.vm.state import Frame
 
 if TYPE_CHECKING:
     from orgtree_lang.vm.machine import Machine
+    from orgtree_lang.vm.services import Numbering
 
 
 class BlockResolver(Protocol):
@@ -35,10 +39,11 @@ class ChildOverLimit(PipeRuntimeError):
 
 @dataclasses.dataclass
 class BlockContext:
-    """What a resolver may see and do for one ambiguous block; it never gets the machine itself.
+    """What a resolver may see and do for one ambiguous block, as plain fields: it never gets the machine itself.
 
-    `budget` is the run tree's; `spend` checks the resolver's model calls against it and charges them to the
-    tree and to the block's node; `effects` is the durable run's journal door (None when not durable)."""
+    `budget` is the run tree's; `spend` checks the resolver's model calls against it and charges them to the tree and
+    to the block's node; `effects` is the durable run's journal door (None when not durable). The callables read
+    what changes while the block is resolved (the tree's clock and step count) or build a generated child for it."""
 
     spec: AmbiguousSpec
     inputs: dict[str, Any]
@@ -48,40 +53,30 @@ class BlockContext:
     spend: NodeSpend
     effects: Effects | None
     context: Any  # the skill context the block's run hands to skills
-    _machine: Any = dataclasses.field(repr=False, default=None)
-    # Set when the block is resolved concurrently (org/block_calls.py): what numbers its journal steps, the
-    # statement count the run had when it reached the block, and where its child's printed lines wait for
-    # the block's result to be delivered.
-    _counter: Any = dataclasses.field(repr=False, default=None)
-    _statement: int | None = dataclasses.field(repr=False, default=None)
-    _printed: list[str] | None = dataclasses.field(repr=False, default=None)
-
-    @property
-    def concurrent(self) -> bool:
-        """Whether the block is resolved on a thread of its own while other tasks go on (org/block_calls.py)."""
-        return self._counter is not None
-
-    @property
-    def executor(self):
-        """The run's executor (vm/executor.py), for a resolver that has several slow calls to make at once."""
-        return self._machine.services.executor if self._machine is not None else None
-
-    def numbering(self):
-        """What numbers the journal steps of the block's generated child: the block's own range when it is
-        resolved concurrently, else None (the run's numbering)."""
-        return self._counter
+    observer: RunObserver  # hears the block's progress notes
+    journal_node: str  # the block's node in the journal, under which its steps go (`main/classify@7`)
+    numbering: Numbering  # numbers the steps it journals: the run tree's, or its own range when concurrent
+    statement: int  # statements the run had started when it reached the block: its steps are stamped with it
+    children: Callable[..., Any] | None  # the run's ChildBuilder for this block's machine: (block, program, ...)
+    seconds_used: Callable[[], float]  # wall seconds the run has run so far
+    steps_used: Callable[[], int]  # steps the run tree has counted so far
+    answered: Callable[[HumanQuestion, Any], None]  # tells the run's observers a person answered
+    executor: Executor | None  # the run's (vm/executor.py), for a resolver with several slow calls to make at once
+    # Resolved on a thread of its own while other tasks go on (org/block_calls.py): then what its child prints
+    # waits in `printed` until the block's result is delivered.
+    concurrent: bool = False
+    printed: list[str] | None = None
 
     def note(self, detail: str) -> None:
         """A progress note on the block's org tree node (`pipe tree` shows it)."""
-        self._machine.observer.annotate(self.node, detail=detail)
+        self.observer.annotate(self.node, detail=detail)
 
     def effect_step(self, kind: str, name: str, args: list[Any], kwargs: dict[str, Any]) -> EffectStep:
         """A journaled step asked for by this block (a model call), numbered in the run tree's journal."""
-        machine = self._machine
-        node = machine.effect_node(self.node[len(machine.state.run_id) + 1:])
-        seq = self._counter.next() if self._counter is not None else machine.next_effect_seq()
-        return EffectStep(seq, kind, name, node, self.spec.span, args, kwargs,
-                          machine.state.steps if self._statement is None else self._statement)
+        numbering = self.numbering
+        numbering.effect_seq += 1
+        return EffectStep(numbering.effect_seq, kind, name, self.journal_node, self.spec.span, args, kwargs,
+                          self.statement)
 
     def ask_human(self, question: str) -> str:
         """Escalate to a person (docs/org.md, "People are nodes"): their answer to `question`, from the journal.
@@ -98,12 +93,11 @@ class BlockContext:
         return self._ask_person("approve", question)
 
     def _ask_person(self, kind: str, text: str) -> Any:
-        machine = self._machine
         step = self.effect_step("human", f"human.{kind}", [text], {})
         question = HumanQuestion(step.seq, kind, text, step.node, self.spec.span.file, self.spec.span.line,
                                  step.statement)
         answer = answer_or_wait(self.effects, question, self.spec.span)
-        machine.observer.human_answered(machine.state, question, answer)
+        self.answered(question, answer)
         return answer
 
     def run_child(self, program, resolver: BlockResolver | None, context: Any = None,
@@ -118,21 +112,20 @@ class BlockContext:
         what it counted joins the tree's meter when it ends, whether it failed or not. `limits` are the
         child's own, counted from its start (its steps and those of the children it makes, its seconds): each
         set one tightens the tree's budget, and going over it raises ChildOverLimit."""
-        machine = self._machine
-        build = machine.services.children
+        build = self.children
         if build is None:
             raise PipeRuntimeError(f"ambiguous block `{self.spec.name}` cannot run a generated module: this "
                                    "machine was built without a way to build children", kind="ambiguous",
                                    catchable=False, hint="build machines with orgtree_lang.run.factory")
         budget = self.budget
         if budget.max_seconds is not None:
-            left = max(budget.max_seconds - machine.seconds_used(), 0.001)
+            left = max(budget.max_seconds - self.seconds_used(), 0.001)
             budget = dataclasses.replace(budget, max_seconds=left)
-        own = _own_limits(budget, limits, machine.state.steps + machine.steps_elsewhere())
+        own = _own_limits(budget, limits, self.steps_used())
         budget = dataclasses.replace(budget, **own)
-        child = build(machine, self, program, resolver, budget, context)
-        if self._printed is not None:
-            child.services.printer = self._printed.append
+        child = build(self, program, resolver, budget, context)
+        if self.printed is not None:
+            child.services.printer = self.printed.append
         # The child run is named after its org tree node, so a block reached twice makes two children.
         child.start("main", dict(self.inputs if inputs is None else inputs),
                     run_id=f"{self.node}/{name}" if name else self.node)
@@ -149,6 +142,22 @@ class BlockContext:
             # The child's own counters join the tree's (its children's are in the meter already).
             self.spend.meter.add({"steps": child.state.steps, "skill_calls": child.state.skill_calls})
         return child.state.result
+
+
+def block_context(m: Machine, spec: AmbiguousSpec, inputs: dict[str, Any], node_id: str, meter: TreeMeter, *,
+                  numbering: Numbering | None = None, statement: int | None = None,
+                  printed: list[str] | None = None) -> BlockContext:
+    """The context of block `spec`, reached by machine `m` as node `node_id`, spending on `meter`. A block resolved
+    concurrently (org/block_calls.py) brings its own `numbering`, the `statement` it was reached at, and `printed`."""
+    children = m.services.children
+    return BlockContext(
+        spec, inputs, node_id, m.budget, m.records, NodeSpend(meter, m.budget, m.observer, node_id, m.run_lock),
+        m.services.effects, m.services.context, m.observer, m.effect_node(node_id[len(m.state.run_id) + 1:]),
+        numbering if numbering is not None else m.step_counter(), m.state.steps if statement is None else statement,
+        functools.partial(children, m) if children is not None else None, m.seconds_used,
+        lambda: m.state.steps + m.steps_elsewhere(),
+        lambda question, answer: m.observer.human_answered(m.state, question, answer), m.services.executor,
+        concurrent=numbering is not None, printed=printed)
 
 
 def _own_limits(budget: Budget, limits: Budget | None, steps_before: int) -> dict[str, Any]:
@@ -230,10 +239,7 @@ def _outputs(m: Machine, spec: AmbiguousSpec, inputs: dict[str, Any], values: li
     def decompose(_key: str | None = None) -> dict[str, Any]:
         ran.append(True)
         before = m.meter.snapshot()
-        block = BlockContext(spec, inputs, node_id, m.budget, m.records,
-                             NodeSpend(m.meter, m.budget, m.observer, node_id, m.run_lock), effects,
-                             m.services.context, m)
-        outputs = m.services.resolver(block)
+        outputs = m.services.resolver(block_context(m, spec, inputs, node_id, m.meter))
         # The keys end in `:`, which no output name can, so results journaled by earlier versions (the
         # outputs alone) are told apart.
         return {"outputs:": outputs, "spent:": m.meter.since(before), "effects:": numbering.effect_seq - seq}

@@ -183,8 +183,7 @@ class Machine:
         """Where a generated child for block `block_node` of this machine sits in the run tree (`block`, its
         vm.blocks.BlockContext, gives the meter and numbering of a concurrently resolved block)."""
         meter = block.spend.meter if block is not None else self.meter
-        numbering = block.numbering() if block is not None else None
-        counter = numbering if numbering is not None else self.counter
+        counter = block.numbering if block is not None and block.concurrent else self.counter
         return TreePlace(block_node, meter, (self.ancestors[0] + self.state.steps,
                                              self.ancestors[1] + self.state.skill_calls), self._root_state(),
                          counter, self.run_lock)
