@@ -38,8 +38,10 @@ def step_inputs(args: list[Any], kwargs: dict[str, Any]) -> StepInputs:
 
 
 def input_hash(args: list[Any], kwargs: dict[str, Any]) -> str:
-    """A stable hash of a step's inputs (positional and keyword arguments, in order)."""
-    return step_inputs(args, kwargs).digest
+    """A stable hash of a step's inputs (positional and keyword arguments, in order): what a resume compares,
+    asked for every step; `step_inputs` gives the same digest with the previews, for the steps recorded."""
+    text = json.dumps([encode(args), encode(kwargs)], separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
 def differences(journaled: str | None, now: StepInputs) -> list[str]:
@@ -72,14 +74,16 @@ def _text(value: Any) -> str:
 
 
 def _view(text: str) -> list:
-    """[preview, length, hash] of one argument's JSON text."""
+    """[preview, length] of one argument's JSON text, and its hash when the preview is not the whole of it."""
+    if len(text) <= PREVIEW_CHARS:
+        return [text, len(text)]
     return [text[:PREVIEW_CHARS], len(text), hashlib.sha256(text.encode("utf-8")).hexdigest()[:_DIGEST_CHARS]]
 
 
 def _shown(view: list | None) -> str:
     if view is None:
         return "(not given)"
-    preview, length, _digest = view
+    preview, length = view[:2]
     if length <= PREVIEW_CHARS:
         return preview
     return f"{preview}… ({length:,} characters in all)"
