@@ -10,6 +10,7 @@ from orgtree_lang import __version__
 from orgtree_lang.cli import (ctx, editor, mcp, modules, pad, people, pipe_test, run, saved_runs, serve, skills, tools,
                               tree)
 from orgtree_lang.cli.options import EXIT_OK, EXIT_RUNTIME, EXIT_USAGE
+from orgtree_lang.runtime.printable import printable
 from orgtree_lang.syntax.errors import PipeError
 
 # In the order `pipe --help` lists them; each module's `register(commands)` adds its verbs with their handlers.
@@ -44,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.handler(args)
     except PipeError as err:
-        print(err.render(args.verb, debug=debug), file=sys.stderr)
+        print(printable(err.render(args.verb, debug=debug)), file=sys.stderr)  # messages may quote program text
         return err.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

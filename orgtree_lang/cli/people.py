@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from orgtree_lang.cli.options import EXIT_OK, EXIT_WAITING, add_verb, add_workspace_option
+from orgtree_lang.runtime.printable import printable
 
 _WORKSPACE_HELP = "the workspace whose runs asked (default: this folder)"
 
@@ -95,8 +96,8 @@ def command_inbox(args) -> int:
           n.text if n.topic == "note" else f"[{n.topic}] {n.text}") for n in notes]
     print(f"{'ID':<5} {'RUN':<13} {'KIND':<8} {'AGE':>6}  {'FROM':<24} TEXT")
     for at, ref, run_id, kind, file, line, node, text in sorted(rows, key=lambda row: row[0]):
-        where = f"{Path(file).name}:{line} {node}" if file else node
-        print(f"{ref:<5} {run_id or '-':<13} {kind:<8} {_age(now - at):>6}  {where:<24} {text}")
+        where = printable(f"{Path(file).name}:{line} {node}" if file else node, one_line=True)
+        print(f"{ref:<5} {run_id or '-':<13} {kind:<8} {_age(now - at):>6}  {where:<24} {printable(text, one_line=True)}")
     if notes:
         print("notes need no answer: `pipe inbox --read all` files them", file=sys.stderr)
     return EXIT_OK
@@ -115,7 +116,7 @@ def command_reply(args) -> int:
                          hint="pipe reply RUN TEXT (`pipe inbox` lists the questions)")
     ref, message, text = (words[0], None, words[1]) if len(words) == 2 else words
     done = reply(Path(args.workspace), ref, message, text)
-    shown = json.dumps(done.value) if not isinstance(done.value, str) else repr(done.value)
+    shown = printable(json.dumps(done.value) if not isinstance(done.value, str) else repr(done.value), one_line=True)
     if done.run_id is None:
         print(f"answered {done.question.ref} with {shown}; the code that asked gets it when it runs again",
               file=sys.stderr)
@@ -180,8 +181,9 @@ def command_messages(args) -> int:
     for m in sent:
         received = "undelivered" if m.get("undelivered") else "queued" if m["received"] is None \
             else f"{m['received']:.0f}"
-        print(f"{m['id']:>4}  {m['sender']:<20} {m['to']:<20} {m['topic']:<10} {m['sent_at']:>6.0f} {received:>8}  "
-              f"{display_short(decode(m['body']), 60)}" + (f"  ({m['undelivered']})" if m.get("undelivered") else ""))
+        line = f"{m['id']:>4}  {m['sender']:<20} {m['to']:<20} {m['topic']:<10} {m['sent_at']:>6.0f} {received:>8}  " \
+               f"{display_short(decode(m['body']), 60)}" + (f"  ({m['undelivered']})" if m.get("undelivered") else "")
+        print(printable(line, one_line=True))
     return EXIT_OK
 
 
@@ -200,7 +202,7 @@ def report_waiting(state, workspace: Path | None, as_json: bool, printed: list[s
     where = _workspace_flag(workspace)
     lines = [f"run {run_id} is waiting for a person ({len(questions)} question{'s' if len(questions) != 1 else ''}):"]
     for q in questions:
-        lines.append(f"  {q.ref}  {q.kind} at {q.file}:{q.line} ({q.node}): {q.question}")
+        lines.append(printable(f"  {q.ref}  {q.kind} at {q.file}:{q.line} ({q.node}): {q.question}", one_line=True))
     if len(questions) == 1:
         answer = "yes|no" if questions[0].kind == "approve" else "TEXT"
         lines.append(f"answer:   pipe reply {run_id} {answer}{where}"
@@ -222,8 +224,8 @@ def waiting_lines(workspace: Path, meta: dict) -> list[str]:
         ref = posted.ref if posted is not None else "?"
         state = f"answered {json.dumps(posted.answer)}" if posted is not None and posted.status == "answered" \
             else "open"
-        lines.append(f"  {ref}  {data['kind']} at {data['file']}:{data['line']} ({data['node']}): {data['text']}"
-                     f"  [{state}]")
+        lines.append(printable(f"  {ref}  {data['kind']} at {data['file']}:{data['line']} ({data['node']}): "
+                               f"{data['text']}  [{state}]", one_line=True))
     where = _workspace_flag(workspace)
     lines.append(f"answer with `pipe reply {run_id} TEXT{where}`, continue with `pipe resume {run_id}{where}`")
     return lines

@@ -11,6 +11,7 @@ from orgtree_lang.cli.options import (EXIT_OK, add_budget_options, add_model_opt
                                       add_workspace_option, budget_from_args, program_file)
 from orgtree_lang.runtime.errors import PipeRuntimeError, UsageError
 from orgtree_lang.runtime.inputs import InputError, check_depth, parse_input, too_deep
+from orgtree_lang.runtime.printable import printable
 from orgtree_lang.vm.budget import BudgetExceeded
 
 
@@ -220,7 +221,7 @@ class RunSession:
             spent = f", {node.tokens:,} tokens" if node.tokens else ""
             text = f"{indent}{'✓' if node.status == 'ok' else '✗'} {where}: {node.status} in " \
                    f"{(node.duration_ms or 0) / 1000:.2f} s{spent}"
-        print(text, file=sys.stderr, flush=True)
+        print(printable(text, one_line=True), file=sys.stderr, flush=True)
 
     def report(self, attempt, source: str | None, resumable: bool = False, workspace: Path | None = None) -> int:
         """Run `attempt` and print its result; a runtime error (after its --json envelope) goes up to `pipe`'s
@@ -274,7 +275,7 @@ class RunSession:
             outcome = {"ok": "✓", "cancelled": "⊘"}.get(node.status, "✗")
             text = f"  {outcome} {where}: {node.name} {node.status if node.status == 'ok' else node.error} in " \
                    f"{(node.duration_ms or 0) / 1000:.2f} s"
-        print(text, file=sys.stderr, flush=True)
+        print(printable(text, one_line=True), file=sys.stderr, flush=True)
 
     def _clear(self) -> None:
         if self.progress:

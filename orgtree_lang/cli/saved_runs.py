@@ -10,6 +10,7 @@ from pathlib import Path
 from orgtree_lang.cli.options import (EXIT_OK, EXIT_RUNTIME, add_budget_options, add_model_options,
                                       add_trace_options, add_verb, add_workspace_option, budget_from_args)
 from orgtree_lang.runtime.errors import PipeRuntimeError, UsageError
+from orgtree_lang.runtime.printable import printable
 
 _WORKSPACE_HELP = "the workspace whose .orgtree/runs holds the run (default: this folder)"
 
@@ -154,21 +155,21 @@ def command_show(args) -> int:
         return EXIT_OK
     print(f"run {meta['run_id']}: {status}, {meta.get('steps', 0)} steps, {len(steps)} journaled, "
           f"{meta.get('attempts', 0)} attempt(s)")
-    print(f"program: {meta.get('program')} (pipeline {meta.get('entry')})")
+    print(printable(f"program: {meta.get('program')} (pipeline {meta.get('entry')})", one_line=True))
     if meta.get("parent_run"):
         print(f"forked from run {meta['parent_run']} at step {meta.get('fork_step')}")
     given = [f"{k}={display(v, True)}" for k, v in inputs.items()]
     given += [f"{k}={display(v, True)} (default)" for k, v in defaults.items()]
-    print("inputs: " + (", ".join(given) or "(none)"))
+    print(printable("inputs: " + (", ".join(given) or "(none)"), one_line=True))
     if meta.get("output"):
         print("printed:")
         for line in meta["output"]:
-            print(f"  {line}")
+            print(f"  {printable(line, one_line=True)}")
     if status == "done":
-        print(f"result: {display(decode(meta.get('result')), True)}")
+        print(f"result: {printable(display(decode(meta.get('result')), True))}")
     if meta.get("error"):
         error = meta["error"]
-        print(f"error: {error.get('message')} (at {error.get('at')}, node {error.get('node')})")
+        print(printable(f"error: {error.get('message')} (at {error.get('at')}, node {error.get('node')})"))
     if status == "waiting":
         from orgtree_lang.cli.people import waiting_lines
 
@@ -180,8 +181,8 @@ def command_show(args) -> int:
         errors = sum(not r.ok for r in own)
         mark = "  <- failed here" if node == failed_node else (f"  ({states[node]})" if node in states else "")
         depth = node.count("/")
-        print(f"  {'  ' * depth}{node.rsplit('/', 1)[-1]}  [{len(own)} step(s){f', {errors} error(s)' if errors else ''}]"
-              f"  {node}{mark}")
+        print(printable(f"  {'  ' * depth}{node.rsplit('/', 1)[-1]}  [{len(own)} step(s)"
+                        f"{f', {errors} error(s)' if errors else ''}]  {node}{mark}", one_line=True))
     return EXIT_OK
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from orgtree_lang.cli.options import EXIT_OK, add_verb, add_workspace_option
 from orgtree_lang.runtime.errors import UsageError
+from orgtree_lang.runtime.printable import printable
 
 
 def register(commands) -> None:
@@ -66,7 +67,7 @@ def command_tree(args) -> int:
     print(f"run {run_id}: {summary}")
     for line in render_tree(nodes, every_skill_call=args.every_call, max_depth=args.depth,
                             messages=_messages(root, run_id), run_id=run_id):
-        print(line)
+        print(printable(line, one_line=True))  # names, values and errors in it are the program's
     return EXIT_OK
 
 

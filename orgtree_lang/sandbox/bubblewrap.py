@@ -91,7 +91,7 @@ class BubblewrapBackend:
         assert exe is not None, "unavailable_reason() is checked before run()"
         cap = self.settings.max_output_bytes
         started = time.monotonic()
-        seccomp_fd = filter_fd()
+        seccomp_fd = filter_fd(network)
         info_read, info_write = os.pipe()
         group = MemoryCgroup.create((memory_mb + _TMPFS_MB) << 20)
         try:
@@ -163,7 +163,11 @@ class BubblewrapBackend:
         if python_home:
             argv += ["--ro-bind", python_home, python_home]
         # /dev read-only but for a size-capped /dev/shm: bwrap's /dev is a tmpfs with no size limit.
-        argv += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev", "--size", str(_SHM_MB << 20), "--tmpfs",
+        # The init's memory (bwrap, pid 1) is masked: open read-write, it would let the code rewrite the process the
+        # host kills to end the run. Other processes of the sandbox are the code's own.
+        argv += ["--proc", "/proc", "--ro-bind", "/dev/null", "/proc/1/mem", "--ro-bind", "/dev/null",
+                 "/proc/1/task/1/mem"]
+        argv += ["--dev", "/dev", "--remount-ro", "/dev", "--size", str(_SHM_MB << 20), "--tmpfs",
                  "/dev/shm", "--size", str(_TMP_MB << 20), "--tmpfs", "/tmp", *binds,
                  # the root folder bwrap builds is a tmpfs the code could write to: make it read-only
                  "--remount-ro", "/", "--chdir", "/scratch" if "/scratch" in binds else "/", "--clearenv"]

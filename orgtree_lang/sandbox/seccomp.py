@@ -1,4 +1,5 @@
-"""The seccomp filter bwrap installs before running sandboxed code: debugging, kernel-state and namespace calls fail with EPERM."""
+"""The seccomp filter bwrap installs before running sandboxed code: debugging, kernel-state and namespace calls fail
+with EPERM, and sockets may be only of the families on an allow list."""
 
 from __future__ import annotations
 
@@ -23,6 +24,22 @@ DENIED = (
     "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load", "reboot", "swapon",
     "swapoff", "acct", "quotactl", "syslog", "name_to_handle_at", "open_by_handle_at", "iopl", "ioperm",
 )
+# Socket families, an allow list: AF_UNIX always (a program talks to its own children), AF_INET and AF_INET6 only
+# when a network is granted (an install). Every other family is refused: vsock is not network-namespaced (on a VM
+# it reaches the hypervisor), netlink, packet, bluetooth, AF_ALG and the rest reach kernel code for little use.
+AF_UNIX, AF_INET, AF_INET6 = 1, 2, 10
+SOCKET_CALLS = ("socket", "socketpair")
+
+
+def _refused_families(network: bool) -> list[tuple[str, int]]:
+    """The (comparison, value) pairs that together cover every 64-bit family argument but the allowed ones (a rule
+    compares an argument once, so "not in {1, 2, 10}" is: 0, 3 to 9, and above 10; the kernel reads the argument
+    as an int, so values above 32 bits, which it would truncate, are refused whole)."""
+    if not network:
+        return [("NE", AF_UNIX)]
+    return [("EQ", 0), *(("EQ", family) for family in range(3, AF_INET6)), ("GT", AF_INET6)]
+
+
 # clone's namespace flags (CLONE_NEWTIME shares its bit with the exit signal in clone's flags and is refused
 # through unshare and clone3 instead).
 CLONE_NAMESPACES = {"CLONE_NEWNS": 0x00020000, "CLONE_NEWCGROUP": 0x02000000, "CLONE_NEWUTS": 0x04000000,
@@ -30,9 +47,9 @@ CLONE_NAMESPACES = {"CLONE_NEWNS": 0x00020000, "CLONE_NEWCGROUP": 0x02000000, "C
                     "CLONE_NEWNET": 0x40000000}
 
 
-def filter_fd() -> int:
+def filter_fd(network: bool = False) -> int:
     """A readable file descriptor holding the compiled filter, for bwrap's `--seccomp FD`; the caller closes it."""
-    program = compiled_filter()
+    program = compiled_filter(network)
     read_end, write_end = os.pipe()
     try:
         # The program is a few hundred bytes, far below a pipe's buffer, so the write cannot block.
@@ -42,9 +59,10 @@ def filter_fd() -> int:
     return read_end
 
 
-@lru_cache(maxsize=1)
-def compiled_filter() -> bytes:
-    """The filter as classic BPF for the machine's native architecture (other architectures' calls are killed)."""
+@lru_cache(maxsize=2)
+def compiled_filter(network: bool = False) -> bytes:
+    """The filter as classic BPF for the machine's native architecture (other architectures' calls are killed);
+    `network` allows AF_INET and AF_INET6 sockets too."""
     try:
         import pyseccomp as sc
     except (ImportError, RuntimeError) as exc:  # pyseccomp raises RuntimeError when libseccomp.so is missing
@@ -60,6 +78,9 @@ def compiled_filter() -> bytes:
             flt.add_rule(refuse, name)
         except (OSError, ValueError):  # a call this kernel and libseccomp do not know cannot be made either
             continue
+    for call in SOCKET_CALLS:
+        for comparison, value in _refused_families(network):
+            flt.add_rule(refuse, call, sc.Arg(0, getattr(sc, comparison), value))
     for bit in CLONE_NAMESPACES.values():
         flt.add_rule(refuse, "clone", sc.Arg(0, sc.MASKED_EQ, bit, bit))
     # clone3 passes its flags in memory, where seccomp cannot look: ENOSYS makes libc fall back to clone.
