@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from orgtree_lang.memory.split import split_text
-from orgtree_lang.memory.summarize import _SENTENCE_END, _STOPWORDS, _WORD, ExtractiveSummarizer
+from orgtree_lang.memory.summarize import _SENTENCE_END, _WORD, STOPWORDS, ExtractiveSummarizer
 from orgtree_lang.memory.tokenizer import Ruler, Tokenizer
 
 # Junctions where a line's count does or does not add up: blank lines, indents, "/" after a newline (the
@@ -86,7 +86,7 @@ def plain_summary(text: str, target_tokens: int) -> str:
     units = [u.strip() for line in text.splitlines() for u in _SENTENCE_END.split(line)]
     units = [u for u in units if u]
     counts = Counter(w.lower() for w in _WORD.findall(text))
-    for word in _STOPWORDS:
+    for word in STOPWORDS:
         counts.pop(word, None)
 
     def score(i: int) -> float:
