@@ -183,8 +183,9 @@ def test_the_decomposers_model_calls_are_traced_in_the_blocks_child_trace(tmp_pa
     child = [json.loads(line) for line in (run_dir / "trace.main.classify.jsonl").read_text().splitlines()]
     assert not [e for e in parent if e["event"] == "model"]
     models = [e for e in child if e["event"] == "model"]
-    # The author wrote the module and the reviewer read it: two calls, each with its tokens.
-    assert len(models) == 2 and all(e["tokens"] > 0 for e in models)
+    # The author wrote the module and the reviewer read it, then its outputs (the new module's first run): three
+    # calls, each with its tokens.
+    assert len(models) == 3 and all(e["tokens"] > 0 for e in models)
     assert {e["for_node"] for e in models} == {f"{run_dir.name}/main/classify@1"}
     assert "author" in models[0]["model"] and "reviewer" in models[1]["model"]
 

@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from orgtree_lang.compile.code import AmbiguousSpec
-from orgtree_lang.decompose.design import spec_with_contracts
 from orgtree_lang.decompose.goal import Goal
 from orgtree_lang.decompose.inputs import MEMORY_THRESHOLD, remember_inputs
 from orgtree_lang.decompose.size import MAX_STATEMENTS
 from orgtree_lang.decompose.limits import ChildLimits, output_size
 from orgtree_lang.decompose.prompt import CONTEXT_SHARE
+from orgtree_lang.decompose.repair import run_repaired
 from orgtree_lang.decompose.reuse import (SIMILARITY, ReuseRefused, ask_reuse, checked_for_reuse,
                                          similar_modules)
 from orgtree_lang.decompose.spec import OUTPUTS_RECORD, spec_hash
@@ -46,7 +46,12 @@ class DecomposeSettings:
     research_module: str = ""  # the research child's source; "" is the stdlib's research.pipe
     data_driven: bool = False  # design (examples, expectations) and its review before the code (decompose/dataflow.py)
     simulation_rounds: int = 2  # failed simulations sent back to the author before the code review
-    review_outputs: bool = False  # a reviewer checks each block's outputs at run time (decompose/output_review.py)
+    # Which runs of a block's module get an output review (decompose/output_review.py): "off", "first" (the first
+    # run of each new or revised module, a run whose outputs fail an expectation, and a `review_sample` share of
+    # the others) or "all".
+    review_outputs: str = "first"
+    review_sample: float = 0.1
+    max_run_repairs: int = 2  # repairs of a module on real data per run (decompose/repair.py), before escalating
 
     @property
     def limits(self) -> ChildLimits:
@@ -62,10 +67,20 @@ class DecomposeSettings:
             "max_output_chars": int, "child_max_memory": int, "max_statements": int,
             "memory_threshold": int, "protocol": bool, "ask_human": bool,
             "max_research": int, "research_module": str, "data_driven": bool, "simulation_rounds": int,
-            "review_outputs": bool})
-        if section.get("simulation_rounds", 0) < 0:
-            raise ConfigError(f"{path}: [decompose] simulation_rounds must be 0 or more, got "
-                              f"{section['simulation_rounds']!r}")
+            "review_outputs": (bool, str), "review_sample": (int, float), "max_run_repairs": int})
+        from orgtree_lang.decompose.output_review import MODES, review_mode
+
+        for key in ("simulation_rounds", "max_run_repairs"):
+            if section.get(key, 0) < 0:
+                raise ConfigError(f"{path}: [decompose] {key} must be 0 or more, got {section[key]!r}")
+        if "review_outputs" in section:
+            section["review_outputs"] = review_mode(section["review_outputs"])
+            if section["review_outputs"] not in MODES:
+                raise ConfigError(f"{path}: [decompose] review_outputs must be one of "
+                                  f"{', '.join(repr(m) for m in MODES)}, got {section['review_outputs']!r}")
+        if not 0 <= section.get("review_sample", 0) <= 1:
+            raise ConfigError(f"{path}: [decompose] review_sample must be a share from 0 to 1, got "
+                              f"{section['review_sample']!r}")
         for key in ("child_max_steps", "child_max_seconds", "max_output_chars", "child_max_memory", "max_statements",
                     "memory_threshold"):
             if key in section and section[key] <= 0:
@@ -86,6 +101,12 @@ class Decomposer:
         `config` is the run's orgtree.toml as read at its start (runtime.config.ConfigSnapshot; its `[web]` says
         whether research may search the web); None reads the workspace's file when asked."""
         settings = settings or DecomposeSettings()
+        from orgtree_lang.decompose.output_review import review_mode
+
+        if not isinstance(settings.review_outputs, str):  # true/false, as callers of earlier versions say it
+            import dataclasses
+
+            settings = dataclasses.replace(settings, review_outputs=review_mode(settings.review_outputs))
         overrides = {k: v for k, v in (("max_repairs", max_repairs), ("max_review_rounds", max_review_rounds),
                                        ("max_depth", max_depth)) if v is not None}
         if overrides:
@@ -109,6 +130,7 @@ class Decomposer:
         self.human = human
         self.store = ModuleStore(self.workspace)
         self._programs: dict[str, tuple[SavedModule, Any]] = {}  # spec hash -> module and program, this run
+        self.repairs: dict[str, int] = {}  # spec hash -> repairs made on real data in this run (decompose/repair.py)
 
     @property
     def max_depth(self) -> int:
@@ -131,12 +153,12 @@ class Decomposer:
         if digest in self._programs:  # reached again in this run: no file is read, nothing is compiled again
             saved, program = self._programs[digest]
             block.note(f"reused {saved.path}")
-            return self._run_child(program, block, saved, self._metered(block)[0])
+            return run_repaired(self, program, block, saved, self.metered(block)[0])
         writing = threading.Event()
         self._writing[digest] = (block.node, writing)
         try:
             saved = self.store.find(digest)
-            author, reviewer = self._metered(block)
+            author, reviewer = self.metered(block)
             program = None
             if saved is not None:
                 try:
@@ -183,7 +205,11 @@ class Decomposer:
             if self._writing.get(digest, (None, None))[1] is writing:
                 del self._writing[digest]
             writing.set()
-        return self._run_child(program, block, saved, author)
+        return run_repaired(self, program, block, saved, author)
+
+    def remember(self, digest: str, saved: SavedModule, program) -> None:
+        """Later reaches of the block in this run run `program` (a repaired module's)."""
+        self._programs[digest] = (saved, program)
 
     def _await_writer(self, digest: str, block) -> None:
         """While another block of this run finds or writes the module for the same spec (blocks of parallel
@@ -195,7 +221,7 @@ class Decomposer:
                 return
             block.spend.away(writing.wait)
 
-    def _metered(self, block):
+    def metered(self, block):
         """The author and reviewer, their calls counted against the run tree's budget and charged to the block."""
         from orgtree_lang.durable.model_steps import journaled_calls
         from orgtree_lang.models.metered import MeteredModel
@@ -206,7 +232,7 @@ class Decomposer:
         return (MeteredModel(self.author, spend=spend, what=f"writing block `{spec.name}`", journal=journal),
                 MeteredModel(self.reviewer, spend=spend, what=f"reviewing block `{spec.name}`", journal=journal))
 
-    def _agent(self, block, role: str, model):
+    def agent(self, block, role: str, model):
         """`model` as the agent `<role> of <block>`, taking its turn on the scratchpad (unless `protocol = false`);
         the insights it offers are reviewed by the block's reviewer."""
         if not self.settings.protocol:
@@ -214,15 +240,15 @@ class Decomposer:
         from orgtree_lang.decompose.protocol import pad_summarizer, take_turns, task_of
 
         return take_turns(model, block, agent=f"{role} of {block.spec.name}", task=task_of(block.spec),
-                          workspace=self.workspace, reviewer=self._metered(block)[1],
-                          summarizer=pad_summarizer(block, self._metered(block)[0], self.workspace))
+                          workspace=self.workspace, reviewer=self.metered(block)[1],
+                          summarizer=pad_summarizer(block, self.metered(block)[0], self.workspace))
 
     # ---- reusing a module made for another block ----------------------------------
 
     def _reuse_similar(self, spec: AmbiguousSpec, digest: str, reviewer, block,
                        candidates: list[SavedModule]) -> SavedModule | None:
         """A saved module of a similar block that fits this one and that a reviewer accepts, saved for this block."""
-        reviewer = self._agent(block, "reuse reviewer", reviewer) if candidates else reviewer
+        reviewer = self.agent(block, "reuse reviewer", reviewer) if candidates else reviewer
         for module in candidates[:2]:
             block.note(f"asking a reviewer whether {module.path.name} can be reused")
             conversation = uuid.uuid4().hex
@@ -253,7 +279,9 @@ class Decomposer:
 
     # ---- running it ------------------------------------------------------------
 
-    def _run_child(self, program, block, saved: SavedModule, author):
+    def run_child(self, program, block, saved: SavedModule, author, name: str = ""):
+        """The outputs of one run of `saved` for `block`, fitted to its outputs' types (no review: see
+        decompose/repair.py); `name` tells a run again after a repair apart (`<block node>/<name>`)."""
         from orgtree_lang.decompose.coerce import fit_outputs, model_reshaper
         from orgtree_lang.vm.blocks import ChildOverLimit
 
@@ -272,7 +300,7 @@ class Decomposer:
             # Every child runs within a generated module's limits, even when the parent has none, and its
             # workspace keeps program sources read-only whatever the settings say.
             result = block.run_child(program, child_decomposer, context=generated_context(block.context),
-                                     limits=limits.budget())
+                                     limits=limits.budget(), name=name)
         except ChildOverLimit as err:
             raise self._over_limits(spec, saved, limits.describe(err.limit), err) from err
         except PipeRuntimeError as err:
@@ -294,16 +322,7 @@ class Decomposer:
         if limits.output_chars is not None and output_size(outputs, limits.output_chars) > limits.output_chars:
             raise self._over_limits(spec, saved, limits.describe("output"), None)
         reshaper = model_reshaper(author, block.records, uuid.uuid4().hex) if author is not None else None
-        outputs = fit_outputs(outputs, spec, block.records, reshaper)
-        if self.settings.review_outputs and self.reviewer is not None:
-            from orgtree_lang.decompose.output_review import outputs_subject, review_outputs
-
-            block.note("reviewing its outputs")
-            review_outputs(self._agent(block, "output reviewer", self._metered(block)[1]), spec, block.inputs, outputs,
-                           spec_text=spec_with_contracts(f"The step `{spec.name}`:\n{spec.doc}", spec),
-                           workspace=self.workspace,
-                           subject=outputs_subject(self.parent_file, spec, spec_hash(spec)), node=block.node)
-        return outputs
+        return fit_outputs(outputs, spec, block.records, reshaper)
 
     def _over_limits(self, spec: AmbiguousSpec, saved: SavedModule, limit: str, err: PipeRuntimeError | None):
         """The error for a child that went over a generated module's limit, after marking its module so that later
