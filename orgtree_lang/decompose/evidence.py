@@ -85,16 +85,16 @@ class RepairRequest:
         return [(m.group(1), m.group(2).strip()) for answer in self.answers for m in _BLAME.finditer(answer)]
 
 
-def evidence_of(err: PipeRuntimeError, block, path) -> Evidence | None:
-    """The evidence a failed run of the module at `path` gives its author, or None when the error is not the
-    module's to fix (a budget, a model, a person, a cancellation)."""
+def evidence_of(err: PipeRuntimeError, block, saved) -> Evidence | None:
+    """The evidence a failed run of `saved` (a decompose.store.SavedModule) gives its author, or None when the
+    error is not the module's to fix (a budget, a model, a person, a cancellation)."""
     chain = _chain(err)
     for link in chain:
         if isinstance(link, RepairNeeded) and link.evidence is not None:
             return link.evidence
     for link in chain:
         if isinstance(link, RepairsExhausted) and link.evidence is not None:
-            return Evidence("nested", link.message, dict(block.inputs), location=_where(link, path))
+            return Evidence("nested", link.message, dict(block.inputs), location=_where(link, saved))
     if err.kind in NOT_REPAIRED or any(getattr(link, "kind", "") in NOT_REPAIRED for link in chain):
         return None
     if err.kind == "ambiguous" and not err.catchable:
@@ -105,7 +105,7 @@ def evidence_of(err: PipeRuntimeError, block, path) -> Evidence | None:
                                                                                                     "error")
     crash = _CRASH.search(message)
     blamed = ((crash.group(1), crash.group(2).strip()),) if crash else ()
-    return Evidence(kind, message, dict(block.inputs), location=_where(inner, path), blamed=blamed)
+    return Evidence(kind, message, dict(block.inputs), location=_where(inner, saved), blamed=blamed)
 
 
 def _chain(err: BaseException) -> list[BaseException]:
@@ -116,10 +116,19 @@ def _chain(err: BaseException) -> list[BaseException]:
     return chain
 
 
-def _where(err, path) -> str:
+def _where(err, saved) -> str:
+    """Where the error stopped: a line of the module as its author reads it (without the provenance header), or
+    another file's `file:line`."""
+    from pathlib import Path
+
+    from orgtree_lang.decompose.store import HEADER
+
     span = getattr(err, "span", None)
     if span is None:
         return ""
+    if span.file and Path(span.file) == Path(saved.path):
+        header = sum(1 for line in saved.text.splitlines() if line.startswith(HEADER)) + 1
+        return f"line {span.line - header} of the module"
     return f"{span.file}:{span.line}"
 
 

@@ -20,6 +20,7 @@ from orgtree_lang.decompose.store import HEADER, SavedModule, split_header
 from orgtree_lang.decompose.versions import ModuleVersion, ModuleVersions
 from orgtree_lang.decompose.writing import write_module
 from orgtree_lang.runtime.errors import PipeRuntimeError
+from orgtree_lang.runtime.values import display_short
 
 PERSON_RETRY = "retry"
 
@@ -38,7 +39,7 @@ def run_repaired(decomposer, program, block, saved: SavedModule, author) -> dict
         try:
             outputs = decomposer.run_child(program, block, saved, author, name=f"repair-{attempt}" if attempt else "")
         except PipeRuntimeError as err:
-            evidence = evidence_of(err, block, saved.path)
+            evidence = evidence_of(err, block, saved)
             if evidence is None:
                 raise
             failure = err
@@ -239,7 +240,7 @@ def _person_says(decomposer, block, evidence: Evidence, used: int) -> str:
         return ""
     answer = ask(f"The generated module for block `{block.spec.name}` still fails on real data after {used} "
                  f"repair(s) ([decompose] max_run_repairs):\n{evidence.what}\nInputs: "
-                 + ", ".join(f"{k} = {v!r}"[:300] for k, v in evidence.inputs.items())
+                 + ", ".join(f"{k} = {display_short(v, 300)}" for k, v in evidence.inputs.items())
                  + f"\n\nAnswer `{PERSON_RETRY}: GUIDANCE` to have its author repair it once more with your guidance, "
                    "or `fail` to stop with this error.")
     head, _, rest = (answer or "").strip().partition(":")
