@@ -11,6 +11,7 @@ from orgtree_lang.compile.api import program_identity
 from orgtree_lang.durable.attempt import (TRACE_FILE, RunBuilder, attempt, current_program, merged_budget,
                                           open_run, program_hash, with_decomposer)
 from orgtree_lang.durable.effects import EffectLog, NonDeterminismError
+from orgtree_lang.durable.inbound import pending_messages
 from orgtree_lang.durable.journal import Journal, JournalError
 from orgtree_lang.durable.reconcile import repair_before_resume
 from orgtree_lang.runtime.values import decode
@@ -57,6 +58,11 @@ def resume(root: Path, ref: str, registry, options, *, build: RunBuilder, from_s
                     state = saved
         if notice is not None and mode == "resume" and meta.get("status") == "running":
             notice(_reprinted(meta["run_id"], state, opened.journal))
+        if notice is not None:
+            for message in pending_messages(opened.run_dir):
+                if message.get("refused"):
+                    notice(f"a message queued for run {meta['run_id']} cannot be taken: {message['refused']}; the "
+                           f"run logs it as undelivered (`pipe messages {meta['run_id']}`) and goes on without it")
         if options.tree:
             # What the dead process left in the org tree is put right before this attempt adds to it.
             repair_before_resume(root, meta["run_id"], opened.journal, state.effect_seq if state else 0)
