@@ -9,7 +9,7 @@ from typing import Any
 
 from orgtree_lang.cli.options import (EXIT_OK, add_budget_options, add_model_options, add_trace_options, add_verb,
                                       add_workspace_option, budget_from_args, program_file)
-from orgtree_lang.runtime.errors import PipeRuntimeError, UsageError
+from orgtree_lang.runtime.errors import DiskFull, PipeRuntimeError, UsageError
 from orgtree_lang.runtime.inputs import InputError, check_depth, json_nesting_depth, nesting_problem, parse_input
 from orgtree_lang.runtime.printable import printable
 from orgtree_lang.vm.budget import BudgetExceeded
@@ -245,6 +245,11 @@ class RunSession:
                 else:
                     err.add_note(f"run {self.run_id} is saved: after fixing the cause, continue it with "
                                  f"`pipe resume {self.run_id}{where}`")
+            raise
+        except DiskFull as err:
+            if args.json:
+                print(json.dumps({"status": "stopped", "run_id": self.run_id, "output": None, "printed": self.printed,
+                                  "error": {"message": err.message, "kind": "disk", "hint": err.hint}}))
             raise
         finally:
             self._clear()
