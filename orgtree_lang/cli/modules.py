@@ -110,11 +110,12 @@ def command_show(args) -> int:
 
 
 def _print_history(workspace: Path, module) -> None:
-    """One block per version, oldest first: number, when, why, the cases it was simulated on, and how its body
-    differs from the version before (a unified diff of the module without its header)."""
+    """One block per version, oldest first: number, when, why, the cases it was simulated on, and how its module
+    differs from the version before (a unified diff, without the header and the examples' tests)."""
     import difflib
     import time
 
+    from orgtree_lang.decompose.simulate import module_part
     from orgtree_lang.decompose.store import HEADER, split_header
     from orgtree_lang.decompose.versions import ModuleVersions
 
@@ -127,7 +128,7 @@ def _print_history(workspace: Path, module) -> None:
         runs = sum(c.source == "run" for c in row.cases)
         print(f"# version {row.version}  {when}  {row.reason}" + (f"  (run {row.run_id})" if row.run_id else ""))
         print(f"#   {len(row.cases)} example(s) simulated, {runs} from real inputs a run failed on")
-        body = split_header(row.text, HEADER)[1]
+        body = module_part(split_header(row.text, HEADER)[1])  # the author's module, not its examples as tests
         if before:
             for line in difflib.unified_diff(before.splitlines(), body.splitlines(), f"version {row.version - 1}",
                                              f"version {row.version}", lineterm="", n=1):
