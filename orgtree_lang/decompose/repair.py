@@ -136,6 +136,7 @@ def checked_outputs(decomposer, block, saved: SavedModule, outputs: dict[str, An
                               spec_text=spec_with_contracts(f"The step `{spec.name}`:\n{spec.doc}", spec),
                               workspace=decomposer.workspace, subject=subject, node=block.node)
     if not blocking:
+        block.note(f"outputs of {saved.path} accepted by their review")
         return evidence, error
     what = f"a reviewer rejected its outputs for these inputs: {listing(blocking)}"
     if evidence is not None:
