@@ -271,3 +271,18 @@ def test_pipe_modules_show_history_lists_each_version_with_its_reason_and_diff(t
     assert "# versions (2)" in out and "# version 1 " in out and "written" in out
     assert "# version 2 " in out and "error: index 1 is out of range" in out
     assert "1 from real inputs a run failed on" in out and "#   +    if len(parts) == 1:" in out
+
+
+def test_later_runs_are_sampled_and_a_sampled_review_that_cannot_be_asked_is_skipped(tmp_path):
+    author, reviewer = models(tmp_path, [{"reply": FIXED}])
+    run_decomposed(tmp_path, PRICES, {"items": ["3.50"]}, author, reviewer, review_outputs="first")
+    assert sum(p.startswith("Output review of") for p in reviewer.prompts) == 1  # the first run
+    # Every later run drawn (review_sample = 1): this reviewer answers code reviews only, so each spot check fails
+    # and is skipped.
+    picky = scripted(tmp_path, "picky", [{"match": {"contains": "Review round"}, "reply": NO_CONCERNS}], "reviewer")
+    assert run_decomposed(tmp_path, PRICES, {"items": ["4.00", "12"]}, author, picky, review_outputs="first",
+                          review_sample=1) == [400, 1200]
+    assert len(picky.prompts) == 2 and all(p.startswith("Output review of") for p in picky.prompts)
+    # A review the settings ask for is no spot check: its failure is the block's.
+    with pytest.raises(PipeRuntimeError, match="no response for this reviewer request"):
+        run_decomposed(tmp_path, PRICES, {"items": ["4.00"]}, author, picky, review_outputs="all")

@@ -106,7 +106,9 @@ def test_pipe_run_with_scripted_models_writes_and_then_reuses_the_child(tmp_path
     saved = tmp_path / ".orgtree" / "modules" / "triage" / "classify.pipe"
     assert saved.is_file()
     assert pipe("check", str(saved)).returncode == 0
-    # A model that answers nothing the second time: any call would fail, and none is made.
+    # A model that answers nothing the second time: any call would fail, and none is made (no sampled review of
+    # the reused module's outputs either).
+    (tmp_path / "orgtree.toml").write_text("[decompose]\nreview_sample = 0\n")
     (tmp_path / "silent.json").write_text(json.dumps([{"match": {"contains": "never asked"}, "reply": "x"}]))
     second = pipe("run", "triage.pipe", "-i", "report=how do I log in", "--model", "scripted:silent.json")
     assert second.returncode == 0, second.stderr
