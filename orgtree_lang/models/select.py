@@ -14,7 +14,8 @@ from orgtree_lang.runtime.config import ConfigError, config_section
 
 
 def model_from_spec(spec: str, *, role: str = "author", **kw: Any) -> Model:
-    """A spec of a backend in models/backends.py (`scripted:FILE`, `replay:FILE`), or any litellm model name (keyword arguments go to LiteLLMModel)."""
+    """A spec of a backend in models/backends.py (`scripted:FILE`, `replay:FILE`), an `openai/NAME` at an
+    `api_base` (OpenAIHTTPModel), or any other litellm model name (keyword arguments go to the model class)."""
     spec = spec.strip()
     if not spec:
         raise ModelError("no model named", "config", "pass --model, set PIPE_MODEL, or add [model] name to orgtree.toml")
@@ -23,6 +24,10 @@ def model_from_spec(spec: str, *, role: str = "author", **kw: Any) -> Model:
         backend, argument = named
         model_class = getattr(importlib.import_module(backend.module), backend.model_class)
         return model_class.from_spec(argument, role=role)
+    from orgtree_lang.models.openai_http import OpenAIHTTPModel, speaks_openai_http
+
+    if speaks_openai_http(spec, kw.get("api_base")):
+        return OpenAIHTTPModel(spec, **kw)  # plain HTTP: no litellm import, seconds off every run
     from orgtree_lang.models.litellm_backend import LiteLLMModel
 
     return LiteLLMModel(spec, **kw)

@@ -8,6 +8,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from orgtree_lang.models.backends import is_offline
+from orgtree_lang.models.price_map import model_info
 
 DEFAULT_CONTEXT_WINDOW = 8192
 # Encodings litellm ships in its tokenizers folder; any other would be downloaded, so it is never asked for.
@@ -77,21 +78,14 @@ def context_window(model_name: str, default: int = DEFAULT_CONTEXT_WINDOW) -> in
     """The input context window of `model_name`: an override, else litellm's model map, else `default`."""
     if model_name in _context_overrides:
         return _context_overrides[model_name]
-    if is_offline(model_name) or importlib.util.find_spec("litellm") is None:
+    if is_offline(model_name):
         return default
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    info = model_info(model_name) or {}
+    size = info.get("max_input_tokens") or info.get("max_tokens")
     try:
-        import litellm
-
-        for key in (model_name, _bare(model_name)):
-            info = litellm.model_cost.get(key)
-            if info:
-                size = info.get("max_input_tokens") or info.get("max_tokens")
-                if size:
-                    return int(size)
-    except Exception:
-        pass
-    return default
+        return int(size) if size else default
+    except (TypeError, ValueError):
+        return default
 
 
 def tiktoken_encoding(model_name: str = "gpt-4o"):
