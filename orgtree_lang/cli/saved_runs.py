@@ -169,7 +169,10 @@ def command_show(args) -> int:
         print(f"result: {printable(display(decode(meta.get('result')), True))}")
     if meta.get("error"):
         error = meta["error"]
-        print(printable(f"error: {error.get('message')} (at {error.get('at')}, node {error.get('node')})"))
+        where = ", ".join(f"{label} {error[key]}" for key, label in (("at", "at"), ("node", "node")) if error.get(key))
+        print(printable(f"error: {error.get('message')}" + (f" ({where})" if where else "")))
+        if error.get("kind") == "disk" and error.get("hint"):  # the run stopped for want of room: how to go on
+            print(printable(f"  = hint: {error['hint']}"))
     if status == "waiting":
         from orgtree_lang.cli.people import waiting_lines
 
