@@ -1,30 +1,10 @@
-"""litellm's model map (prices and context windows by model name), read from its JSON file without importing litellm."""
+"""What a call costs at litellm's per-token prices, read from its model map file (models/window.py), not litellm."""
 
 from __future__ import annotations
 
-import importlib.util
-import json
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
-# The file litellm itself reads when LITELLM_LOCAL_MODEL_COST_MAP is set (as this package always sets it).
-MAP_FILE = "model_prices_and_context_window_backup.json"
-
-
-@lru_cache(maxsize=1)
-def model_map() -> dict[str, dict[str, Any]]:
-    """Every model litellm knows, by name ({} when litellm is not installed or its file cannot be read).
-
-    Reading the file takes tens of milliseconds; importing litellm to get the same table takes seconds."""
-    spec = importlib.util.find_spec("litellm")
-    if spec is None or not spec.origin:
-        return {}
-    try:
-        data = json.loads((Path(spec.origin).parent / MAP_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return {name: info for name, info in data.items() if isinstance(info, dict)}
+from orgtree_lang.models.window import model_map
 
 
 def model_info(model_name: str) -> dict[str, Any] | None:
