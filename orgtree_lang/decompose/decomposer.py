@@ -15,6 +15,7 @@ from orgtree_lang.decompose.goal import Goal
 from orgtree_lang.decompose.inputs import MEMORY_THRESHOLD, remember_inputs
 from orgtree_lang.decompose.size import MAX_STATEMENTS
 from orgtree_lang.decompose.limits import ChildLimits, output_size
+from orgtree_lang.decompose.messages import block_node, replanned
 from orgtree_lang.decompose.prompt import CONTEXT_SHARE
 from orgtree_lang.decompose.reuse import (SIMILARITY, ReuseRefused, ask_reuse, checked_for_reuse,
                                          similar_modules)
@@ -80,7 +81,8 @@ class Decomposer:
     def __init__(self, *, author, reviewer, registry, workspace: Path, parent_file: str, parent_source: str,
                  settings: DecomposeSettings | None = None, depth: int = 0, max_repairs: int | None = None,
                  max_review_rounds: int | None = None, max_depth: int | None = None, goal=None,
-                 parent_author: tuple[str, str] | None = None, human=None, config=None) -> None:
+                 parent_author: tuple[str, str] | None = None, human=None, config=None,
+                 notices: set[str] | None = None) -> None:
         """`parent_author` is (module path, conversation) of the author that wrote the module this program is, for
         a generated one; `human(question) -> answer` asks the human node. Both settle review disagreements.
         `config` is the run's orgtree.toml as read at its start (runtime.config.ConfigSnapshot; its `[web]` says
@@ -108,6 +110,8 @@ class Decomposer:
         self._writing: dict[str, tuple[str, threading.Event]] = {}
         self.human = human
         self.store = ModuleStore(self.workspace)
+        self.notices = notices if notices is not None else set()  # what this run tree said once (shared by children)
+        self._messages = None  # decompose.messages.MessageSettings, read from `[org]` when a child first runs
         self._programs: dict[str, tuple[SavedModule, Any]] = {}  # spec hash -> module and program, this run
 
     @property
@@ -255,7 +259,7 @@ class Decomposer:
 
     def _run_child(self, program, block, saved: SavedModule, author):
         from orgtree_lang.decompose.coerce import fit_outputs, model_reshaper
-        from orgtree_lang.vm.blocks import ChildOverLimit
+        from orgtree_lang.vm.blocks import ChildOverLimit, Replan
 
         spec, path = block.spec, saved.path
         if any(use == "ctx" or use.startswith("ctx.") for use in program.uses):
@@ -266,13 +270,24 @@ class Decomposer:
             author=self.author, reviewer=self.reviewer, registry=self.registry, workspace=self.workspace,
             parent_file=str(path), parent_source=saved.text, settings=self.settings, depth=self.depth + 1,
             goal=self.goal.inside(self.parent_file, spec), human=self.human, config=self.config,
-            parent_author=(str(path), saved.provenance.get("author-conversation") or f"module:{path}"))
+            parent_author=(str(path), saved.provenance.get("author-conversation") or f"module:{path}"),
+            notices=self.notices)
         limits = self.settings.limits
+        replans = 0
         try:
-            # Every child runs within a generated module's limits, even when the parent has none, and its
-            # workspace keeps program sources read-only whatever the settings say.
-            result = block.run_child(program, child_decomposer, context=generated_context(block.context),
-                                     limits=limits.budget())
+            while True:
+                # The block's node, which the child's `send parent` reaches; its agent reads what no handler does.
+                block.desk = block_node(self, block)
+                try:
+                    # Every child runs within a generated module's limits, even when the parent has none, and its
+                    # workspace keeps program sources read-only whatever the settings say.
+                    result = block.run_child(program, child_decomposer, context=generated_context(block.context),
+                                             limits=limits.budget())
+                    break
+                except Replan as replan:
+                    replans += 1
+                    saved, program = replanned(self, block, saved, replan, replans)
+                    path = saved.path
         except ChildOverLimit as err:
             raise self._over_limits(spec, saved, limits.describe(err.limit), err) from err
         except PipeRuntimeError as err:
