@@ -120,22 +120,57 @@ class Decomposer:
 
     def __call__(self, block) -> dict[str, Any]:
         """The outputs of `block` (a vm.blocks.BlockContext): from a module saved or written for it, run as a child."""
-        spec, inputs = block.spec, block.inputs
+        spec = block.spec
         if self.depth >= self.max_depth:
             raise PipeRuntimeError(f"ambiguous block `{spec.name}` is {self.depth} generated modules deep, the "
                                    f"limit is {self.max_depth}", kind="ambiguous", catchable=False,
                                    hint="the blocks keep breaking down into more unknown steps; write this step "
                                         "yourself or raise the limit ([decompose] max_depth in orgtree.toml)")
-        from orgtree_lang.decompose.store import StoreError
-        from orgtree_lang.models.base import ModelError
-        from orgtree_lang.review.errors import ReviewError
-
         digest = spec_hash(spec)
         self._await_writer(digest, block)
         if digest in self._programs:  # reached again in this run: no file is read, nothing is compiled again
             saved, program = self._programs[digest]
             block.note(f"reused {saved.path}")
             return self._run_child(program, block, saved, self._metered(block)[0])
+        saved, program = self._module(block, digest)
+        return self._run_child(program, block, saved, self._metered(block)[0])
+
+    def _module(self, block, digest: str) -> tuple[SavedModule, Any]:
+        """The module for `block` and its program: found or written, as `_find_or_write`. In a durable run that is a
+        journaled step (kind `module`) whose result is the module's text: a resume or replay runs the module the run
+        ran (not whatever the file holds by then: a re-plan may have revised it), and the steps journaled while it
+        was written (model answers, scratchpad turns) keep their numbers."""
+        if block.effects is None or block.effects.mode == "retry":
+            # A retry runs the module as the store has it now: a person may have fixed it (docs/durability.md).
+            return self._find_or_write(block, digest)
+        numbering = block.numbering
+        step = block.effect_step("module", f"module for {block.spec.name}", [digest], {})
+        ran: list[tuple[SavedModule, Any]] = []
+
+        def find(_key: str | None) -> dict[str, Any]:
+            ran.append(self._find_or_write(block, digest))
+            saved = ran[0][0]
+            return {"path": str(saved.path), "provenance": saved.provenance, "body": saved.body, "text": saved.text,
+                    "effects:": numbering.effect_seq - step.seq}
+
+        found = block.effects.perform(step, find)
+        if ran:
+            return ran[0]
+        numbering.effect_seq = max(numbering.effect_seq, step.seq + found["effects:"])
+        from orgtree_lang.compile.api import compile_source
+
+        saved = SavedModule(Path(found["path"]), found["provenance"], found["body"], found["text"])
+        program = compile_source(saved.text, str(saved.path), self.registry).program
+        self._programs[digest] = (saved, program)
+        return saved, program
+
+    def _find_or_write(self, block, digest: str) -> tuple[SavedModule, Any]:
+        """A saved module for `block`'s spec that may be reused, else one written for it; with its program."""
+        from orgtree_lang.decompose.store import StoreError
+        from orgtree_lang.models.base import ModelError
+        from orgtree_lang.review.errors import ReviewError
+
+        spec, inputs = block.spec, block.inputs
         writing = threading.Event()
         self._writing[digest] = (block.node, writing)
         try:
@@ -187,7 +222,7 @@ class Decomposer:
             if self._writing.get(digest, (None, None))[1] is writing:
                 del self._writing[digest]
             writing.set()
-        return self._run_child(program, block, saved, author)
+        return saved, program
 
     def _await_writer(self, digest: str, block) -> None:
         """While another block of this run finds or writes the module for the same spec (blocks of parallel
