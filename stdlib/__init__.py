@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING
 import orgtree_lang.memory.insight_skills as insight_skills
 import orgtree_lang.memory.pad_skills as pad_skills
 import orgtree_lang.memory.skills as memory_skills
+import orgtree_lang.net.research_skills as research_skills
 import orgtree_lang.net.skills as web_skills
 from orgtree_lang.stdlib import clock, dicts, fs, ids, json_skills, kv, lists, math_skills, random_skills, text
 from orgtree_lang.stdlib import code_skills
-from orgtree_lang.stdlib import llm, research_skills
+from orgtree_lang.stdlib import llm
 
 if TYPE_CHECKING:
     from orgtree_lang.runtime.skills import SkillRegistry

@@ -1,4 +1,4 @@
-"""The research agent's judgment steps, for stdlib/research.pipe: questions in, a plan out (research.plan); a text
+"""The research agent's judgment steps, skills for stdlib/research.pipe: questions in, a plan out (research.plan); a text
 and a question in, whether it answers it and which links to follow out (research.judge); an empirical question in,
 code to run in the sandbox out (research.experiment).
 
@@ -12,10 +12,9 @@ text's answer is its line sharing the most words with the question.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
-
-from pydantic import BaseModel, Field
 
 from orgtree_lang.memory.skills import summarizer_of
 from orgtree_lang.runtime.errors import SkillError
@@ -28,25 +27,29 @@ _CODE = re.compile(r"```(python|sh|bash)[ \t]*\n(.*?)```", re.S)
 _WORDS = re.compile(r"[a-z0-9_]{4,}")
 
 
-class PlannedQuestion(BaseModel):
-    question: str
-    kind: str = Field(description='"lookup" (read about it) or "empirical" (run code to find out)')
-    queries: list[str] = Field(description="searches to try, best first")
+@functools.cache
+def _schemas() -> dict[str, type]:
+    """The answers' pydantic schemas, built on first use (pydantic is not imported by `pipe check`)."""
+    from pydantic import BaseModel, Field
 
+    class PlannedQuestion(BaseModel):
+        question: str
+        kind: str = Field(description='"lookup" (read about it) or "empirical" (run code to find out)')
+        queries: list[str] = Field(description="searches to try, best first")
 
-class Plan(BaseModel):
-    plan: list[PlannedQuestion]
+    class Plan(BaseModel):
+        plan: list[PlannedQuestion]
 
+    class Judgment(BaseModel):
+        relevant: bool = Field(description="true only if the text answers the question, at least in part")
+        answer: str = Field(description="the answer as the text gives it, with its numbers and names; empty if none")
+        follow: list[str] = Field(default_factory=list, description="links of the text worth reading next")
 
-class Judgment(BaseModel):
-    relevant: bool = Field(description="true only if the text answers the question, at least in part")
-    answer: str = Field(description="the answer as the text gives it, with its numbers and names; empty if none")
-    follow: list[str] = Field(default_factory=list, description="links of the text worth reading next")
+    class Experiment(BaseModel):
+        language: str = Field(description="python, sh or bash")
+        source: str = Field(description="a program that prints what answers the question")
 
-
-class Experiment(BaseModel):
-    language: str = Field(description="python, sh or bash")
-    source: str = Field(description="a program that prints what answers the question")
+    return {"plan": Plan, "judgment": Judgment, "experiment": Experiment}
 
 
 PLAN_PROMPT = """You plan research for an agent that must write a program. For each question decide whether it is a
@@ -82,13 +85,13 @@ def _model(ctx: SkillContext, task: str):
     return agent_turns(model, AGENT, task, ctx.workspace.root, reviewer=reviewer)
 
 
-def _ask(model, system: str, prompt: str, schema: type[BaseModel], what: str):
+def _ask(model, system: str, prompt: str, schema: str, what: str):
     import uuid
 
     from orgtree_lang.models.base import Message, ModelError
 
     try:
-        return model.complete([Message("system", system), Message("user", prompt)], schema=schema,
+        return model.complete([Message("system", system), Message("user", prompt)], schema=_schemas()[schema],
                               conversation_id=uuid.uuid4().hex).parsed
     except ModelError as err:
         raise SkillError(f"{what}: {err.message}", hint=err.hint) from None
@@ -114,7 +117,7 @@ def plan(ctx: SkillContext, questions: list[str]) -> list[dict[str, Any]]:
     questions = [q for q in questions if q.strip()]
     model = _model(ctx, " ".join(questions))
     if model is not None and questions:
-        asked = _ask(model, PLAN_PROMPT, "\n".join(f"- {q}" for q in questions), Plan, "research.plan")
+        asked = _ask(model, PLAN_PROMPT, "\n".join(f"- {q}" for q in questions), "plan", "research.plan")
         by_question = {p.question.strip(): p for p in asked.plan}
         planned = []
         for index, question in enumerate(questions):
@@ -162,7 +165,7 @@ def judge(ctx: SkillContext, question: str, text: str, source: str, links: list[
     listed = "\n".join(f"- {link}" for link in links[:40])
     prompt = (f"Question: {question}\n\nSource: {source}\n\n{view.text}"
               + (f"\n\nLinks of the source:\n{listed}" if listed else ""))
-    verdict = _ask(model, JUDGE_PROMPT, prompt, Judgment, "research.judge")
+    verdict = _ask(model, JUDGE_PROMPT, prompt, "judgment", "research.judge")
     follow = [link for link in verdict.follow if link in links][:FOLLOW]
     answer = verdict.answer.strip() if verdict.relevant else ""
     return {"relevant": bool(answer), "answer": answer, "follow": follow}
@@ -199,7 +202,7 @@ def experiment(ctx: SkillContext, question: str, known: str = "") -> dict[str, s
         return {"language": match.group(1), "source": match.group(2)} if match else {"language": "python",
                                                                                        "source": ""}
     prompt = f"Question: {question}" + (f"\n\nWhat is known so far:\n{known}" if known.strip() else "")
-    written = _ask(model, EXPERIMENT_PROMPT, prompt, Experiment, "research.experiment")
+    written = _ask(model, EXPERIMENT_PROMPT, prompt, "experiment", "research.experiment")
     language = written.language if written.language in ("python", "sh", "bash") else "python"
     return {"language": language, "source": written.source}
 
