@@ -17,6 +17,7 @@ import re
 from typing import Any
 
 from orgtree_lang.memory.skills import summarizer_of
+from orgtree_lang.memory.summarize import content_words
 from orgtree_lang.runtime.errors import SkillError
 from orgtree_lang.runtime.skills import SkillContext, skill
 
@@ -136,7 +137,7 @@ def judge(ctx: SkillContext, question: str, text: str, source: str, links: list[
 
     With a model configured the research agent reads the text through the context tree (a quarter of its window:
     a long page is summarized, its facts kept) and answers; without one the answer is the text's line sharing the
-    most words (of four letters or more) with the question, and the links to follow those sharing a word with it.
+    most content words (of four letters or more) with the question, and the links to follow those sharing a word with it.
 
     Args:
         question: The research question.
@@ -172,7 +173,7 @@ def judge(ctx: SkillContext, question: str, text: str, source: str, links: list[
 
 
 def _judged_offline(question: str, text: str, links: list[str]) -> dict[str, Any]:
-    wanted = _words(question)
+    wanted = {word for word in content_words(question) if len(word) >= 4}
     best, best_score = "", 0
     for line in text.split("\n"):
         score = sum(1 for word in wanted if word in line.lower())
