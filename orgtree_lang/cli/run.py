@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from orgtree_lang.cli.options import (EXIT_OK, add_budget_options, add_model_options, add_trace_options, add_verb,
-                                      add_workspace_option, budget_from_args, program_file)
+                                      add_workspace_option, budget_from_args, models_from_args, program_file)
 from orgtree_lang.runtime.errors import DiskFull, PipeRuntimeError, UsageError
 from orgtree_lang.runtime.inputs import InputError, check_depth, json_nesting_depth, nesting_problem, parse_input
 from orgtree_lang.runtime.printable import printable
@@ -77,6 +77,7 @@ def command_run(args) -> int:
     root = workspace_for(path, Path(args.workspace) if args.workspace else None)
     settings = RunSettings.load(root)
     registry = workspace_registry(root, config=settings.file)
+    registry.warm_lazy(used_namespaces(path))  # an MCP server the program uses starts while it compiles
     compiled = compile_file(path, registry, root / ".orgtree" / "cache")
     for warning in compiled.warnings:
         print(warning.render(compiled.source), file=sys.stderr)
@@ -164,15 +165,8 @@ def make_decomposer(args, program, source: str, file: str, root: Path, registry,
 def make_models(args, program=None, settings=None):
     """The run's models from --model/--review-model/--api-base/--record (or PIPE_MODEL, orgtree.toml); made lazily."""
     from orgtree_lang.models.backends import is_offline
-    from orgtree_lang.models.base import ModelError
-    from orgtree_lang.models.roles import RunModels
 
-    try:
-        models = RunModels.from_config(args.model, args.review_model, api_base=args.api_base, record=args.record,
-                                       timeout=getattr(args, "model_timeout", None),
-                                       config_path=settings.file if settings is not None else Path("orgtree.toml"))
-    except ModelError as err:
-        raise UsageError(str(err)) from None
+    models = models_from_args(args, settings.file if settings is not None else Path("orgtree.toml"), tell=True)
     uses_models = program is None or any(u.split(".")[0] == "llm" for u in program.uses) or \
         any(code.ambiguous for code in program.pipelines.values())
     if uses_models:
@@ -373,3 +367,21 @@ def collect_inputs(code, pairs: list[str], inputs_file: str | None, program=None
         inputs[key] = parse_input(key, text, params[key].type) if key in params else text
     check_inputs(code, inputs, RecordTypes(program.records if program is not None else {}))
     return inputs
+
+
+def used_namespaces(path: Path) -> list[str]:
+    """The names on the `use` lines at the top of a program (before its first other statement), read without
+    parsing it: a hint for what to start early, never a check (the compiler reads the same lines properly)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+    names = []
+    for line in lines:
+        text = line.split("#", 1)[0].strip()
+        if not text:
+            continue
+        if not text.startswith("use "):
+            break
+        names += [name.strip() for name in text[4:].split(",") if name.strip()]
+    return names
