@@ -330,8 +330,14 @@ class _PipelineCompiler(ContractEmitter):
         if s.parallel:
             self._parallel_for(s)
             return
-        self._expr(s.iterable)
-        self._emit(CODE["GET_ITER"], None, s.iterable.span)
+        if self._is_range_call(s.iterable):
+            # The loop runs over a range, never a built list: the loop state then costs a checkpoint nothing.
+            for arg in s.iterable.args:
+                self._expr(arg)
+            self._emit(CODE["GET_RANGE_ITER"], len(s.iterable.args), s.iterable.span)
+        else:
+            self._expr(s.iterable)
+            self._emit(CODE["GET_ITER"], None, s.iterable.span)
         top, end, after = _Label(), _Label(), _Label()
         self._place(top)
         self._jump(CODE["FOR_ITER"], end, s.span)
@@ -348,6 +354,12 @@ class _PipelineCompiler(ContractEmitter):
         self._jump(CODE["JUMP"], top, s.span)
         self._place(end)
         self._place(after)
+
+    def _is_range_call(self, e: n.Expr) -> bool:
+        if not isinstance(e, n.Call) or e.keywords:
+            return False
+        target = self.checked.calls.get(e)
+        return target is not None and target.kind == "builtin" and target.name == "range"
 
     def _Try(self, s: n.Try) -> None:
         handler, end = _Label(), _Label()

@@ -33,7 +33,7 @@ class DecomposeSettings:
     max_review_rounds: int = 3
     max_depth: int = 3  # generated modules inside generated modules
     context_share: float = CONTEXT_SHARE  # of the author's context window, for the synthesis request
-    similarity: float = SIMILARITY  # word overlap for a saved module of another block to be offered for reuse
+    similarity: float = SIMILARITY  # relevance of a saved module of another block to be offered for reuse (reuse.py)
     child_max_steps: int = ChildLimits.steps  # what each generated module may take, even when its parent has
     child_max_seconds: float = ChildLimits.seconds  # no limit (decompose/limits.py)
     max_output_chars: int = ChildLimits.output_chars

@@ -17,6 +17,7 @@ from orgtree_lang.decompose.inputs import described_inputs
 from orgtree_lang.decompose.prompt import PromptTooLarge, build_request, spec_text
 from orgtree_lang.decompose.protocol import input_summarizer, seated, seed_tokens
 from orgtree_lang.decompose.research import INSTRUCTIONS as RESEARCH_INSTRUCTIONS
+from orgtree_lang.decompose.reuse import offered_skills
 from orgtree_lang.decompose.size import SMALL_PIPELINES, size_problems
 from orgtree_lang.decompose.store import SavedModule
 from orgtree_lang.decompose.validate import validate_module
@@ -51,7 +52,7 @@ def write_module(decomposer, spec: AmbiguousSpec, inputs: dict[str, Any], digest
     settings, registry = decomposer.settings, decomposer.registry
     parent_file, parent_source = decomposer.parent_file, decomposer.parent_source
     related = [(m.provenance.get("block", m.path.stem), m.body) for m in similar]
-    window = context_window(author.name)
+    window = context_window(author)
     budget = int(window * settings.context_share)
     # The big inputs' views are summarized by the run's model (before the author is seated: not as its turn).
     summarizer = input_summarizer(block, author, decomposer.workspace)
@@ -70,7 +71,8 @@ def write_module(decomposer, spec: AmbiguousSpec, inputs: dict[str, Any], digest
         request = build_request(spec, inputs, registry, parent_file, parent_source, related,
                                 count=lambda text: count_tokens(text, author.name), budget=budget - extra,
                                 fixed=LANGUAGE_NOTES, share=settings.context_share, window=window,
-                                described=described, seed=seed)
+                                described=described, seed=seed,
+                                offered=offered_skills(spec, registry, decomposer.workspace, settings.similarity / 2))
     except PromptTooLarge as err:
         raise PipeRuntimeError(str(err) + (f" (after the {extra:,} tokens of the examples and design request)"
                                            if extra else ""), kind="ambiguous", catchable=False,

@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from orgtree_lang.compile.api import program_identity
-from orgtree_lang.durable.attempt import (TRACE_FILE, RunBuilder, attempt, current_program, merged_budget,
-                                          open_run, program_hash, with_decomposer)
+from orgtree_lang.durable.attempt import (TRACE_FILE, RunBuilder, attempt, current_program, full_disk_stops,
+                                          merged_budget, open_run, program_hash, with_decomposer)
 from orgtree_lang.durable.effects import EffectLog, NonDeterminismError
+from orgtree_lang.durable.inbound import pending_messages
 from orgtree_lang.durable.journal import Journal, JournalError
 from orgtree_lang.durable.reconcile import repair_before_resume
 from orgtree_lang.runtime.values import decode
@@ -57,36 +58,42 @@ def resume(root: Path, ref: str, registry, options, *, build: RunBuilder, from_s
                     state = saved
         if notice is not None and mode == "resume" and meta.get("status") == "running":
             notice(_reprinted(meta["run_id"], state, opened.journal))
-        if options.tree:
-            # What the dead process left in the org tree is put right before this attempt adds to it.
-            repair_before_resume(root, meta["run_id"], opened.journal, state.effect_seq if state else 0)
-        effects = EffectLog(opened.journal, meta["run_id"], mode, source_hash=digest, sources=sources,
-                            key_suffix=f":scratch{scratch}" if scratch else "")
-        trace_path = options.trace or opened.run_dir / TRACE_FILE
-        trace_size = trace_path.stat().st_size if trace_path.is_file() else None
-        options = with_decomposer(options, program, source, meta.get("file", str(path)))
-        parts = build(program, root, registry, options, meta["run_id"], effects=effects, trace=trace_path)
-        machine = parts.machine
-        parts.tracer.emit("run.resume", None, None, mode="checkpoint" if state else "from start", attempt=
-                    meta.get("attempts", 0) + 1)
-        start_args = None
-        if state is not None:
-            state.status = "paused"
-            machine.attach(state)
-        else:
-            start_args = (meta["entry"], decode(meta["inputs"]), meta["run_id"], meta.get("fork_changes", []))
-        try:
-            return attempt(parts, opened.journal, start_args)
-        except NonDeterminismError:
-            # Refused: the run stays as it was, still naming the code it ran (replay uses it) and its trace.
-            opened.journal.update_meta(**{k: meta[k] for k in ("sources", "source_hash", "program", "budget")
-                                          if k in meta})
-            if trace_size is not None:
-                with open(trace_path, "r+b") as handle:
-                    handle.truncate(trace_size)
+        if notice is not None:
+            for message in pending_messages(opened.run_dir):
+                if message.get("refused"):
+                    notice(f"a message queued for run {meta['run_id']} cannot be taken: {message['refused']}; the "
+                           f"run logs it as undelivered (`pipe messages {meta['run_id']}`) and goes on without it")
+        with full_disk_stops(opened.journal, meta["run_id"]):
+            if options.tree:
+                # What the dead process left in the org tree is put right before this attempt adds to it.
+                repair_before_resume(root, meta["run_id"], opened.journal, state.effect_seq if state else 0)
+            effects = EffectLog(opened.journal, meta["run_id"], mode, source_hash=digest, sources=sources,
+                                key_suffix=f":scratch{scratch}" if scratch else "")
+            trace_path = options.trace or opened.run_dir / TRACE_FILE
+            trace_size = trace_path.stat().st_size if trace_path.is_file() else None
+            options = with_decomposer(options, program, source, meta.get("file", str(path)))
+            parts = build(program, root, registry, options, meta["run_id"], effects=effects, trace=trace_path)
+            machine = parts.machine
+            parts.tracer.emit("run.resume", None, None, mode="checkpoint" if state else "from start", attempt=
+                        meta.get("attempts", 0) + 1)
+            start_args = None
+            if state is not None:
+                state.status = "paused"
+                machine.attach(state)
             else:
-                trace_path.unlink(missing_ok=True)
-            raise
+                start_args = (meta["entry"], decode(meta["inputs"]), meta["run_id"], meta.get("fork_changes", []))
+            try:
+                return attempt(parts, opened.journal, start_args)
+            except NonDeterminismError:
+                # Refused: the run stays as it was, still naming the code it ran (replay uses it) and its trace.
+                opened.journal.update_meta(**{k: meta[k] for k in ("sources", "source_hash", "program", "budget")
+                                              if k in meta})
+                if trace_size is not None:
+                    with open(trace_path, "r+b") as handle:
+                        handle.truncate(trace_size)
+                else:
+                    trace_path.unlink(missing_ok=True)
+                raise
     finally:
         opened.close()
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import time
+import urllib.parse
 import uuid
+from typing import Any, Callable
 
 from orgtree_lang.models.base import Completion, Message, Model, ModelError, Usage
 
@@ -109,6 +111,36 @@ def _request(exc: BaseException):
         return None
 
 
+def with_retries(model, send: Callable[[], Any]) -> tuple[Any, float]:
+    """`send()`'s answer and the seconds its successful attempt took. A ModelError of a RETRIED kind is tried
+    again up to `model.max_retries` times, waiting `model.backoff_s` doubling up to `model.max_backoff_s`;
+    every attempt counts in `model.attempts`."""
+    for attempt in range(model.max_retries + 1):
+        started = time.monotonic()
+        model.attempts += 1
+        try:
+            return send(), time.monotonic() - started
+        except ModelError as error:
+            if error.kind not in RETRIED or attempt == model.max_retries:
+                if error.kind in RETRIED and attempt:
+                    error.message = f"{error.message} (after {attempt + 1} attempts)"
+                raise
+            time.sleep(min(model.backoff_s * 2 ** attempt, model.max_backoff_s))
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+LOCAL_KEY = "none"  # what an OpenAI-compatible server on this machine is sent when no key is set; it checks none
+
+
+def needs_no_key(name: str, api_base: str | None) -> bool:
+    """True for an `openai/...` model served on this machine (llama.cpp, vLLM, Ollama on 127.0.0.1, ::1 or
+    localhost) with no OPENAI_API_KEY set: litellm's OpenAI client refuses to send a request without some key."""
+    if not api_base or not name.startswith("openai/") or os.environ.get("OPENAI_API_KEY"):
+        return False
+    host = urllib.parse.urlsplit(api_base).hostname or ""
+    return host in ("127.0.0.1", "::1", "localhost") or host.startswith("127.")
+
+
 class LiteLLMModel(Model):
     """A model reached through litellm. Rate limits, timeouts and 5xx errors are retried up to `max_retries`
     times with exponential backoff (`backoff_s`, doubling, capped at `max_backoff_s`)."""
@@ -133,20 +165,16 @@ class LiteLLMModel(Model):
             kwargs["api_base"] = self.api_base
         if self.api_key:
             kwargs["api_key"] = self.api_key
-        for attempt in range(self.max_retries + 1):
-            started = time.monotonic()
-            self.attempts += 1
+        elif needs_no_key(self.name, self.api_base):
+            kwargs["api_key"] = LOCAL_KEY
+
+        def send():
             try:
-                response = litellm.completion(**kwargs)
-                break
+                return litellm.completion(**kwargs)
             except Exception as exc:  # litellm raises its own exception family; map_error sorts them
-                error = map_error(exc, self.name, self.api_base)
-                if error.kind not in RETRIED or attempt == self.max_retries:
-                    if error.kind in RETRIED and attempt:
-                        error.message = f"{error.message} (after {attempt + 1} attempts)"
-                    raise error from None
-                time.sleep(min(self.backoff_s * 2 ** attempt, self.max_backoff_s))
-        latency = time.monotonic() - started
+                raise map_error(exc, self.name, self.api_base) from None
+
+        response, latency = with_retries(self, send)
         text = (response.choices[0].message.content or "") if response.choices else ""
         usage = getattr(response, "usage", None)
         try:

@@ -118,6 +118,10 @@ class Skill:
     # Nothing outside the run sees the call: it reads (a clock, a file, a random source) and changes nothing, so
     # a durable run may commit its step without an fsync of its own (group commit, docs/durability.md).
     unobserved: bool = False
+    # For a skill that runs a .pipe module (a learned one): the module's `use` lines, the capabilities a call exercises.
+    # A generated module may call it wherever its block's `use` lines cover these (decompose/validate.py); None for a
+    # Python skill, whose capability is its own name.
+    uses: tuple[str, ...] | None = None
 
     @property
     def namespace(self) -> str:
