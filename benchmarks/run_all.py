@@ -66,6 +66,9 @@ BENCHMARKS = (
                "x"))),
     Benchmark("model_startup.py", ("--repeat", "2"), (
         Figure("pipe run, a real provider over no model", r"this tree: the provider adds ([\d.-]+) s", "<=", 1.5, "s"),)),
+    Benchmark("mcp_startup.py", ("--repeat", "1"), (
+        Figure("pipe run, an MCP server over none (later run)", r"this tree: the MCP server adds ([\d.-]+) s", "<=",
+               1.5, "s"),)),
     Benchmark("big_values.py", (), (
         Figure("run storage / 5 MB input", r"= ([\d.]+)x the input", "<=", 2.0, "x"),)),
     Benchmark("orgtree_overhead.py", ("--repeat", "1"), (

@@ -37,9 +37,10 @@ MODULE_HINT = "make the block's docstring more precise, or write this step yours
 
 
 def write_module(decomposer, spec: AmbiguousSpec, inputs: dict[str, Any], digest: str, author, reviewer, block,
-                 similar: list[SavedModule]) -> SavedModule:
+                 similar: list[SavedModule], evidence: str = "") -> SavedModule:
     """Have the author write a module for `block` (with its design and simulation when the flow is data-driven),
-    repaired until valid, reviewed (escalating a disagreement), and save it; the saved module."""
+    repaired until valid, reviewed (escalating a disagreement), and save it; the saved module. `evidence` (why an
+    earlier module must be revised: a re-plan, docs/org.md "Decisions") ends the first request."""
     from orgtree_lang.decompose.attempts import AttemptLog
     from orgtree_lang.decompose.escalate import escalate, judges_for
     from orgtree_lang.decompose.journaled import review_subject
@@ -83,7 +84,8 @@ def write_module(decomposer, spec: AmbiguousSpec, inputs: dict[str, Any], digest
     turns = AuthorTurns(author, conversation, attempts, spec.name, digest, f"{parent_file}:{spec.span.line}",
                         decomposer.workspace, settings.max_repairs + 1, settings.max_research,
                         research=lambda need, what: researched(decomposer, need, what, spec, block, reviewer),
-                        messages=[Message("system", LANGUAGE_NOTES), Message("user", flow.opening(request.text))])
+                        messages=[Message("system", LANGUAGE_NOTES),
+                                  Message("user", flow.opening(request.text + (f"\n\n{evidence}" if evidence else "")))])
 
     def valid_module(phase: str, answers: list[str] | None = None) -> str:
         return turns.until_valid("module", phase, lambda answer: module_problems(decomposer, spec, answer),
