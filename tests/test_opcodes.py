@@ -26,6 +26,8 @@ from orgtree_lang.runtime.workspace import Workspace
 from orgtree_lang.run.factory import plain_machine
 from pipe_testing import compile_text, example_files, golden_files, golden_id, read_expectations, registry
 
+pytestmark = pytest.mark.fast
+
 REG = registry()
 
 

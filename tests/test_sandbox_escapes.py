@@ -48,8 +48,10 @@ def _leftovers(baseline: set[int], sandbox_uid: int | None) -> list[str]:
     return left
 
 
-def _tmp_entries() -> set[str]:
-    return {name for name in os.listdir(tempfile.gettempdir()) if name.startswith(("PLANTED", "orgtree-sbx-"))}
+def _tmp_entries(host: dict) -> set[str]:
+    """What an escape plants in the host's temp folder, and what the sandbox made in this process's temp folder."""
+    planted = {name for name in os.listdir(host["host_temp"]) if name.startswith("PLANTED")}
+    return planted | {f"private/{name}" for name in os.listdir(host["temp"])}
 
 
 @pytest.fixture(scope="module")
@@ -63,12 +65,19 @@ def host(tmp_path_factory):
     os.chmod(scratch_root, 0o755)
     settings = quick_settings(timeout=1.5, scratch_root=str(scratch_root))
     os.environ["ORGTREE_HOST_SECRET"] = secret
+    # This process's temp folder is its own while the corpus runs: other tests and test processes on the machine
+    # make orgtree-sbx-* folders in the shared one, which must not read as this run's leftovers.
+    previous, host_temp = tempfile.tempdir, tempfile.gettempdir()
+    private_temp = tmp_path_factory.mktemp("tempdir")
+    tempfile.tempdir = str(private_temp)
     bystander = subprocess.Popen(["sleep", "600"])
     try:
         with local_server() as server:
             yield {"secret": secret, "canary": canary, "server": server, "settings": settings,
-                   "bystander": bystander, "scratch_root": scratch_root}
+                   "bystander": bystander, "scratch_root": scratch_root, "host_temp": host_temp,
+                   "temp": private_temp}
     finally:
+        tempfile.tempdir = previous
         del os.environ["ORGTREE_HOST_SECRET"]
         bystander.kill()
         bystander.wait()
@@ -87,7 +96,7 @@ def test_escape_attempt_is_contained(program, host):
     settings: SandboxSettings = host["settings"]
     sandbox_uid = settings.uid if os.geteuid() == 0 else None
     baseline = {int(e.name) for e in os.scandir("/proc") if e.name.isdigit()}
-    tmp_before = _tmp_entries()
+    tmp_before = _tmp_entries(host)
     source = program.read_text().replace("@CANARY@", str(host["canary"])).replace("@PORT@", str(host["server"].server_port))
     language = "python" if program.suffix == ".py" else "bash"
 
@@ -101,7 +110,7 @@ def test_escape_attempt_is_contained(program, host):
     assert host["server"].hits == [], "the sandbox reached the host's HTTP server"
     assert host["bystander"].poll() is None, "a host process was killed"
     assert _leftovers(baseline, sandbox_uid) == [], "processes of the sandbox outlived the run"
-    assert _tmp_entries() == tmp_before, "the run left files in the host's temp folder"
+    assert _tmp_entries(host) == tmp_before, "the run left files in the host's temp folder"
     assert list(host["scratch_root"].iterdir()) == [], "the scratch folder was not removed"
     expect = _EXPECT.search(program.read_text()).group(1)
     if expect == "contained":
