@@ -243,12 +243,29 @@ def test_without_libseccomp_bubblewrap_refuses_and_names_the_fix(monkeypatch):
 
 FS_CORPUS = sorted((CORPUS_DIR / "fs").glob("*.pipe"))
 NOTES_SERVER = Path(__file__).parent / "mcp_servers" / "notes_server.py"
-USES_NOTES = "use mcp.notes\n\npipeline main() -> int:\n    return mcp.notes.word_count(\"host code stays the person's\")\n"
+USES_NOTES = ("use mcp.notes, wordy\n\npipeline main() -> int:\n"
+              "    return mcp.notes.word_count(\"host code stays the person's\") + wordy.count(\"two words\")\n")
+# A workspace skill of the person's (skills/), with a helper, so the corpus can aim at code `pipe` imports itself.
+WORDY = '''"""Words, for the person's programs."""
+from orgtree_lang.runtime.skills import skill
+
+from ._text import words
+
+
+@skill(pure=True)
+def count(text: str) -> int:
+    """Count the words of a text.
+
+    Args:
+        text: Any text.
+    """
+    return len(words(text))
+'''
 
 
 def _host_workspace(root: Path) -> Path:
-    """A workspace whose orgtree.toml starts a stdio MCP server from `tools/`, with the editor settings, links and
-    virtualenv the corpus aims at."""
+    """A workspace whose orgtree.toml starts a stdio MCP server from `tools/`, with its own Python skills (`skills/`,
+    `[skills] paths`), the editor settings, links and virtualenv the corpus aims at."""
     import json
     import sys
 
@@ -259,7 +276,18 @@ def _host_workspace(root: Path) -> Path:
     (root / "venv" / "bin" / "python").symlink_to(sys.executable)
     (root / "orgtree.toml").write_text(
         f"[mcp.servers.notes]\ncommand = {json.dumps([sys.executable, 'tools/notes_server.py', 'calls.txt'])}\n\n"
-        f"[mcp.servers.boxed]\ncommand = {json.dumps(['venv/bin/python', 'tools/notes_server.py', 'boxed.txt'])}\n")
+        f"[mcp.servers.boxed]\ncommand = {json.dumps(['venv/bin/python', 'tools/notes_server.py', 'boxed.txt'])}\n\n"
+        '[skills]\npaths = ["lib/skills"]\n')
+    (root / "skills").mkdir()
+    (root / "skills" / "wordy.py").write_text(WORDY)
+    (root / "skills" / "_text.py").write_text("def words(text):\n    return text.split()\n")
+    (root / "shared").mkdir()
+    (root / "shared" / "shared_code.txt").write_text("SHARED = 1\n")
+    (root / "skills" / "shared.py").symlink_to("../shared/shared_code.txt")
+    (root / "lib" / "skills").mkdir(parents=True)
+    (root / "lib" / "skills" / "extra.py").write_text("EXTRA = 1\n")
+    (root / "skills-alias").symlink_to("skills")
+    os.link(root / "skills" / "wordy.py", root / "wordy-link.txt")
     (root / ".vscode").mkdir()
     (root / ".vscode" / "settings.json").write_text('{"pipe.server.command": "pipe"}\n')
     (root / ".git" / "hooks").mkdir(parents=True)
@@ -326,7 +354,7 @@ def test_a_run_cannot_change_what_the_host_executes(program, tmp_path):
 
     # The next run that needs the server starts it: it must run the person's code, and only that.
     later = _pipe(root, "run", "uses_notes.pipe")
-    assert later.returncode == 0 and later.stdout.strip() == "5", later.stderr
+    assert later.returncode == 0 and later.stdout.strip() == "7", later.stderr  # 5 words + 2: the person's code
     assert not list(root.rglob("ESCAPED")), "code written by the run was executed by the host"
     deadline = time.monotonic() + 3
     while _processes_in(root) and time.monotonic() < deadline:
