@@ -1,5 +1,5 @@
 """What a generated module did wrong on real data, as evidence for its author: from the error a run of it raised, a
-failed expectation, a rejection of its outputs or a run-time agent's decision, to the repair request's text."""
+failed expectation or a rejection of its outputs, to the repair request's text."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ _BLAME = re.compile(r"^\s*[-*]?\s*blame\s*:\s*`?([A-Za-z_][\w.]*)`?\s*:\s*(.+)$"
 class Evidence:
     """Why a block's module needs a repair: the failing inputs and what happened on them."""
 
-    kind: str  # error | expectation | assumption | review | message | nested (a nested block ran out of repairs)
+    kind: str  # error | expectation | assumption | review | nested (a nested block ran out of repairs)
     what: str  # the error's message, the failed condition, the reviewer's concerns, the message
     inputs: dict[str, Any]
     outputs: dict[str, Any] | None = None  # what the module gave, when it gave something
@@ -46,20 +46,6 @@ class Evidence:
         except ValueError:
             return None
         return Case(dict(self.inputs), {}, "run") if size <= SAVED_CASE_CHARS else None
-
-
-@dataclasses.dataclass
-class RepairNeeded(PipeRuntimeError):
-    """Raised inside a block's run (by a run-time agent's re-plan decision): the block's decomposer repairs the
-    module with `evidence` and runs the block again from its inputs (decompose/repair.py). `replan(evidence)`
-    makes one."""
-
-    evidence: Evidence | None = None
-
-
-def replan(evidence: Evidence, span=None) -> RepairNeeded:
-    """The error that asks the block's decomposer for a repair with `evidence`, then a run from the block's inputs."""
-    return RepairNeeded(f"re-plan: {evidence.what}", kind="replan", span=span, catchable=False, evidence=evidence)
 
 
 @dataclasses.dataclass
@@ -90,9 +76,6 @@ def evidence_of(err: PipeRuntimeError, block, saved) -> Evidence | None:
     """The evidence a failed run of `saved` (a decompose.store.SavedModule) gives its author, or None when the
     error is not the module's to fix (a budget, a model, a person, a cancellation)."""
     chain = _chain(err)
-    for link in chain:
-        if isinstance(link, RepairNeeded) and link.evidence is not None:
-            return link.evidence
     for link in chain:
         if isinstance(link, RepairsExhausted) and link.evidence is not None:
             return Evidence("nested", link.message, dict(block.inputs), location=_where(link, saved))

@@ -2,8 +2,8 @@
 author with the failing case; the revision is reviewed and simulated like a first writing, saved as the module's
 next version, and the block runs again from its inputs. Repairs run out into the parent block's author, then a person.
 
-The entry point for other run-time agents (a message's re-plan decision) is `repair(decomposer, block, evidence)`,
-or raising `evidence.replan(evidence)` inside the block's run, which does the same and re-runs the block."""
+The entry point for other run-time agents is `repair(decomposer, block, evidence)`: the module revised for the
+evidence as a repair (its versions kept, the failing case binding)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from orgtree_lang.decompose.evidence import (Evidence, RepairRequest, RepairsExh
 from orgtree_lang.decompose.output_review import listing, outputs_subject, rejection, review_outputs, sampled
 from orgtree_lang.decompose.simulate import Case, module_part
 from orgtree_lang.decompose.spec import spec_hash
-from orgtree_lang.decompose.store import HEADER, SavedModule, split_header
+from orgtree_lang.decompose.store import SavedModule
 from orgtree_lang.decompose.versions import ModuleVersion, ModuleVersions
 from orgtree_lang.decompose.writing import write_module
 from orgtree_lang.runtime.errors import PipeRuntimeError
@@ -31,7 +31,6 @@ def run_repaired(decomposer, program, block, saved: SavedModule, author) -> dict
     from orgtree_lang.compile.api import compile_source
 
     digest = spec_hash(block.spec)
-    saved, program = _resumed_start(decomposer, block, saved, program)
     attempt, asked = 0, False
     guidance = ""
     while True:
@@ -39,11 +38,13 @@ def run_repaired(decomposer, program, block, saved: SavedModule, author) -> dict
         try:
             outputs = decomposer.run_child(program, block, saved, author, name=f"repair-{attempt}" if attempt else "")
         except PipeRuntimeError as err:
+            saved, program = decomposer.current(digest) or (saved, program)  # a re-plan on the way revised it
             evidence = evidence_of(err, block, saved)
             if evidence is None:
                 raise
             failure = err
         else:
+            saved, program = decomposer.current(digest) or (saved, program)
             evidence, failure = checked_outputs(decomposer, block, saved, outputs)
             if evidence is None:
                 return outputs
@@ -273,20 +274,3 @@ def _version_of(decomposer, saved: SavedModule, versions: ModuleVersions | None 
         with ModuleVersions(decomposer.workspace) as own:
             return own.current(saved)
     return versions.current(saved)
-
-
-def _resumed_start(decomposer, block, saved: SavedModule, program):
-    """The module this block reach ran first: on a resume of a reach that was repaired before the stop, the version
-    it started with (its first repair's predecessor), so the journal's steps repeat in order."""
-    from orgtree_lang.compile.api import compile_source
-
-    with ModuleVersions(decomposer.workspace) as versions:
-        first = versions.by_key(saved.path, f"{block.node}:repair-1")
-        if first is None or not first.previous:
-            return saved, program
-        before = versions.with_body(saved.path, first.previous)
-    if before is None or before.body_hash == first.body_hash:
-        return saved, program
-    provenance, body = split_header(before.text, HEADER)
-    older = SavedModule(saved.path, provenance, body, before.text)
-    return older, compile_source(before.text, str(saved.path), decomposer.registry).program

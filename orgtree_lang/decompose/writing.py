@@ -17,6 +17,7 @@ from orgtree_lang.decompose.inputs import described_inputs
 from orgtree_lang.decompose.prompt import PromptTooLarge, build_request, spec_text
 from orgtree_lang.decompose.protocol import input_summarizer, seated, seed_tokens
 from orgtree_lang.decompose.research import INSTRUCTIONS as RESEARCH_INSTRUCTIONS
+from orgtree_lang.decompose.reuse import offered_skills
 from orgtree_lang.decompose.size import SMALL_PIPELINES, size_problems
 from orgtree_lang.decompose.store import SavedModule
 from orgtree_lang.decompose.validate import validate_module
@@ -36,10 +37,11 @@ MODULE_HINT = "make the block's docstring more precise, or write this step yours
 
 
 def write_module(decomposer, spec: AmbiguousSpec, inputs: dict[str, Any], digest: str, author, reviewer, block,
-                 similar: list[SavedModule], repair=None) -> SavedModule:
+                 similar: list[SavedModule], evidence: str = "", repair=None) -> SavedModule:
     """Have the author write a module for `block` (with its design and simulation when the flow is data-driven),
     repaired until valid, reviewed (escalating a disagreement), and save it as the module's next version; the saved
-    module. `repair` (decompose/evidence.py RepairRequest) makes it a revision of the module after it failed on
+    module. `evidence` (why an earlier module must be revised: a re-plan, docs/org.md "Decisions") ends the first
+    request. `repair` (decompose/evidence.py RepairRequest) makes it a revision of the module after it failed on
     real data: its request follows the usual one, and its cases are simulated with the spec's."""
     from orgtree_lang.decompose.versions import ModuleVersions
     from orgtree_lang.decompose.attempts import AttemptLog
@@ -74,7 +76,8 @@ def write_module(decomposer, spec: AmbiguousSpec, inputs: dict[str, Any], digest
         request = build_request(spec, inputs, registry, parent_file, parent_source, related,
                                 count=lambda text: count_tokens(text, author.name), budget=budget - extra,
                                 fixed=LANGUAGE_NOTES, share=settings.context_share, window=window,
-                                described=described, seed=seed)
+                                described=described, seed=seed,
+                                offered=offered_skills(spec, registry, decomposer.workspace, settings.similarity / 2))
     except PromptTooLarge as err:
         raise PipeRuntimeError(str(err) + (f" (after the {extra:,} tokens of the examples and design request)"
                                            if extra else ""), kind="ambiguous", catchable=False,
@@ -86,8 +89,8 @@ def write_module(decomposer, spec: AmbiguousSpec, inputs: dict[str, Any], digest
                         decomposer.workspace, settings.max_repairs + 1, settings.max_research,
                         research=lambda need, what: researched(decomposer, need, what, spec, block, reviewer),
                         messages=[Message("system", LANGUAGE_NOTES),
-                                  Message("user", flow.opening(request.text) + (
-                                      "\n\n" + repair.text if repair is not None else ""))])
+                                  Message("user", flow.opening(request.text + (f"\n\n{evidence}" if evidence else ""))
+                                          + ("\n\n" + repair.text if repair is not None else ""))])
 
     def valid_module(phase: str, answers: list[str] | None = None) -> str:
         return turns.until_valid("module", phase, lambda answer: module_problems(decomposer, spec, answer),
@@ -169,7 +172,8 @@ def write_module(decomposer, spec: AmbiguousSpec, inputs: dict[str, Any], digest
     run_id = block.node.split("/", 1)[0]
     with ModuleVersions(decomposer.workspace) as versions:
         if repair is None:
-            versions.record(f"written:{saved.provenance['body-hash']}", saved, "written", flow.cases, run_id)
+            versions.record(f"written:{saved.provenance['body-hash']}", saved, "re-planned" if evidence else "written",
+                            flow.cases, run_id)
         else:
             versions.record(repair.key, saved, repair.reason, flow.cases, run_id, previous=repair.previous)
     return saved
