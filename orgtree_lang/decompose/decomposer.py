@@ -150,10 +150,6 @@ class Decomposer:
                                         "yourself or raise the limit ([decompose] max_depth in orgtree.toml)")
         digest = spec_hash(spec)
         self._await_writer(digest, block)
-        if digest in self._programs:  # reached again in this run: no file is read, nothing is compiled again
-            saved, program = self._programs[digest]
-            block.note(f"reused {saved.path}")
-            return run_repaired(self, program, block, saved, self.metered(block)[0])
         saved, program = self._module(block, digest)
         return run_repaired(self, program, block, saved, self.metered(block)[0])
 
@@ -172,13 +168,15 @@ class Decomposer:
         was written (model answers, scratchpad turns) keep their numbers."""
         if block.effects is None or block.effects.mode == "retry":
             # A retry runs the module as the store has it now: a person may have fixed it (docs/durability.md).
-            return self._find_or_write(block, digest)
+            return self._this_runs(block, digest) or self._find_or_write(block, digest)
         numbering = block.numbering
+        # Every reach of the block takes this step, a block reached again in the run too: a resume that stops
+        # inside that reach (with no earlier reach run again in its process) then asks the journal in the same order.
         step = block.effect_step("module", f"module for {block.spec.name}", [digest], {})
         ran: list[tuple[SavedModule, Any]] = []
 
         def find(_key: str | None) -> dict[str, Any]:
-            ran.append(self._find_or_write(block, digest))
+            ran.append(self._this_runs(block, digest) or self._find_or_write(block, digest))
             saved = ran[0][0]
             return {"path": str(saved.path), "provenance": saved.provenance, "body": saved.body, "text": saved.text,
                     "effects:": numbering.effect_seq - step.seq}
@@ -189,10 +187,21 @@ class Decomposer:
         numbering.effect_seq = max(numbering.effect_seq, step.seq + found["effects:"])
         from orgtree_lang.compile.api import compile_source
 
+        known = self._programs.get(digest)
+        if known is not None and known[0].text == found["text"]:
+            return known  # compiled already by an earlier reach of this resumed run
         saved = SavedModule(Path(found["path"]), found["provenance"], found["body"], found["text"])
         program = compile_source(saved.text, str(saved.path), self.registry).program
         self._programs[digest] = (saved, program)
         return saved, program
+
+    def _this_runs(self, block, digest: str) -> tuple[SavedModule, Any] | None:
+        """The module an earlier reach of the block in this run found, wrote or repaired: no file is read and
+        nothing compiled again."""
+        known = self._programs.get(digest)
+        if known is not None:
+            block.note(f"reused {known[0].path}")
+        return known
 
     def _find_or_write(self, block, digest: str) -> tuple[SavedModule, Any]:
         """A saved module for `block`'s spec that may be reused, else one written for it; with its program."""

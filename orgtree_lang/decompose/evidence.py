@@ -12,10 +12,11 @@ from orgtree_lang.decompose.simulate import Case, pipe_literal
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.values import display_short
 
-# Errors that say nothing wrong about the module: the run's budgets, models, people, cancellation, the machinery;
-# and `fail`, the module's own deliberate answer (an input its spec says to refuse).
+# Errors that say nothing wrong about the module: the run's budgets, models, people, cancellation, the machinery,
+# a block node's agent that could not decide; and `fail`, the module's own deliberate answer (an input its spec
+# says to refuse).
 NOT_REPAIRED = frozenset({"budget", "model", "human", "cancel", "cancelled", "deadlock", "executor", "config",
-                          "timeout", "replay", "fail"})
+                          "timeout", "replay", "decision", "disk", "fail"})
 SHOWN_CHARS = 2000  # of each value in a repair request
 SAVED_CASE_CHARS = 4000  # a failing case whose inputs are longer as literals is evidence only, not a saved example
 _CRASH = re.compile(r"skill (\S+) crashed: (.*)", re.S)
