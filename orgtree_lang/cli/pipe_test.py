@@ -35,22 +35,26 @@ def _workspace_of(path: Path) -> Path:
 
 def command_test(args) -> int:
     from orgtree_lang.compile.api import compile_file
-    from orgtree_lang.run.program_tests import run_tests
+    from orgtree_lang.run.options import RunOptions
+    from orgtree_lang.run.program_tests import TEST_BUDGET, run_tests
     from orgtree_lang.run.registries import workspace_registry
+    from orgtree_lang.run.settings import RunSettings
     from orgtree_lang.syntax.diagnostics import CompileError
 
     passed = failed = broken = 0
     for name in args.files:
         path = program_file(name, args.verb)
         root = _workspace_of(path)
-        registry = workspace_registry(root)
+        settings = RunSettings.load(root)
+        registry = workspace_registry(root, config=settings.file)
         try:
             compiled = compile_file(path, registry)
         except CompileError as err:
             broken += 1
             print(err.render(), file=sys.stderr)
             continue
-        for outcome in run_tests(compiled.program, root, registry, source=compiled.source, only=args.only):
+        options = RunOptions(budget=TEST_BUDGET, settings=settings)
+        for outcome in run_tests(compiled.program, root, registry, options, source=compiled.source, only=args.only):
             if outcome.passed:
                 passed += 1
                 print(f"PASS {path}: {outcome.name} ({outcome.seconds:.2f}s)")
