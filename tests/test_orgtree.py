@@ -518,12 +518,13 @@ def test_max_tokens_stops_mid_writing_with_a_budget_error_and_no_module(tmp_path
 
 def test_max_tokens_stops_mid_review_keeps_the_ledger_and_resume_finishes_with_a_larger_limit(tmp_path, capsys):
     write(tmp_path, "triage.pipe", TRIAGE)
-    # Round 1 raises c1, the author revises, round 2's answer alone is about 20,000 tokens.
+    # Round 1 raises c1, the author revises (about 16,000 tokens so far, with the agents' pad and insight reads in
+    # their prompts; 18,000 leaves room for longer temporary paths), round 2's answer alone is about 20,000 tokens.
     models = scripted_files(tmp_path, reviewer_replies=[ONE_CONCERN, HUGE_ACCEPT])
-    code, envelope, err = run_json(capsys, str(tmp_path / "triage.pipe"), *models, "--max-tokens", "12000")
+    code, envelope, err = run_json(capsys, str(tmp_path / "triage.pipe"), *models, "--max-tokens", "18000")
     assert code == 70, err
     message = envelope["error"]["message"]
-    assert "tokens budget exceeded" in message and "limit 12000" in message
+    assert "tokens budget exceeded" in message and "limit 18000" in message
     assert "reviewing block `classify`" in message
     stopped_at = envelope["usage"]["tokens"]
     assert stopped_at > 20_000
@@ -540,7 +541,7 @@ def test_max_tokens_stops_mid_review_keeps_the_ledger_and_resume_finishes_with_a
     assert "it crashed" in entry_inputs
 
     # A resume with a limit still below what the block needs stops the same way ...
-    code, out, err = pipe(capsys, "resume", run, "--workspace", str(tmp_path), "--max-tokens", "12000", *models)
+    code, out, err = pipe(capsys, "resume", run, "--workspace", str(tmp_path), "--max-tokens", "18000", *models)
     assert code == 70 and "tokens budget exceeded" in err and modules_saved(tmp_path) == []
     # ... and with room enough it writes the module and finishes.
     code, out, err = pipe(capsys, "resume", run, "--workspace", str(tmp_path), "--max-tokens", "100000", *models,
@@ -561,7 +562,7 @@ def test_max_tokens_stops_mid_review_keeps_the_ledger_and_resume_finishes_with_a
 def test_tokens_spent_before_a_budget_stop_count_once_after_resume(tmp_path, capsys):
     write(tmp_path, "triage.pipe", TRIAGE)
     models = scripted_files(tmp_path, reviewer_replies=[ONE_CONCERN, HUGE_ACCEPT])
-    code, stopped, _ = run_json(capsys, str(tmp_path / "triage.pipe"), *models, "--max-tokens", "12000")
+    code, stopped, _ = run_json(capsys, str(tmp_path / "triage.pipe"), *models, "--max-tokens", "18000")
     assert code == 70
     spent = stopped["usage"]["tokens"]
     # The answers of the stopped attempt are journaled: resume takes them from the journal and counts their

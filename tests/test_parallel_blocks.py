@@ -191,7 +191,7 @@ class BlockModelServer:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
                 asked = body["messages"][-1]["content"]  # the spec is quoted there: "Write a module for the step `x`"
                 block = next((b for b in WORDS if f"step `{b}`" in asked), "?")
-                role = "reviewer" if "independent reviewer" in body["messages"][0]["content"] else "author"
+                role = "reviewer" if body["messages"][0]["content"].startswith("You are an independent reviewer") else "author"
                 with server.lock:
                     server.counts[role, block] += 1
                 if role == "author" and block == held:
