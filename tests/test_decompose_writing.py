@@ -13,7 +13,7 @@ from orgtree_lang.decompose.design import DESIGN_REQUEST
 from orgtree_lang.decompose.research import recorded_needs
 from orgtree_lang.decompose.store import ModuleStore
 from orgtree_lang.memory.memory import Memory
-from orgtree_lang.models import tokens
+from orgtree_lang.models import tokens, window
 from orgtree_lang.models.base import Completion, Message, Usage
 from orgtree_lang.runtime.errors import PipeRuntimeError
 
@@ -74,7 +74,7 @@ def test_the_design_request_counts_in_the_first_prompts_budget(tmp_path, monkeyp
     (tmp_path / "tight").mkdir()
     # A 5% share of a window 20 times the budget (the language card needs room of its own); a scripted model is
     # named after its file.
-    monkeypatch.setitem(tokens._context_overrides, f"scripted:{tmp_path / 'tight' / 'a.json'}", budget * 20)
+    monkeypatch.setitem(window._overrides, f"scripted:{tmp_path / 'tight' / 'a.json'}", budget * 20)
     _, tight = run(tmp_path / "tight", rules, protocol=False, context_share=0.05)
     sent = tight.requests[0][1].content
     assert DESIGN_REQUEST in sent and tokens.count_tokens(sent, tight.name) <= budget

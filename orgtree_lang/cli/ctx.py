@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from orgtree_lang.cli.options import EXIT_OK, add_sub_verbs, add_verb, add_workspace_option
+from orgtree_lang.cli.options import EXIT_OK, add_sub_verbs, add_verb, add_workspace_option, models_from_args
 
 BAR_WIDTH = 30
 LARGE_INPUT = 256 * 1024  # bytes; smaller inputs index too fast for a progress bar to help
@@ -114,16 +114,10 @@ def _add_reader_options(parser, model_help: str) -> None:
 def _reader(args, required: bool):
     """(reading model name, summarizer) from --model and friends; (None, None) when no model was asked for."""
     from orgtree_lang.memory.settings import MemorySettings
-    from orgtree_lang.models.base import ModelError
-    from orgtree_lang.models.roles import RunModels
     from orgtree_lang.runtime.errors import UsageError
 
     root = Path(args.workspace)
-    try:
-        models = RunModels.from_config(args.model, api_base=args.api_base, timeout=args.model_timeout,
-                                       config_path=root / "orgtree.toml")
-    except ModelError as err:
-        raise UsageError(str(err)) from None
+    models = models_from_args(args, root / "orgtree.toml", review=False)
     if not models.configured:
         if required:
             raise UsageError("needs the model that reads the view: pass --model SPEC",

@@ -10,6 +10,7 @@ from orgtree_lang import __version__
 from orgtree_lang.cli import (ctx, editor, mcp, modules, pad, people, pipe_test, run, saved_runs, serve, skills, tools,
                               tree)
 from orgtree_lang.cli.options import EXIT_OK, EXIT_RUNTIME, EXIT_USAGE
+from orgtree_lang.runtime.errors import DiskFull, disk_full, no_room
 from orgtree_lang.runtime.printable import printable
 from orgtree_lang.syntax.errors import PipeError
 
@@ -21,7 +22,8 @@ orgtree_lang: write .pipe programs that call skills, and leave the steps nobody 
 yet as `ambiguous` blocks for the decomposer.
 
 exit codes: 0 ok, 1 `fmt --check` would reformat or `test` failed, 2 usage, 65 compile error, 70 runtime error,
-75 the run waits for a person's answer (`pipe inbox`, `pipe reply`)"""
+74 no room to write (a full disk: free space, then `pipe resume RUN`), 75 the run waits for a person's answer
+(`pipe inbox`, `pipe reply`)"""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,6 +57,11 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug in orgtree_lang itself: say so plainly, traceback only with --debug
         if debug:
             traceback.print_exc()
+        full = disk_full(exc)
+        if full is not None:  # not a bug: the machine had no room to write
+            err = DiskFull(f"no room to write: {no_room(full)}")
+            print(printable(err.render(args.verb)), file=sys.stderr)
+            return err.exit_code
         print(f"internal error: {type(exc).__name__}: {exc}\n  = this is a bug in orgtree_lang, not in your "
               "program; run with --debug for the Python traceback", file=sys.stderr)
         return EXIT_RUNTIME

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import textwrap
 from pathlib import Path
 from typing import Callable
@@ -11,7 +12,8 @@ from orgtree_lang.syntax.errors import EXIT_COMPILE, EXIT_OK, EXIT_RUNTIME, EXIT
 
 __all__ = ["EXIT_OK", "EXIT_USAGE", "EXIT_COMPILE", "EXIT_RUNTIME", "EXIT_WAITING", "add_verb", "add_sub_verbs",
            "add_workspace_option", "add_budget_options", "budget_from_args", "add_trace_options", "add_model_options",
-           "add_reviewer_options", "choices_from_args", "positive", "registry_near", "program_file"]
+           "add_reviewer_options", "choices_from_args", "models_from_args", "positive", "registry_near",
+           "program_file"]
 
 WORKSPACE_HELP = "the workspace (default: this folder)"
 HELP_WIDTH = 78
@@ -122,6 +124,13 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model-timeout", metavar="SECONDS", type=positive(float, "a number of seconds"),
                         help="how long one model call may take (default: PIPE_MODEL_TIMEOUT, [model] timeout, "
                              "or 120)")
+    parser.add_argument("--context-window", metavar="TOKENS", type=positive(int, "a whole number of tokens"),
+                        help="how many tokens of input the model takes, for a model litellm does not know (a local "
+                             "server's); prompts are sized to it (default: PIPE_CONTEXT_WINDOW, [model] "
+                             "context_window, the spec's NAME:TOKENS, litellm's map, else a guess of 8192)")
+    parser.add_argument("--review-context-window", metavar="TOKENS", type=positive(int, "a whole number of tokens"),
+                        help="the same for the reviewer's model (default: [model] review_context_window, or the "
+                             "author's when both are the same model)")
     parser.add_argument("--record", metavar="FILE", help="save every model request and answer to the cassette FILE "
                                                       "(the reviewer's to FILE with .reviewer before the suffix); "
                                                       "replay them offline with --model replay:FILE")
@@ -135,7 +144,29 @@ def choices_from_args(args):
     return RunChoices(model=getattr(args, "model", None), review_model=getattr(args, "review_model", None),
                       api_base=getattr(args, "api_base", None), record=getattr(args, "record", None),
                       model_timeout=getattr(args, "model_timeout", None), otel=getattr(args, "otel", False),
-                      otel_endpoint=getattr(args, "otel_endpoint", None))
+                      otel_endpoint=getattr(args, "otel_endpoint", None),
+                      context_window=getattr(args, "context_window", None),
+                      review_context_window=getattr(args, "review_context_window", None))
+
+
+def models_from_args(args: argparse.Namespace, config_path: Path, *, review: bool = True, tell: bool = False):
+    """The run's RunModels from add_model_options' flags (those a verb lacks count as not given); `tell`: say on
+    stderr, once per model, when its context window is only a guess. A bad setting is a UsageError."""
+    from orgtree_lang.models.base import ModelError
+    from orgtree_lang.models.roles import RunModels
+    from orgtree_lang.runtime.errors import UsageError
+
+    given = vars(args)
+    try:
+        return RunModels.from_config(given.get("model"), given.get("review_model") if review else None,
+                                     api_base=given.get("api_base"), record=given.get("record"),
+                                     timeout=given.get("model_timeout"), context_window=given.get("context_window"),
+                                     review_context_window=given.get("review_context_window"),
+                                     notice=(lambda text: print(f"pipe: {text}", file=sys.stderr, flush=True))
+                                     if tell else None,
+                                     config_path=config_path)
+    except ModelError as err:
+        raise UsageError(str(err)) from None
 
 
 def add_reviewer_options(parser: argparse.ArgumentParser) -> None:

@@ -11,6 +11,7 @@ from orgtree_lang.cli.options import EXIT_OK, EXIT_WAITING, add_verb, add_worksp
 from orgtree_lang.runtime.printable import printable
 
 _WORKSPACE_HELP = "the workspace whose runs asked (default: this folder)"
+_FLAT_MESSAGE = "send a flatter value (a list of records), or several messages"
 
 
 def register(commands) -> None:
@@ -137,10 +138,12 @@ def command_send(args) -> int:
     from orgtree_lang.durable.runs import effective_status, find_run
     from orgtree_lang.runtime.errors import UsageError
 
+    from orgtree_lang.runtime.inputs import load_json
+
     body = args.text
     if args.json:
         try:
-            body = json.loads(args.text)
+            body = load_json("--json: the message", args.text, hint=_FLAT_MESSAGE)
         except ValueError as err:
             raise UsageError(f"--json: TEXT is not a JSON value ({err})", hint="quote it: --json '{\"amount\": 30}'")
     run_dir = find_run(Path(args.workspace), args.run)

@@ -9,8 +9,8 @@ from typing import Any
 
 from orgtree_lang.cli.options import (EXIT_OK, add_budget_options, add_model_options, add_trace_options, add_verb,
                                       add_workspace_option, budget_from_args, program_file)
-from orgtree_lang.runtime.errors import PipeRuntimeError, UsageError
-from orgtree_lang.runtime.inputs import InputError, check_depth, parse_input, too_deep
+from orgtree_lang.runtime.errors import DiskFull, PipeRuntimeError, UsageError
+from orgtree_lang.runtime.inputs import InputError, check_depth, json_nesting_depth, nesting_problem, parse_input
 from orgtree_lang.runtime.printable import printable
 from orgtree_lang.vm.budget import BudgetExceeded
 
@@ -181,6 +181,11 @@ class RunSession:
                     err.add_note(f"run {self.run_id} is saved: after fixing the cause, continue it with "
                                  f"`pipe resume {self.run_id}{where}`")
             raise
+        except DiskFull as err:
+            if args.json:
+                print(json.dumps({"status": "stopped", "run_id": self.run_id, "output": None, "printed": self.printed,
+                                  "error": {"message": err.message, "kind": "disk", "hint": err.hint}}))
+            raise
         finally:
             self._clear()
         state = machine.state
@@ -281,13 +286,17 @@ def collect_inputs(code, pairs: list[str], inputs_file: str | None, program=None
     inputs: dict[str, Any] = {}
     if inputs_file:
         try:
-            data = json.loads(Path(inputs_file).read_text(encoding="utf-8"))
+            text = Path(inputs_file).read_text(encoding="utf-8")
         except OSError as err:
             raise InputError(f"cannot read {inputs_file}: {err.strerror}") from None
+        # The file's object is one level above its inputs' values, which the limit counts.
+        problem = nesting_problem(f"an input of {inputs_file}", json_nesting_depth(text) - 1)
+        if problem is not None:
+            raise InputError(problem, hint="give a flatter value, or read the data at run time with fs.read")
+        try:
+            data = json.loads(text)
         except json.JSONDecodeError as err:
             raise InputError(f"{inputs_file}:{err.lineno}:{err.colno}: invalid JSON: {err.msg}") from None
-        except RecursionError:
-            raise too_deep(inputs_file) from None
         if not isinstance(data, dict):
             raise InputError(f"{inputs_file} must hold a JSON object of inputs, got {type(data).__name__}")
         inputs.update({key: check_depth(key, value) for key, value in data.items()})

@@ -8,7 +8,8 @@ import time
 from pathlib import Path
 
 from orgtree_lang.cli.options import (EXIT_OK, EXIT_RUNTIME, add_budget_options, add_model_options,
-                                      add_trace_options, add_verb, add_workspace_option, budget_from_args)
+                                      add_trace_options, add_verb, add_workspace_option, budget_from_args,
+                                      models_from_args)
 from orgtree_lang.runtime.errors import PipeRuntimeError, UsageError
 from orgtree_lang.runtime.printable import printable
 
@@ -169,7 +170,10 @@ def command_show(args) -> int:
         print(f"result: {printable(display(decode(meta.get('result')), True))}")
     if meta.get("error"):
         error = meta["error"]
-        print(printable(f"error: {error.get('message')} (at {error.get('at')}, node {error.get('node')})"))
+        where = ", ".join(f"{label} {error[key]}" for key, label in (("at", "at"), ("node", "node")) if error.get(key))
+        print(printable(f"error: {error.get('message')}" + (f" ({where})" if where else "")))
+        if error.get("kind") == "disk" and error.get("hint"):  # the run stopped for want of room: how to go on
+            print(printable(f"  = hint: {error['hint']}"))
     if status == "waiting":
         from orgtree_lang.cli.people import waiting_lines
 

@@ -51,7 +51,7 @@ def write_module(decomposer, spec: AmbiguousSpec, inputs: dict[str, Any], digest
     settings, registry = decomposer.settings, decomposer.registry
     parent_file, parent_source = decomposer.parent_file, decomposer.parent_source
     related = [(m.provenance.get("block", m.path.stem), m.body) for m in similar]
-    window = context_window(author.name)
+    window = context_window(author)
     budget = int(window * settings.context_share)
     # The big inputs' views are summarized by the run's model (before the author is seated: not as its turn).
     summarizer = input_summarizer(block, author, decomposer.workspace)

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
+import os
 import time
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from orgtree_lang.durable.effects import EffectLog, NonDeterminismError
 from orgtree_lang.durable.journal import JOURNAL_FILE, Journal, JournalError
 from orgtree_lang.durable.runs import RunLock, find_run, runs_dir
-from orgtree_lang.runtime.errors import PipeRuntimeError
+from orgtree_lang.runtime.errors import DiskFull, PipeRuntimeError, disk_full, no_room
 from orgtree_lang.runtime.values import encode
 from orgtree_lang.vm.state import RunState
 
@@ -58,15 +61,24 @@ def attempt(parts, journal: Journal, start: tuple | None) -> Any:
     """Run the machine of `parts` (from `start` = (entry, inputs, run_id[, fork_changes]), or from its attached state);
     record the outcome.
 
-    A non-determinism error leaves the journal as it was before the attempt: nothing of it ran."""
-    machine = parts.machine
+    A non-determinism error leaves the journal as it was before the attempt: nothing of it ran. No room to write
+    (a full disk) anywhere in the attempt stops the run, resumable, with a DiskFull error (exit 74)."""
     before = journal.meta()
+    with full_disk_stops(journal, before["run_id"], lambda: parts.machine.state):
+        return _run_and_record(parts, journal, start, before)
+
+
+def _run_and_record(parts, journal: Journal, start: tuple | None, before: dict[str, Any]) -> Any:
+    machine = parts.machine
     # An attempt's figures from a long wait (EffectLog.record_progress) are its own: none yet.
     journal.update_meta(status="running", attempts=before.get("attempts", 0) + 1, progress=None)
     try:
-        if start is not None:
-            begin(machine, *start)
-        machine.run()
+        try:
+            if start is not None:
+                begin(machine, *start)
+            machine.run()
+        finally:
+            parts.close()
     except NonDeterminismError as err:
         journal.update_meta(**{k: before[k] for k in ("status", "attempts", "source_hash", "sources", "program")
                                if k in before})
@@ -79,8 +91,6 @@ def attempt(parts, journal: Journal, start: tuple | None) -> Any:
             journal.update_meta(status="failed", error={"message": err.message, "kind": err.kind})
         err.state = machine.state
         raise
-    finally:
-        parts.close()
     state = machine.state
     if state.status == "waiting":
         from orgtree_lang.durable.people import post_questions
@@ -91,6 +101,69 @@ def attempt(parts, journal: Journal, start: tuple | None) -> Any:
         return machine
     _finish(journal, machine, "done", None)
     return machine
+
+
+class DiskReserve:
+    """Room kept on the run's disk while an attempt runs, so that a full disk can still be written down: given back
+    then, it holds the few pages that record the run as stopped, with why (docs/durability.md)."""
+
+    SIZE = 128 * 1024
+    NAME = ".disk-reserve"
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = run_dir / self.NAME
+
+    def take(self) -> None:
+        if self.path.is_file() and self.path.stat().st_size == self.SIZE:
+            return  # kept already, by the caller of the attempt that takes it again
+        with open(self.path, "wb") as handle:
+            try:
+                os.posix_fallocate(handle.fileno(), 0, self.SIZE)
+            except OSError as err:
+                if err.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+                    raise
+                handle.write(bytes(self.SIZE))  # a file system that cannot allocate ahead: write it out
+
+    def give_back(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+@contextmanager
+def full_disk_stops(journal: Journal, run_id: str, state: Callable[[], RunState | None] = lambda: None):
+    """Within it, no room to write (anywhere: the journal, the trace, state.db, a skill's file) stops the run as the
+    environment's fault: recorded as stopped (`state()` gives its figures) and raised as DiskFull, exit 74."""
+    reserve = DiskReserve(journal.path.parent)
+    try:
+        reserve.take()
+        yield
+    except DiskFull:
+        raise  # stopped and recorded already, by an attempt inside
+    except Exception as exc:
+        if disk_full(exc) is None:
+            raise
+        raise stopped_by_full_disk(journal, reserve, run_id, state(), exc) from exc
+    finally:
+        reserve.give_back()
+
+
+def stopped_by_full_disk(journal: Journal, reserve: DiskReserve, run_id: str, state: RunState | None,
+                         exc: BaseException) -> DiskFull:
+    """Record the run as stopped by a full disk (in the room the reserve gave back), with its figures, and say how
+    to go on. The journal holds every step that was committed; the step that could not be written runs again."""
+    cause = no_room(disk_full(exc))
+    hint = f"free space, then `pipe resume {run_id}`"
+    reserve.give_back()
+    figures = {} if state is None else {"steps": state.steps, "skill_calls": state.skill_calls,
+                                        "elapsed": state.elapsed}
+    try:
+        journal.update_meta(status="stopped", error={"message": f"no room to write: {cause}", "kind": "disk",
+                                                     "hint": hint}, **figures)
+    except Exception as again:  # noqa: BLE001 - not even the reserve was enough: the run shows as crashed
+        if disk_full(again) is None:
+            raise
+        hint += " (the run shows as crashed until then: there was no room to record that it stopped)"
+    return DiskFull(f"no room to write: {cause}; run {run_id} is stopped, and its journal keeps every step it "
+                    "finished", hint)
 
 
 def _finish(journal: Journal, machine, status: str, err: PipeRuntimeError | None) -> None:
@@ -118,20 +191,21 @@ def _finish(journal: Journal, machine, status: str, err: PipeRuntimeError | None
 
 class NewRun:
     """A new durable run, its folder and journal created and its lock held: assemble its machine over `effects`
-    (writing `trace`), then `run` it. Use it as a context manager: leaving it closes the journal and the lock."""
+    (writing `trace`), then `run` it. A context manager: inside it no room to write stops the run as the
+    environment's fault (full_disk_stops); leaving it closes the journal and the lock."""
 
     def __init__(self, root: Path, program, *, run_id: str, entry: str | None, inputs: dict[str, Any], source: str,
                  program_path: Path, budget, durability: str, trace_level: str | None, settings,
                  trace: Path | None = None) -> None:
         run_dir = runs_dir(root) / run_id
-        digest = program_hash(source)
+        self.digest, self.source, self.run_id = program_hash(source), source, run_id
         code = program.entry(entry)
         self.start = (entry, inputs, run_id)
         self.trace = trace or run_dir / TRACE_FILE
         self.journal = Journal.create(run_dir, {
             "run_id": run_id, "program": str(Path(program_path).resolve()), "file": program.file,
-            "entry": code.name, "inputs": encode(inputs), "source_hash": digest, "sources": {digest: source},
-            "budget": dataclasses.asdict(budget),
+            "entry": code.name, "inputs": encode(inputs), "source_hash": self.digest,
+            "sources": {self.digest: source}, "budget": dataclasses.asdict(budget),
             # The parameters the run took from their defaults: shown by `pipe show`, kept apart so resume is unchanged.
             "defaults": encode({p.name: p.default for p in code.params if p.has_default and p.name not in inputs}),
             "created": time.time(), "status": "running", "attempts": 0, "workspace": str(root),
@@ -142,7 +216,18 @@ class NewRun:
         except BaseException:
             self.journal.close()
             raise
-        self.effects = EffectLog(self.journal, run_id, "live", source_hash=digest, sources={digest: source})
+
+    def __enter__(self) -> NewRun:
+        with ExitStack() as stack:
+            stack.callback(self.close)
+            stack.enter_context(full_disk_stops(self.journal, self.run_id))
+            self.effects = EffectLog(self.journal, self.run_id, "live", source_hash=self.digest,
+                                     sources={self.digest: self.source})
+            self._held = stack.pop_all()
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        return self._held.__exit__(*exc)
 
     def run(self, parts: AssembledRun):
         """The run's first attempt, on the machine assembled for it."""
@@ -151,12 +236,6 @@ class NewRun:
     def close(self) -> None:
         self.journal.close()
         self.lock.release()
-
-    def __enter__(self) -> NewRun:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
 @dataclass

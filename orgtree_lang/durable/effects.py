@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 from orgtree_lang.durable.inputs import differences, input_hash, step_inputs
 from orgtree_lang.durable.journal import Journal, StepRecord
-from orgtree_lang.runtime.errors import PipeRuntimeError, SkillError
+from orgtree_lang.runtime.errors import PipeRuntimeError, SkillError, disk_full
 from orgtree_lang.runtime.values import decode, encode
 from orgtree_lang.vm.effects import EffectStep
 
@@ -116,6 +116,8 @@ class EffectLog:
         """Record the outcome of a step `begin` said to execute: its value, or the exception it raised."""
         inputs = step_inputs(step.args, step.kwargs)
         attempts = self._attempts.pop(step.seq, None)
+        if error is not None and disk_full(error) is not None:
+            return  # no room to write says nothing of the step: it runs again when the run is resumed
         if error is not None:
             self._record(step, inputs.digest, False, None, _error_record(error), attempts, inputs.shown)
         else:

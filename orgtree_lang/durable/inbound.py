@@ -17,13 +17,16 @@ from typing import Any
 from orgtree_lang.durable.journal import Journal
 from orgtree_lang.org.outside import OUTSIDE_STEP
 from orgtree_lang.runtime.errors import UsageError
+from orgtree_lang.runtime.inputs import check_nesting, json_nesting_depth, nesting_problem
 
 INBOUND = "inbound"
 POLL_SECONDS = 0.05  # how often a run waiting for an outside message looks for one
 
 
 def queue_message(run_dir: Path, body: Any, *, to: str | None = None, topic: str | None = None) -> dict[str, Any]:
-    """Queue a message for the run in `run_dir`; it is delivered when the run is idle (docs/org.md)."""
+    """Queue a message for the run in `run_dir`; it is delivered when the run is idle (docs/org.md). A body that
+    nests lists or dicts deeper than the input limit is refused (UsageError), as an entry input is."""
+    check_nesting("the message", body, hint="send a flatter value (a list of records), or several messages")
     folder = run_dir / INBOUND
     folder.mkdir(exist_ok=True)
     message = {"id": f"{time.time_ns():020d}-{secrets.token_hex(3)}", "to": to, "topic": topic, "body": body,
@@ -42,9 +45,20 @@ def pending_messages(run_dir: Path) -> list[dict[str, Any]]:
     found = []
     for path in sorted(folder.glob("*.json")):
         try:
-            found.append(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError):
+            text = path.read_text(encoding="utf-8")
+        except OSError:
             continue  # taken meanwhile
+        # `pipe send` refuses deep bodies, but an older version queued them: the run would fail taking one, at
+        # every resume. Such a message is taken without its body and logged as undelivered, with the reason.
+        problem = nesting_problem("its body", json_nesting_depth(text) - 1)
+        if problem is not None:
+            found.append({"id": path.stem, "to": None, "topic": None, "body": None,
+                          "refused": f"{problem}; an older `pipe send` queued it"})
+            continue
+        try:
+            found.append(json.loads(text))
+        except ValueError:
+            continue  # half-written by hand: not a message
     return found
 
 

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Callable
 
 from orgtree_lang.compile.api import program_identity
-from orgtree_lang.durable.attempt import (TRACE_FILE, AssembledRun, attempt, current_program, merged_budget,
-                                          open_run, program_hash)
+from orgtree_lang.durable.attempt import (TRACE_FILE, AssembledRun, attempt, current_program, full_disk_stops,
+                                          merged_budget, open_run, program_hash)
 from orgtree_lang.durable.effects import EffectLog, NonDeterminismError
+from orgtree_lang.durable.inbound import pending_messages
 from orgtree_lang.durable.journal import Journal, JournalError
 from orgtree_lang.durable.reconcile import repair_before_resume
 from orgtree_lang.runtime.values import decode
@@ -73,13 +75,32 @@ class Resumption:
         self.state = state
         if notice is not None and mode == "resume" and meta.get("status") == "running":
             notice(_reprinted(meta["run_id"], state, opened.journal))
-        if tree:
-            # What the dead process left in the org tree is put right before this attempt adds to it.
-            repair_before_resume(root, meta["run_id"], opened.journal, state.effect_seq if state else 0)
-        self.effects = EffectLog(opened.journal, meta["run_id"], mode, source_hash=digest, sources=sources,
-                                 key_suffix=f":scratch{scratch}" if scratch else "")
+        if notice is not None:
+            for message in pending_messages(opened.run_dir):
+                if message.get("refused"):
+                    notice(f"a message queued for run {meta['run_id']} cannot be taken: {message['refused']}; the "
+                           f"run logs it as undelivered (`pipe messages {meta['run_id']}`) and goes on without it")
+        self._writes = (root, tree, mode, digest, sources, scratch)
         self.trace = trace or opened.run_dir / TRACE_FILE
-        self._trace_size = self.trace.stat().st_size if self.trace.is_file() else None
+
+    def __enter__(self) -> Resumption:
+        """Under full_disk_stops from here to the attempt's end: the org tree put right, the effects log opened."""
+        root, tree, mode, digest, sources, scratch = self._writes
+        opened, meta, state = self.opened, self.meta, self.state
+        with ExitStack() as stack:
+            stack.callback(self.close)
+            stack.enter_context(full_disk_stops(opened.journal, meta["run_id"]))
+            if tree:
+                # What the dead process left in the org tree is put right before this attempt adds to it.
+                repair_before_resume(root, meta["run_id"], opened.journal, state.effect_seq if state else 0)
+            self.effects = EffectLog(opened.journal, meta["run_id"], mode, source_hash=digest, sources=sources,
+                                     key_suffix=f":scratch{scratch}" if scratch else "")
+            self._trace_size = self.trace.stat().st_size if self.trace.is_file() else None
+            self._held = stack.pop_all()
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        return self._held.__exit__(*exc)
 
     def run(self, parts: AssembledRun):
         """The attempt, on the machine assembled for it; returns the Machine."""
@@ -107,12 +128,6 @@ class Resumption:
 
     def close(self) -> None:
         self.opened.close()
-
-    def __enter__(self) -> Resumption:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
 def _reprinted(run_id: str, state: RunState | None, journal: Journal) -> str:

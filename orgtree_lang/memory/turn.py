@@ -134,13 +134,14 @@ class Seat:
         return self.journal(f"{self.agent}: {what}", execute)
 
 
-def window_of(model_name: str, seat: Seat) -> int:
+def window_of(model, seat: Seat) -> int:
+    """The window the agent's reads are shares of: the seat's, else the model's (a Model or a name)."""
     from orgtree_lang.models.tokens import context_window
 
-    return seat.window or context_window(model_name)
+    return seat.window or context_window(model)
 
 
-def read_turn(seat: Seat, model_name: str) -> dict[str, Any]:
+def read_turn(seat: Seat, model_name: str, model=None) -> dict[str, Any]:
     """What the agent reads before its step, as the seed of its system message: the pad (15% of the window, recent
     or focused) and the insights relevant to its task (10%), with the guide to its note. Plain data (journaled)."""
     from orgtree_lang.memory.insight_view import relevant_insights
@@ -149,7 +150,7 @@ def read_turn(seat: Seat, model_name: str) -> dict[str, Any]:
     from orgtree_lang.memory.padview import pad_read
     from orgtree_lang.memory.scratchpad import Scratchpad
 
-    window = window_of(model_name, seat)
+    window = window_of(model if model is not None else model_name, seat)
     with Scratchpad.for_workspace(seat.workspace) as pad, \
             Memory(seat.workspace, vectors=False, notice=seat.notice) as memory, \
             InsightPool.for_workspace(seat.workspace) as pool:
@@ -239,7 +240,7 @@ class AgentModel:
     def complete(self, messages: list[Message], *, schema: type | None = None,
                  conversation_id: str | None = None) -> Completion:
         request = last_user_text(messages)
-        read = self.seat.step("read", lambda _key: read_turn(self.seat, self.model.name))
+        read = self.seat.step("read", lambda _key: read_turn(self.seat, self.model.name, self.model))
         self.last_read = read
         done = self.model.complete(with_seed(list(messages), read["seed"]), conversation_id=conversation_id)
         answer = parse_answer(done.text)

@@ -9,6 +9,7 @@ from typing import Any
 
 from orgtree_lang.models.backends import is_offline
 from orgtree_lang.models.base import Completion, Message, Model, ModelError
+from orgtree_lang.models.window import guess_notice, window_of
 from orgtree_lang.runtime.errors import SkillError
 
 NO_MODEL_HINT = ("pass --model (and --review-model), set PIPE_MODEL (PIPE_REVIEW_MODEL), "
@@ -27,11 +28,17 @@ class RunModels:
 
     def __init__(self, author_spec: str | None, review_spec: str | None = None, *,
                  extra: dict[str, Any] | None = None, record: Path | str | None = None,
-                 author: Model | None = None, reviewer: Model | None = None) -> None:
+                 author: Model | None = None, reviewer: Model | None = None,
+                 windows: dict[str, int | None] | None = None, notice: Callable[[str], None] | None = None) -> None:
         self.author_spec = author_spec or (author.name if author is not None else None)
         self.review_spec = review_spec or self.author_spec or (reviewer.name if reviewer is not None else None)
         self.extra = dict(extra or {})
         self.record = Path(record) if record else None
+        # The context window configured per role ("author", "reviewer"); None: the spec or litellm's map decides.
+        self.windows = {role: tokens for role, tokens in (windows or {}).items() if tokens}
+        # Told once per model whose window is only a guess (pipe run prints it); None: nobody is told.
+        self.notice = notice
+        self._told: set[str] = set()
         self._built: dict[str, Model] = {}
         if author is not None:
             self._built["author"] = author
@@ -42,17 +49,27 @@ class RunModels:
     @classmethod
     def from_config(cls, model: str | None = None, review_model: str | None = None, *,
                     api_base: str | None = None, record: str | None = None, timeout: float | None = None,
+                    context_window: int | None = None, review_context_window: int | None = None,
+                    notice: Callable[[str], None] | None = None,
                     config_path: Path = Path("orgtree.toml")) -> RunModels:
         """The models named by the arguments, else the environment, else orgtree.toml (nothing built yet).
-        `timeout` (seconds per call) is resolved the same way: PIPE_MODEL_TIMEOUT, `[model] timeout`, 120."""
-        from orgtree_lang.models.select import resolve_model_spec, resolve_model_timeout, resolve_review_model_spec
+        `timeout` (seconds per call) is resolved the same way: PIPE_MODEL_TIMEOUT, `[model] timeout`, 120; so are
+        the context windows (PIPE_CONTEXT_WINDOW, `[model] context_window`; the reviewer's defaults to the author's
+        when both are the same model)."""
+        from orgtree_lang.models.select import (resolve_context_window, resolve_model_spec, resolve_model_timeout,
+                                                resolve_review_model_spec)
 
         author = resolve_model_spec(model, config_path=config_path)
         review = resolve_review_model_spec(review_model, author, config_path=config_path)
         extra: dict[str, Any] = {"timeout": resolve_model_timeout(timeout, config_path=config_path)}
         if api_base:
             extra["api_base"] = api_base
-        return cls(author, review, extra=extra, record=record)
+        author_window = resolve_context_window(context_window, config_path=config_path)
+        review_window = resolve_context_window(review_context_window, config_path=config_path, role="reviewer")
+        if review_window is None and review == author:
+            review_window = author_window
+        return cls(author, review, extra=extra, record=record,
+                   windows={"author": author_window, "reviewer": review_window}, notice=notice)
 
     @property
     def configured(self) -> bool:
@@ -80,7 +97,11 @@ class RunModels:
             from orgtree_lang.models.select import model_from_spec
 
             live = not is_offline(spec)
-            model = model_from_spec(spec, role=role, **(self.extra if live else {}))
+            window = self.windows.get(role) if key == role else None
+            model = model_from_spec(spec, role=role, context_window=window, **(self.extra if live else {}))
+            if live and self.notice is not None and spec not in self._told and window_of(model).guessed:
+                self._told.add(spec)
+                self.notice(guess_notice(spec, role))
             if self.record is not None:
                 from orgtree_lang.models.cassette import RecordingModel
 

@@ -10,27 +10,35 @@ from typing import Any
 
 from orgtree_lang.models.backends import backend_of
 from orgtree_lang.models.base import Model, ModelError
+from orgtree_lang.models.window import split_spec
 from orgtree_lang.runtime.config import ConfigError, config_section
 
 
-def model_from_spec(spec: str, *, role: str = "author", **kw: Any) -> Model:
-    """A spec of a backend in models/backends.py (`scripted:FILE`, `replay:FILE`), or any litellm model name (keyword arguments go to LiteLLMModel)."""
-    spec = spec.strip()
+def model_from_spec(spec: str, *, role: str = "author", context_window: int | None = None, **kw: Any) -> Model:
+    """A spec of a backend in models/backends.py (`scripted:FILE`, `replay:FILE`), or any litellm model name (keyword
+    arguments go to LiteLLMModel). `NAME:TOKENS` (e.g. `openai/llama3:131072`) says the model's context window, as
+    `context_window` does; the spelled one wins."""
+    spec, spelled = split_spec(spec.strip())
     if not spec:
         raise ModelError("no model named", "config", "pass --model, set PIPE_MODEL, or add [model] name to orgtree.toml")
     named = backend_of(spec)
     if named is not None:
         backend, argument = named
         model_class = getattr(importlib.import_module(backend.module), backend.model_class)
-        return model_class.from_spec(argument, role=role)
-    from orgtree_lang.models.litellm_backend import LiteLLMModel
+        model = model_class.from_spec(argument, role=role)
+    else:
+        from orgtree_lang.models.litellm_backend import LiteLLMModel
 
-    return LiteLLMModel(spec, **kw)
+        model = LiteLLMModel(spec, **kw)
+    if spelled or context_window:
+        model.context_window = spelled or context_window
+    return model
 
 
 def _config_model(config_path: Path) -> dict[str, Any]:
     try:
-        return config_section("model", config_path, types={"name": str, "review": str, "timeout": (int, float)})
+        return config_section("model", config_path, types={"name": str, "review": str, "timeout": (int, float),
+                                                           "context_window": int, "review_context_window": int})
     except ConfigError as exc:
         raise ModelError(str(exc), "config") from None
 
@@ -72,3 +80,32 @@ def resolve_model_timeout(cli_value: float | None = None, env: Mapping[str, str]
     if isinstance(value, bool) or not value > 0:
         raise ModelError(f"{source} must be a number of seconds above 0, got {value!r}", "config")
     return float(value)
+
+
+def resolve_context_window(cli_value: int | None = None, env: Mapping[str, str] | None = None,
+                           config_path: Path = Path("orgtree.toml"), *, role: str = "author") -> int | None:
+    """The context window a run says its `role` model takes: --context-window (--review-context-window), else
+    PIPE_CONTEXT_WINDOW (PIPE_REVIEW_CONTEXT_WINDOW), else `[model] context_window` (`review_context_window`),
+    else None (the spec's `:TOKENS`, litellm's map or a guess decide; models/window.py)."""
+    env = os.environ if env is None else env
+    flag, variable, key = (("--context-window", "PIPE_CONTEXT_WINDOW", "context_window") if role == "author" else
+                           ("--review-context-window", "PIPE_REVIEW_CONTEXT_WINDOW", "review_context_window"))
+    if cli_value is not None:
+        value, source = cli_value, flag
+    elif env.get(variable):
+        source = variable
+        try:
+            value = int(env[variable])
+        except ValueError:
+            raise ModelError(f"{variable} must be a whole number of tokens, got {env[variable]!r}", "config") from None
+    else:
+        value, source = _config_model(config_path).get(key), f"[model] {key}"
+        if value is None:
+            return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < MIN_CONTEXT_WINDOW:
+        raise ModelError(f"{source} must be a whole number of tokens, at least {MIN_CONTEXT_WINDOW}, got {value!r}",
+                         "config")
+    return value
+
+
+MIN_CONTEXT_WINDOW = 1024  # below this no request with the language card fits

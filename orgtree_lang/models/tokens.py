@@ -1,4 +1,4 @@
-"""Offline token counting (tiktoken with litellm's bundled encodings) and context window sizes."""
+"""Offline token counting (tiktoken with litellm's bundled encodings) and the context window a prompt is sized for."""
 
 from __future__ import annotations
 
@@ -7,15 +7,14 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-from orgtree_lang.models.backends import is_offline
+from orgtree_lang.models.window import DEFAULT_CONTEXT_WINDOW, set_context_window, window_of
 
-DEFAULT_CONTEXT_WINDOW = 8192
+__all__ = ["DEFAULT_CONTEXT_WINDOW", "context_window", "count_tokens", "encoding_name", "set_context_window",
+           "tiktoken_encoding"]
+
 # Encodings litellm ships in its tokenizers folder; any other would be downloaded, so it is never asked for.
 OFFLINE_ENCODINGS = ("o200k_base", "cl100k_base", "p50k_base")
 DEFAULT_ENCODING = "o200k_base"
-
-_context_overrides: dict[str, int] = {}
-
 
 def litellm_tokenizers_dir() -> Path | None:
     """The `litellm_core_utils/tokenizers` folder of the installed litellm, found without importing litellm."""
@@ -68,30 +67,10 @@ def count_tokens(text: str, model_name: str = "gpt-4o") -> int:
     return len(encoding.encode(text, disallowed_special=()))
 
 
-def set_context_window(model_name: str, tokens: int) -> None:
-    """Override the context window of `model_name` (e.g. for a local model litellm does not know)."""
-    _context_overrides[model_name] = tokens
-
-
-def context_window(model_name: str, default: int = DEFAULT_CONTEXT_WINDOW) -> int:
-    """The input context window of `model_name`: an override, else litellm's model map, else `default`."""
-    if model_name in _context_overrides:
-        return _context_overrides[model_name]
-    if is_offline(model_name) or importlib.util.find_spec("litellm") is None:
-        return default
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    try:
-        import litellm
-
-        for key in (model_name, _bare(model_name)):
-            info = litellm.model_cost.get(key)
-            if info:
-                size = info.get("max_input_tokens") or info.get("max_tokens")
-                if size:
-                    return int(size)
-    except Exception:
-        pass
-    return default
+def context_window(model: object, default: int = DEFAULT_CONTEXT_WINDOW) -> int:
+    """The input context window of a Model or model spec (models/window.py), `default` when it is only a guess."""
+    window = window_of(model)
+    return default if window.guessed or window.source == "offline" else window.tokens
 
 
 def tiktoken_encoding(model_name: str = "gpt-4o"):

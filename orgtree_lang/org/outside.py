@@ -65,6 +65,9 @@ class OutsideMessages:
         run's main node. One that cannot be delivered stays in the message log, undelivered, with the reason."""
         org = self.org
         to, topic, body = outside.get("to"), outside.get("topic"), outside.get("body")
+        if outside.get("refused"):  # a message the run cannot take (durable/inbound.py says why)
+            self._undelivered(root, to or root.node, body, topic or "message", outside["refused"])
+            return
         if to is None and topic is not None and org.routing.table().get(topic) is not None:
             try:
                 org.routing.route_message(root, topic, body, topic, sender=HUMAN)

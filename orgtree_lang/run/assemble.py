@@ -51,7 +51,7 @@ def settle(options: RunOptions, root: Path) -> RunOptions:
     choices = options.choices
     if choices is not None:
         if options.models is None:
-            changes["models"] = _models(choices, settings)
+            changes["models"] = _models(choices, settings, options.tell)
         if options.otel is None:
             changes["otel"] = _otel_export(choices, settings)
     return dataclasses.replace(options, **changes)
@@ -108,7 +108,7 @@ def decomposer_for(options: RunOptions, program, source: str, file: str, root: P
         section = settings.decompose
     except TypeError as err:
         raise UsageError(str(err)) from None
-    models = options.models if options.models is not None else _models(options.choices, settings)
+    models = options.models if options.models is not None else _models(options.choices, settings, options.tell)
     parts = dict(registry=registry, workspace=Path(root).resolve(), parent_file=file, parent_source=source, settings=section,
                  config=settings.file)
     if not models.configured:
@@ -139,14 +139,18 @@ def tell_offline_models(options: RunOptions, program) -> None:
             options.tell(f"model answers come from {spec}, not from a live model", "offline models")
 
 
-def _models(choices: RunChoices, settings):
-    """The run's models from the choices (else PIPE_MODEL, `[model]` of orgtree.toml); made lazily."""
+def _models(choices: RunChoices, settings, tell: Callable[..., None]):
+    """The run's models from the choices (else PIPE_MODEL, `[model]` of orgtree.toml); made lazily. `tell` hears,
+    once per model, when its context window is only a guess."""
     from orgtree_lang.models.base import ModelError
     from orgtree_lang.models.roles import RunModels
 
     try:
         return RunModels.from_config(choices.model, choices.review_model, api_base=choices.api_base,
-                                     record=choices.record, timeout=choices.model_timeout, config_path=settings.file)
+                                     record=choices.record, timeout=choices.model_timeout,
+                                     context_window=choices.context_window,
+                                     review_context_window=choices.review_context_window,
+                                     notice=lambda text: tell(text, "context window"), config_path=settings.file)
     except ModelError as err:
         raise UsageError(str(err)) from None
 

@@ -12,7 +12,8 @@ from orgtree_lang.vm.budget import Budget
 @dataclass(frozen=True)
 class RunChoices:
     """What a command line chose that is settled against the workspace's orgtree.toml (run/assemble.py `settle`):
-    the models (--model, --review-model, --api-base, --record, --model-timeout; else PIPE_MODEL and `[model]`)
+    the models (--model, --review-model, --api-base, --record, --model-timeout, --context-window; else PIPE_MODEL
+    and `[model]`)
     and the OpenTelemetry export (--otel, --otel-endpoint; else `[otel]`). Options that carry choices also get a
     decomposer for a program with `ambiguous` blocks, as `pipe run` always has."""
 
@@ -21,6 +22,8 @@ class RunChoices:
     api_base: str | None = None
     record: str | None = None
     model_timeout: float | None = None
+    context_window: int | None = None
+    review_context_window: int | None = None
     otel: bool = False
     otel_endpoint: str | None = None
 

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import errno
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from orgtree_lang.syntax.errors import EXIT_RUNTIME, PipeError, UsageError
+from orgtree_lang.syntax.errors import EXIT_IOERR, EXIT_RUNTIME, PipeError, UsageError
 from orgtree_lang.syntax.spans import Span
 
-__all__ = ["PipeError", "UsageError", "SkillError", "SkillArgumentError", "StackEntry", "PipeRuntimeError"]
+__all__ = ["PipeError", "UsageError", "SkillError", "SkillArgumentError", "StackEntry", "PipeRuntimeError", "DiskFull",
+           "disk_full"]
 
 
 class SkillError(PipeError):
@@ -101,3 +103,43 @@ def _collapsed(entries: list[str]) -> list[str]:
             lines.append(f"  … repeated {end - start - shown} more times")
         start = end
     return lines
+
+
+# errno values that mean "the disk (or this user's share of it, or the file size limit) is full".
+_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+_SQLITE_FULL = 13  # SQLITE_FULL: "database or disk is full"
+
+
+class DiskFull(PipeError):
+    """The machine had no room to write (a full disk, a quota, a file size limit): the environment's fault, exit 74.
+
+    A run it stops keeps its journal exact; once there is room, `pipe resume` goes on from its last step."""
+
+    exit_code = EXIT_IOERR
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message, hint or "free space, then run the command again")
+
+
+def disk_full(exc: BaseException | None) -> BaseException | None:
+    """The exception in `exc`'s chain (itself, its cause or its context) that says there was no room to write, else
+    None: an OSError ENOSPC, EDQUOT or EFBIG, or SQLite's SQLITE_FULL."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, DiskFull):
+            return exc
+        if isinstance(exc, OSError) and exc.errno in _FULL_ERRNOS:
+            return exc
+        if getattr(exc, "sqlite_errorcode", None) is not None and exc.sqlite_errorcode & 0xFF == _SQLITE_FULL:
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def no_room(exc: BaseException) -> str:
+    """What `disk_full(exc)` says, for a person: the file when the error names one."""
+    if isinstance(exc, OSError):
+        where = f": {exc.filename}" if exc.filename else ""
+        return f"{exc.strerror or exc}{where}"
+    return str(exc)

@@ -18,21 +18,72 @@ class InputError(UsageError):
     """An input that is missing, unknown, unparsable or of the wrong type: a usage error (exit 2)."""
 
 
-def check_depth(name: str, value: Any) -> Any:
-    """Return value, or refuse it when its lists and dicts nest deeper than MAX_INPUT_DEPTH."""
-    pending = [(value, 1)]
+def nesting_depth(value: Any) -> int:
+    """How deep lists and dicts nest in `value` (0 for a scalar), counted without recursion."""
+    deepest, pending = 0, [(value, 1)]
     while pending:
         item, depth = pending.pop()
-        if isinstance(item, (list, dict)):
-            if depth > MAX_INPUT_DEPTH:
-                raise too_deep(name)
+        if isinstance(item, (list, dict, tuple)):
+            deepest = max(deepest, depth)
             pending.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def json_nesting_depth(text: str) -> int:
+    """How deep arrays and objects nest in JSON `text`, read from its brackets outside strings, before any parse
+    (json.loads itself fails with a RecursionError on text nested about a thousand deep)."""
+    deepest = depth = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def nesting_problem(what: str, depth: int) -> str | None:
+    """The message for `what` (e.g. "input `rows`") nesting `depth` deep, or None within MAX_INPUT_DEPTH."""
+    if depth <= MAX_INPUT_DEPTH:
+        return None
+    return f"{what} nests lists or dicts {depth} deep: expected at most {MAX_INPUT_DEPTH} levels"
+
+
+def check_nesting(what: str, value: Any, error: type[UsageError] = UsageError,
+                  hint: str = "give a flatter value (a list of records, or a text read at run time)") -> Any:
+    """Return value, or raise `error` when its lists and dicts nest deeper than MAX_INPUT_DEPTH."""
+    problem = nesting_problem(what, nesting_depth(value))
+    if problem is not None:
+        raise error(problem, hint=hint)
     return value
 
 
-def too_deep(name: str) -> InputError:
-    return InputError(f"input `{name}` nests lists or dicts more than {MAX_INPUT_DEPTH} deep",
-                      hint="give a flatter value, or read the data at run time with fs.read")
+def load_json(what: str, text: str, error: type[UsageError] = UsageError,
+              hint: str = "give a flatter value (a list of records, or a text read at run time)") -> Any:
+    """json.loads(text), refusing text nested deeper than MAX_INPUT_DEPTH with `error` before it is parsed;
+    an invalid text raises json.JSONDecodeError as json.loads does."""
+    problem = nesting_problem(what, json_nesting_depth(text))
+    if problem is not None:
+        raise error(problem, hint=hint)
+    return json.loads(text)
+
+
+_INPUT_HINT = "give a flatter value, or read the data at run time with fs.read"
+
+
+def check_depth(name: str, value: Any) -> Any:
+    """Return the entry input `name`'s value, or refuse it when it nests deeper than MAX_INPUT_DEPTH."""
+    return check_nesting(f"input `{name}`", value, InputError, _INPUT_HINT)
 
 
 def parse_input(name: str, text: str, ptype) -> Any:
@@ -59,9 +110,7 @@ def parse_input(name: str, text: str, ptype) -> Any:
             raise InputError(f"input `{name}` ({ptype}): expected a number, got {text!r}") from None
     json_text = {"none": "null", "true": "true", "false": "false"}.get(text, text)
     try:
-        return check_depth(name, json.loads(json_text))
-    except RecursionError:
-        raise too_deep(name) from None
+        return load_json(f"input `{name}`", json_text, InputError, _INPUT_HINT)
     except json.JSONDecodeError:
         if kind == "any":
             return text

@@ -6,6 +6,7 @@ EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_COMPILE = 65
 EXIT_RUNTIME = 70
+EXIT_IOERR = 74  # EX_IOERR: the machine could not write (a full disk); nothing is wrong with the program
 EXIT_WAITING = 75  # EX_TEMPFAIL: nothing failed; the run waits for a person (`pipe reply`, then `pipe resume`)
 
 

@@ -6,11 +6,13 @@ process of its own, so the run keeps going (and stays durable) whatever happens 
 from __future__ import annotations
 
 import hmac
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 from orgtree_lang.runtime.errors import UsageError
+from orgtree_lang.runtime.inputs import load_json
 from orgtree_lang.viewer.page import Site
 
 RESUME_LOG = "serve-resume.log"  # in the run's folder: what the resumed `pipe resume` printed
@@ -28,6 +30,29 @@ class Pointless(Refused):
     status = 409
 
 
+class Malformed(Refused):
+    """An action whose body is not a JSON object of texts (run, message, text)."""
+
+    status = 400
+
+
+def fields_of(body: bytes) -> dict[str, str]:
+    """An action's fields from its JSON body: an object of texts (numbers and booleans are taken as their text);
+    raise Malformed for anything else, a body nested past the input limit included, before it is parsed."""
+    try:
+        fields = load_json("an action's body", body.decode("utf-8"), Malformed,
+                           hint='send a JSON object of texts: {"run": "3f2a", "text": "yes"}')
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise Malformed("an action's body is a JSON object, e.g. {\"run\": \"3f2a\", \"text\": \"yes\"}") from None
+    if not isinstance(fields, dict):
+        raise Malformed(f"an action's body is a JSON object, got {type(fields).__name__}")
+    for name, value in fields.items():
+        if isinstance(value, (list, dict)):
+            raise Malformed(f"an action's field `{name}` is a text, got a {type(value).__name__}")
+    return {name: value if isinstance(value, str) else json.dumps(value)
+            for name, value in fields.items() if value is not None}
+
+
 def check_allowed(site: Site, token: str | None) -> None:
     """Raise Refused unless the server allows actions and `token` is its token."""
     if not site.allow_actions:
@@ -41,8 +66,6 @@ def check_allowed(site: Site, token: str | None) -> None:
 
 def reply(site: Site, run: str, message: str | None, text: str) -> str:
     """Record `text` as the answer to the question `message` (or the only one) run `run` waits for."""
-    import json
-
     from orgtree_lang.durable.people import reply as record_reply
 
     if not run or not text.strip():

@@ -96,13 +96,8 @@ def build_app(site: Site, *, poll_seconds: float = POLL_SECONDS, allow_hosts: tu
                 resumes.remove(process)
         try:
             actions.check_allowed(site, request.headers.get("x-pipe-token"))
-            try:
-                fields = await request.json()
-            except ValueError:
-                raise actions.Refused("an action's body is a JSON object") from None
-            if not isinstance(fields, dict):
-                raise actions.Refused("an action's body is a JSON object")
-            said = await run_in_threadpool(action, {k: str(v) for k, v in fields.items() if v is not None})
+            fields = actions.fields_of(await request.body())
+            said = await run_in_threadpool(action, fields)
         except PipeError as err:  # refused here, or by the code `pipe reply` and `pipe resume` share
             said = str(err) + (f"; {err.hint}" if err.hint else "")
             return JSONResponse({"ok": False, "message": said}, status_code=getattr(err, "status", 409),

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from orgtree_lang.syntax import types as t
 from orgtree_lang.compile.opcodes import CODE
 from orgtree_lang.runtime.builtins import BUILTINS
-from orgtree_lang.runtime.errors import PipeRuntimeError, SkillError
+from orgtree_lang.runtime.errors import PipeRuntimeError, SkillError, disk_full
 from orgtree_lang.runtime.values import UNBOUND, conforms
 from orgtree_lang.vm.budget import budget_exceeded
 from orgtree_lang.vm.effects import EffectStep
@@ -198,7 +198,11 @@ def failure_text(exc: BaseException) -> str:
 
 def skill_failure(name: str, exc: BaseException) -> PipeRuntimeError:
     """What a skill's exception is in .pipe: a SkillError becomes a `skill` error naming the skill; a .pipe
-    error stays itself; any other exception is a crash of the skill."""
+    error stays itself; no room to write (a full disk, under the skill or under the journal) is no failure of the
+    skill nor of the program: it goes up as it is, past every `try`, and stops the run (durable/attempt.py); any
+    other exception is a crash of the skill."""
+    if disk_full(exc) is not None:
+        return exc
     if isinstance(exc, SkillError):
         error = PipeRuntimeError(exc.message if exc.message.startswith(name) else f"{name}: {exc.message}",
                                  kind="skill", hint=exc.hint)
