@@ -62,9 +62,10 @@ class LocalModelServer:
         self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
 
     def author_prompt_tokens(self) -> int:
-        """Tokens of the first author request's last message (the request with the inputs in it)."""
-        first = next(m for m in self.requests if not m[0]["content"].startswith("You are an independent reviewer"))
-        return count_tokens(first[-1]["content"])
+        """Tokens of the largest last message of a request that is not a review (the one with the input's view in it:
+        the context tree's summary requests go out in parallel, so which comes first is a race)."""
+        return max(count_tokens(m[-1]["content"]) for m in self.requests
+                   if not m[0]["content"].startswith("You are an independent reviewer"))
 
     def close(self) -> None:
         self.httpd.shutdown()
