@@ -77,3 +77,61 @@ def test_with_no_model_the_send_fails_as_before_and_says_agents_are_off(tmp_path
     assert ran.returncode == 70
     assert 'no route for topic "payments"' in ran.stderr
     assert "run-time agents are off, no model configured" in ran.stderr
+
+
+# ---- a node whose pipeline reads no messages: the organization's agent reads them (docs/org.md) ------------------
+
+SUPERVISED = '''pipeline worker(n: int) -> str:
+    """Counts up to n and reports."""
+    send parent, "should I count in twos?", topic="question"
+    try:
+        m = receive(timeout=1)
+        return "worker got: " + m.body
+    except err:
+        return "worker got no answer"
+
+pipeline main() -> str:
+    w = spawn worker(3)
+    return await w
+'''
+
+
+def supervised(folder: Path, decision: dict) -> list[str]:
+    (folder / "sup.pipe").write_text(SUPERVISED, encoding="utf-8")
+    rules = [{"match": {"contains": "A message reached the node `main`"}, "reply": json.dumps(decision)}]
+    (folder / "rules.json").write_text(json.dumps(rules), encoding="utf-8")
+    return ["--model", f"scripted:{folder / 'rules.json'}"]
+
+
+def test_a_message_to_a_pipeline_that_reads_none_is_answered_by_its_agent_and_replay_asks_no_model(
+        tmp_path: Path) -> None:
+    models = supervised(tmp_path, {"kind": "answer", "note": "twos are faster", "answer": "yes, in twos"})
+    ran = pipe("run", "sup.pipe", *models, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == "worker got: yes, in twos"
+    run_id = only_run_id(tmp_path)
+    shown = pipe("messages", run_id, "--json", cwd=tmp_path)
+    assert [(m["sender"], m["to"], m["topic"]) for m in json.loads(shown.stdout)] == [
+        ("main/worker#1", "main", "question"), ("main", "main/worker#1", "answer")]
+    (tmp_path / "rules.json").write_text("[]", encoding="utf-8")
+    replayed = pipe("replay", run_id, cwd=tmp_path)
+    assert replayed.returncode == 0, replayed.stderr
+    assert "0 outside call(s)" in replayed.stderr and "identical" in replayed.stderr
+
+
+def test_a_forward_from_the_top_pipeline_reaches_the_person(tmp_path: Path) -> None:
+    models = supervised(tmp_path, {"kind": "forward", "note": "only a person knows"})
+    ran = pipe("run", "sup.pipe", *models, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == "worker got no answer"
+    inbox = pipe("inbox", cwd=tmp_path)
+    assert "should I count in twos?" in inbox.stdout and "[question]" in inbox.stdout
+
+
+def test_with_no_model_a_message_to_a_pipeline_that_reads_none_waits_in_its_mailbox(tmp_path: Path) -> None:
+    supervised(tmp_path, {"kind": "ignore"})
+    ran = pipe("run", "sup.pipe", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == "worker got no answer"
+    shown = pipe("messages", only_run_id(tmp_path), "--json", cwd=tmp_path)
+    assert [(m["to"], m["received"]) for m in json.loads(shown.stdout)] == [("main", None)]

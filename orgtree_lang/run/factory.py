@@ -128,17 +128,20 @@ def build_run(program, root: Path, registry, options, run_id: str, *, effects=No
         budget=options.budget, resolver=options.decomposer, printer=_synced(options.printer, effects), effects=effects,
         tracer=tracer, recorder=recorder, progress=options.progress, executor=executor, spans=spans, routes=routes,
         notify=_note_poster(root, run_id), inbound=_inbound(effects), remote_nodes=bool(settings.executor.get("remote_nodes")),
-        agents=_agents(options, settings, program))
+        agents=_agents(options, settings, root))
     return RunParts(factory.top(program), tracer, recorder, spans)
 
 
-def _agents(options, settings, program):
-    """The organization's agents for a program that declares routes (they pick a route by meaning), else None."""
-    if not program.routes and not settings.routes:
-        return None
+def _agents(options, settings, root: Path):
+    """The organization's agents (they route by meaning and read messages for nodes that read none), or None when no
+    model is configured. Nothing is built or imported until one is asked."""
+    models = getattr(options, "models", None)
+    if models is None or not models.configured:
+        if "message_agent" not in settings.table("org"):
+            return None
     from orgtree_lang.decompose.run_agents import RunAgents
 
-    return RunAgents.for_run(getattr(options, "models", None), settings.file)
+    return RunAgents.for_run(models, settings.file, Path(root))
 
 
 def _inbound(effects):
