@@ -99,6 +99,9 @@ BENCHMARKS = (
     Benchmark("parallel.py", ("--counts", "1", "8", "--scale", "0.2", "--repeat", "2"), (
         Figure("parallel llm.ask, wall N=8 / N=1", r"wall\(N=8\) / wall\(N=1\): ([\d.]+)", "<=", 1.25, "x"),
         Figure("loop as a parallel branch / plain", r"scheduler turns on: ([\d.]+)x", "<=", 1.1, "x"))),
+    Benchmark("parallel.py", ("--mode", "ambiguous", "--counts", "1", "8", "--scale", "0.1", "--repeat", "2"), (
+        Figure("8 ambiguous blocks in parallel / 1, protocol on", r"wall\(N=8\) / wall\(N=1\): ([\d.]+)", "<=", 1.25,
+               "x"),)),
     Benchmark("language_tasks/measure.py", (), (
         Figure("task solutions, lines / idiomatic", r"mean ratio ([\d.]+)", None, None, "x"),)),
     Benchmark("long_context.py", ("--sizes", "100k,1m"), (
