@@ -111,10 +111,19 @@ BENCHMARKS = (
                r"RESULT size=1\d{6} summaries=model accuracy=([\d.]+)", None, None),
         Figure("long documents, tokens per answer (1 MB, model summaries)",
                r"RESULT size=1\d{6} summaries=model accuracy=[\d.]+ tokens=(\d+)", None, None, "tokens")), model=True),
+    Benchmark("decompose_eval.py", ("/tmp/pipe-run-all/decompose_eval",), (
+        Figure("decomposer, hidden cases passed (data-driven flow)", r"(?sm)flow: after .*?^all [^\n]*?(\d+)/\d+ *$",
+               None, None, "cases"),), model=True),
+    Benchmark("language_tasks/collect.py", ("/tmp/pipe-run-all/language_tasks",), (
+        Figure("language tasks, modules the model wrote", r"collected (\d+) of \d+ task modules", None, None,
+               "modules"),), model=True),
     Benchmark("research_eval.py", (), (
         Figure("research, answered correctly with citations", r"RESULT answered correctly with citations: \d+/\d+ = "
                r"([\d.]+)", None, None),), model=True),
 )
+
+
+HELPERS = ("baseline.py",)  # modules the benchmarks import, not benchmarks themselves
 
 
 def run(bench: Benchmark, show: bool, timeout: float, endpoint: tuple[str, ...] = ()) -> tuple[str, float, int | str]:
@@ -175,7 +184,7 @@ def main() -> int:
     listed = {b.script for b in BENCHMARKS}
     scripts = [p for p in [*HERE.glob("*.py"), *HERE.glob("*/*.py")] if not p.name.startswith("_")]
     unlisted = sorted(name for name in (p.relative_to(HERE).as_posix() for p in scripts)
-                      if name not in listed and name != Path(__file__).name)
+                      if name not in listed and name not in HELPERS and name != Path(__file__).name)
     if unlisted:
         print(f"\nnot in BENCHMARKS (add a line for each): {', '.join(unlisted)}")
     for failure in failed:
