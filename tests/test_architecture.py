@@ -17,6 +17,8 @@ import orgtree_lang.grammar
 import orgtree_lang.stdlib
 from orgtree_lang.layers import LAYERS, UNLAYERED, drawing, layer_of, may_import
 
+pytestmark = pytest.mark.fast
+
 PACKAGE = Path(orgtree_lang.__file__).parent
 DOC = Path(__file__).resolve().parent.parent / "docs" / "architecture.md"
 HEAVY = ("litellm", "torch", "sentence_transformers", "faiss", "tantivy", "docker", "httpx", "trafilatura", "numpy",
