@@ -152,3 +152,17 @@ def test_the_reviewer_window_defaults_to_the_authors_only_for_the_same_model(tmp
     assert both.windows == {"author": 65536, "reviewer": 4096}
     with pytest.raises(ModelError, match="PIPE_CONTEXT_WINDOW must be a whole number of tokens, got 'lots'"):
         resolve_context_window(None, {"PIPE_CONTEXT_WINDOW": "lots"}, config)
+
+
+def test_a_view_is_sized_by_the_window_configured_on_the_model_not_only_by_its_name(tmp_path):
+    # The research agent's reads (net/research_skills.py) and the context tree take the Model: a local model's
+    # configured window counts there too; its bare name alone is not in litellm's map.
+    from orgtree_lang.memory.budget import BudgetError
+    from orgtree_lang.memory.memory import Memory
+
+    model = model_from_spec("openai/my-local-llm", context_window=32768)
+    with Memory(tmp_path, vectors=False) as memory:
+        document = memory.add("a page about the moons of Jupiter. " * 50, name="page")
+        assert memory.fit([document], model, 0.25).text
+        with pytest.raises(BudgetError, match="my-local-llm:TOKENS"):
+            memory.fit([document], model.name, 0.25)

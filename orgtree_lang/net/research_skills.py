@@ -162,7 +162,7 @@ def judge(ctx: SkillContext, question: str, text: str, source: str, links: list[
 
     with Memory(ctx.workspace.root, vectors=False) as memory:
         document = memory.add(text, name=f"research: {source}"[:200], tags=["research"])
-        view = memory.fit([document], model.name, READ_SHARE, summarizer=summarizer_of(ctx, "research.judge"))
+        view = memory.fit([document], model, READ_SHARE, summarizer=summarizer_of(ctx, "research.judge"))
     listed = "\n".join(f"- {link}" for link in links[:40])
     prompt = (f"Question: {question}\n\nSource: {source}\n\n{view.text}"
               + (f"\n\nLinks of the source:\n{listed}" if listed else ""))

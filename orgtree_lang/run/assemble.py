@@ -92,7 +92,7 @@ def assemble(program, root: Path, registry, options: RunOptions, run_id: str, *,
         printer=_synced(options.printer, effects), effects=effects, tracer=tracer, recorder=recorder,
         progress=options.progress, executor=make_executor(options.executor, settings.executor), spans=spans,
         routes=settings.routes, notify=_note_poster(root, run_id), inbound=_inbound(effects),
-        remote_nodes=bool(settings.executor.get("remote_nodes")))
+        remote_nodes=bool(settings.executor.get("remote_nodes")), agents=_agents(options, settings, root))
     return AssembledRun(factory.top(program), tracer, recorder, spans)
 
 
@@ -176,6 +176,18 @@ def _otel_export(choices: RunChoices, settings):
         if not found:
             raise UsageError(MISSING_EXTRA)
     return export
+
+
+def _agents(options: RunOptions, settings, root: Path):
+    """The organization's agents (they route by meaning and read messages for nodes that read none), or None when no
+    model is configured. Nothing is built or imported until one is asked."""
+    models = options.models
+    if models is None or not models.configured:
+        if "message_agent" not in settings.table("org"):
+            return None
+    from orgtree_lang.decompose.run_agents import RunAgents
+
+    return RunAgents.for_run(models, settings.file, Path(root))
 
 
 def _inbound(effects):

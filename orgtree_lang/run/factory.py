@@ -40,6 +40,7 @@ class MachineFactory:
     routes: dict | None = None  # orgtree.toml's [org] routes (topic -> pipeline)
     notify: Callable[[dict, str], None] | None = None  # posts `send "human", ...` notes to the inbox
     inbound: Any = None  # durable.inbound.Inbound: the messages `pipe send` queued for the run
+    agents: Any = None  # decompose.run_agents.RunAgents: the organization's agents (None: no model configured)
 
     def top(self, program) -> Machine:
         observers: list = [self._traced(), self._tree(), self.spans]
@@ -53,7 +54,8 @@ class MachineFactory:
             registry=self.registry, context=self.context, budget=self.budget, resolver=self.resolver,
             printer=self.printer, clock=self.clock, effects=self.effects, executor=self.executor,
             observers=tuple(o for o in observers if o is not None), children=self.child, org=Scheduler,
-            routes=dict(self.routes or {}), notify=self.notify, inbound=self.inbound, remote_nodes=self.remote_nodes))
+            routes=dict(self.routes or {}), notify=self.notify, inbound=self.inbound, remote_nodes=self.remote_nodes,
+            agents=self.agents))
 
     def child(self, parent: Machine, block, program, resolver, budget: Budget, context: Any = None) -> Machine:
         tracer = self.tracer.for_child(block.node, parent.state.run_id) if self._traced() is not None else None
