@@ -1,5 +1,5 @@
 """The seed skill pool: register(registry) adds the text, json, math, lists, dicts, fs, time, kv, random, ids, code,
-http, web, ctx, pad, insight and llm skills."""
+http, web, ctx, pad, insight, llm and research skills."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import orgtree_lang.memory.insight_skills as insight_skills
 import orgtree_lang.memory.pad_skills as pad_skills
 import orgtree_lang.memory.skills as memory_skills
+import orgtree_lang.net.research_skills as research_skills
 import orgtree_lang.net.skills as web_skills
 from orgtree_lang.stdlib import clock, dicts, fs, ids, json_skills, kv, lists, math_skills, random_skills, text
 from orgtree_lang.stdlib import code_skills
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from orgtree_lang.runtime.skills import SkillRegistry
 
 MODULES = (text, json_skills, math_skills, lists, dicts, fs, clock, kv, random_skills, ids, code_skills, web_skills,
-           memory_skills, pad_skills, insight_skills, llm)
+           memory_skills, pad_skills, insight_skills, llm, research_skills)
 
 
 def register(registry: SkillRegistry) -> None:

@@ -17,6 +17,8 @@ import orgtree_lang.grammar
 import orgtree_lang.stdlib
 from orgtree_lang.layers import LAYERS, UNLAYERED, drawing, layer_of, may_import
 
+pytestmark = pytest.mark.fast
+
 PACKAGE = Path(orgtree_lang.__file__).parent
 DOC = Path(__file__).resolve().parent.parent / "docs" / "architecture.md"
 HEAVY = ("litellm", "torch", "sentence_transformers", "faiss", "tantivy", "docker", "httpx", "trafilatura", "numpy",
@@ -206,7 +208,7 @@ def test_stdlib_uses_only_the_public_skill_api():
                "orgtree_lang.runtime.values", "orgtree_lang.syntax.types", "orgtree_lang.stdlib",
                "orgtree_lang.sandbox",  # code.run: the sandbox is its public API
                "orgtree_lang.memory.skills", "orgtree_lang.memory.pad_skills", "orgtree_lang.memory.insight_skills",
-               "orgtree_lang.net.skills")
+               "orgtree_lang.net.skills", "orgtree_lang.net.research_skills")
     offenders = [f"{m}: {imp.module}" for m, found in IMPORTS.items() if _layer_name(m) == "stdlib"
                  for imp in found if imp.module.startswith("orgtree_lang") and not imp.module.startswith(allowed)]
     assert offenders == []

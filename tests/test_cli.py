@@ -13,6 +13,8 @@ import pytest
 from cli_testing import PipeResult
 from cli_testing import pipe as run_pipe
 
+pytestmark = pytest.mark.fast
+
 
 def pipe(*args: str, cwd: Path) -> PipeResult:
     """`pipe ARGS` in this process (the console script's own test below starts a real one)."""

@@ -11,6 +11,8 @@ import pytest
 from orgtree_lang.cli.main import build_parser
 from orgtree_lang.cli.options import add_sub_verbs, add_verb
 
+pytestmark = pytest.mark.fast
+
 CLI_DIR = Path(__file__).resolve().parent.parent / "orgtree_lang" / "cli"
 
 

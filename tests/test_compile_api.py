@@ -12,6 +12,8 @@ from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.run.factory import plain_machine
 from orgtree_lang.run.registries import default_registry
 
+pytestmark = pytest.mark.fast
+
 REGISTRY = default_registry(plugins=False)
 SOURCE = 'use text\n\npipeline main(x: str = "a") -> str:\n    return text.upper(x) + "!"\n'
 

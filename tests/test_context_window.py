@@ -62,9 +62,10 @@ class LocalModelServer:
         self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
 
     def author_prompt_tokens(self) -> int:
-        """Tokens of the first author request's last message (the request with the inputs in it)."""
-        first = next(m for m in self.requests if not m[0]["content"].startswith("You are an independent reviewer"))
-        return count_tokens(first[-1]["content"])
+        """Tokens of the largest last message of a request that is not a review (the one with the input's view in it:
+        the context tree's summary requests go out in parallel, so which comes first is a race)."""
+        return max(count_tokens(m[-1]["content"]) for m in self.requests
+                   if not m[0]["content"].startswith("You are an independent reviewer"))
 
     def close(self) -> None:
         self.httpd.shutdown()
@@ -151,3 +152,17 @@ def test_the_reviewer_window_defaults_to_the_authors_only_for_the_same_model(tmp
     assert both.windows == {"author": 65536, "reviewer": 4096}
     with pytest.raises(ModelError, match="PIPE_CONTEXT_WINDOW must be a whole number of tokens, got 'lots'"):
         resolve_context_window(None, {"PIPE_CONTEXT_WINDOW": "lots"}, config)
+
+
+def test_a_view_is_sized_by_the_window_configured_on_the_model_not_only_by_its_name(tmp_path):
+    # The research agent's reads (net/research_skills.py) and the context tree take the Model: a local model's
+    # configured window counts there too; its bare name alone is not in litellm's map.
+    from orgtree_lang.memory.budget import BudgetError
+    from orgtree_lang.memory.memory import Memory
+
+    model = model_from_spec("openai/my-local-llm", context_window=32768)
+    with Memory(tmp_path, vectors=False) as memory:
+        document = memory.add("a page about the moons of Jupiter. " * 50, name="page")
+        assert memory.fit([document], model, 0.25).text
+        with pytest.raises(BudgetError, match="my-local-llm:TOKENS"):
+            memory.fit([document], model.name, 0.25)

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import pytest
 
+from orgtree_lang.check.module import check
 from orgtree_lang.compile.api import compile_file
 from orgtree_lang.syntax.diagnostics import CompileError, Diagnostic, DiagnosticSink, did_you_mean, render_all
-from orgtree_lang.syntax.parser import parse_expr
+from orgtree_lang.syntax.parser import parse, parse_expr
 from orgtree_lang.syntax.spans import Span
 from pipe_testing import compile_text, registry
+
+pytestmark = pytest.mark.fast
 
 
 def errors_of(source: str, file: str = "t.pipe") -> CompileError:
@@ -144,6 +147,17 @@ def test_a_file_with_three_distinct_errors_reports_all_three():
     text = err.render()
     assert text.endswith("3 errors generated.")
     assert [line.split(":")[1] for line in text.splitlines() if line.startswith("t.pipe:")] == ["5", "6", "7"]
+
+
+def test_the_checker_collects_every_error_before_any_code_is_generated():
+    with pytest.raises(CompileError) as caught:
+        check(parse(THREE_ERRORS, "t.pipe"), registry(), THREE_ERRORS)
+    assert [d.span.line for d in caught.value.diagnostics if d.severity == "error"] == [5, 6, 7]
+    fixed = THREE_ERRORS.replace('helper("x")', "helper(1)").replace("undefined_name", "1")
+    fixed = fixed.replace("    goto nowhere\n", "    print(a, b)\n")
+    assert fixed != THREE_ERRORS
+    checked = check(parse(fixed, "t.pipe"), registry(), fixed)
+    assert [d for d in checked.diagnostics if d.severity == "error"] == []
 
 
 def test_errors_in_different_pipelines_and_records_are_all_reported():

@@ -30,6 +30,8 @@ from orgtree_lang.run.registries import default_registry
 from orgtree_lang.runtime.skills import SkillRegistry, skill
 from orgtree_lang.vm.budget import Budget
 
+pytestmark = pytest.mark.fast
+
 EXIT_USAGE, EXIT_RUNTIME = 2, 70
 
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from cli_testing import pipe
+
+pytestmark = pytest.mark.fast
 
 PROGRAM = """use fs
 

@@ -17,12 +17,14 @@ from orgtree_lang.syntax.spans import Span
 
 # Exceptions that never reach a user: a compiler invariant (an AssertionError on purpose) and private control flow.
 # (WaitingForHuman: the top-level machine turns it into the run's status `waiting`; RunClosed: stops a thread still
-# resolving a block for a run that has ended, org/runlock.py.)
+# resolving a block for a run that has ended, org/runlock.py; Replan: a block node's decision to revise its module,
+# caught by the decomposer, decompose/messages.py.)
 # Control flow inside one module, caught where it is raised and never shown to a user: the parser's LALR driver
 # hands a refused input (Rejected) or a rule it cannot mirror (Unsupported) to Lark's own parse in syntax/parser.py.
 NOT_FOR_USERS = {"orgtree_lang.compile.stack.StackError", "orgtree_lang.decompose.coerce._NoCoercion",
                  "orgtree_lang.vm.questions.WaitingForHuman", "orgtree_lang.org.runlock.RunClosed",
-                 "orgtree_lang.syntax.lalr.Rejected", "orgtree_lang.syntax.lalr.Unsupported"}
+                 "orgtree_lang.syntax.lalr.Rejected", "orgtree_lang.syntax.lalr.Unsupported",
+                 "orgtree_lang.vm.blocks.Replan"}
 PACKAGE = Path(orgtree_lang.__file__).parent
 
 

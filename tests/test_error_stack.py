@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from cli_testing import pipe
 from decompose_testing import NO_CONCERNS
+
+pytestmark = pytest.mark.fast
 
 PARENT = '''use text
 

@@ -15,6 +15,8 @@ from orgtree_lang.syntax.diagnostics import CompileError
 from orgtree_lang.syntax.formatter import format_source
 from orgtree_lang.syntax.parser import source_comments
 
+pytestmark = pytest.mark.fast
+
 TESTS = Path(__file__).resolve().parent
 PROGRAMS = sorted((TESTS / "golden").rglob("*.pipe")) + sorted((TESTS.parent / "examples").glob("*.pipe"))
 REGISTRY = default_registry(plugins=False)

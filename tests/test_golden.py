@@ -24,6 +24,8 @@ import pytest
 from orgtree_lang.syntax.diagnostics import CompileError
 from pipe_testing import compile_text, golden_files, golden_id, output_lines, read_expectations, registry, run_compiled
 
+pytestmark = pytest.mark.fast
+
 GOLDEN = golden_files()
 
 

@@ -11,6 +11,8 @@ from orgtree_lang.memory.insights import ADD_SPEC, REMOVE_SPEC, InsightError, In
 from orgtree_lang.models.scripted import ScriptedModel
 from orgtree_lang.review import ReviewError, SelfReviewError
 
+pytestmark = pytest.mark.fast
+
 ACCEPT = json.dumps({"concerns": [], "summary": "accurate and useful"})
 WRONG = json.dumps({"concerns": [{"id": "c1", "severity": "blocking", "spec_basis": "1. Accurate",
                                   "evidence": "the benchmark shows the opposite", "suggested_fix": "drop the claim"}],

@@ -109,6 +109,40 @@ def test_an_edit_that_adds_lines_moves_the_errors_below_it(client, program):
     assert lines == [1, 12, 25]
 
 
+def test_a_half_typed_line_leaves_hover_and_definition_working_in_the_rest_of_the_file(client, tmp_path):
+    # Opened with a line of `describe` half-typed: nothing parses as a whole, every other declaration still answers.
+    path = tmp_path / "typing.pipe"
+    typing = PROGRAM.replace("    return text.uper(task.title)", "    x = text.split(\n    return text.uper(task.title)")
+    published = client.open(path, typing)
+    assert any("expected" in d["message"] for d in published["diagnostics"])
+    line, character = position_of(typing, 'Task("x")', 1)
+    hover = client.at("textDocument/hover", path, line, character)
+    assert hover["contents"]["value"].startswith("```pipe\nrecord Task:")
+    line, character = position_of(typing, "text.split(report", 6)
+    assert "Split a string into parts." in client.at("textDocument/hover", path, line, character)["contents"]["value"]
+    uri = path.resolve().as_uri()
+    line, character = position_of(typing, "goto again", 6)
+    assert client.at("textDocument/definition", path, line, character) == \
+        {"uri": uri, "range": _range(line - 3, 10, 15)}  # `label again`, three lines up
+
+
+def test_while_a_declaration_is_half_typed_its_last_good_version_answers_at_its_new_place(client, program):
+    client.open(program)
+    # Two lines added above, then `describe` broken: main's call of it still hovers and goes to its definition,
+    # which has moved down two lines.
+    client.change(program, 2, [{"range": _range(0, 0, 0), "text": "# one\n# two\n"}])
+    edited = "# one\n# two\n" + PROGRAM
+    line, _ = position_of(edited, "return text.uper")
+    published = client.change(program, 3, [{"range": _range(line, 4, 4), "text": "x = (1 +\n    "}])
+    assert any("expected" in d["message"] for d in published["diagnostics"])
+    edited = edited.replace("    return text.uper", "    x = (1 +\n    return text.uper")
+    line, character = position_of(edited, "describe(Task", 2)
+    hover = client.at("textDocument/hover", program, line, character)
+    assert hover["contents"]["value"] == "```pipe\npipeline describe(task: Task) -> str\n```\n\nOne line about a task."
+    assert client.at("textDocument/definition", program, line, character) == \
+        {"uri": program.resolve().as_uri(), "range": _range(10, 9, 17)}
+
+
 def test_ranges_count_utf16_units_for_text_outside_the_basic_plane(client, tmp_path):
     path = tmp_path / "emoji.pipe"
     source = 'pipeline main() -> str:\n    x = "🙂🙂" + nope\n    return x\n'

@@ -54,3 +54,34 @@ def test_an_unchanged_declaration_is_not_parsed_again():
     second = parser.parse("pipeline a() -> int:\n    return 1\n\npipeline b() -> int:\n    return 3\n", "p.pipe")
     assert second.pipelines[0] is first.pipelines[0]
     assert second.pipelines[1] is not first.pipelines[1]
+
+
+# ---- while a line is half-typed ---------------------------------------------------------------------------------
+
+TWO = "pipeline a() -> int:\n    return b()\n\npipeline b() -> int:\n    n = 2\n    return n\n"
+
+
+def test_a_half_typed_declaration_leaves_the_others_navigable_at_their_new_places():
+    parser = IncrementalParser()
+    parser.parse(TWO, "p.pipe")
+    assert parser.navigable is None  # the version parsed: its module is the answer
+    # Two lines are added above and `b` is half-typed: the whole text does not parse.
+    broken = "# notes\n\n" + TWO.replace("    n = 2\n", "    n = (2 +\n")
+    with pytest.raises(CompileError):
+        parser.parse(broken, "p.pipe")
+    a, b = parser.navigable.pipelines
+    # `a` parses now, at its new line; `b` is its last good tree, moved to where `b` starts now.
+    assert (a.name, a.span.line) == ("a", 3) and (b.name, b.span.line) == ("b", 6)
+    assert repr(a) == repr(parse("\n\n" + pieces(TWO)[0][1], "p.pipe").pipelines[0])
+    mended = broken.replace("(2 +", "2")
+    assert parser.parse(mended, "p.pipe").pipelines[1].span.line == 6 and parser.navigable is None
+
+
+def test_a_file_opened_half_typed_is_navigable_in_its_declarations_that_parse():
+    parser = IncrementalParser()
+    with pytest.raises(CompileError) as failed:
+        parser.parse(TWO.replace("return b()", "return b("), "p.pipe")
+    # The diagnostics are a whole parse's; navigation has `b`, and nothing for `a`, which never parsed.
+    assert [(d.message, d.span) for d in failed.value.diagnostics] == \
+        _outcome(lambda text: parse(text, "p.pipe"), TWO.replace("return b()", "return b("))
+    assert [p.name for p in parser.navigable.pipelines] == ["b"]

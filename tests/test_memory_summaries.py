@@ -18,6 +18,8 @@ from orgtree_lang.models.base import Completion, Model, ModelError, Usage
 from orgtree_lang.models.roles import RunModels
 from orgtree_lang.vm.budget import Budget
 
+pytestmark = pytest.mark.fast
+
 LOG = "\n".join(f"line {i}: worker {i % 9} served request {i * 7}" + (f" and failed with E{i}" if i % 97 == 5 else "")
                 for i in range(1500))
 

@@ -12,6 +12,8 @@ from orgtree_lang.models.scripted import ScriptedModel
 from orgtree_lang.models.select import model_from_spec
 from orgtree_lang.models.tokens import count_tokens
 
+pytestmark = pytest.mark.fast
+
 RULES = """
 rules:
   - role: reviewer

@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from cli_testing import pipe as run_pipe
+
+pytestmark = pytest.mark.fast
 
 ROUTED = '''route "audit"
 route "billing" -> desk

@@ -218,6 +218,21 @@ def test_without_the_extra_otel_is_a_clear_error(tmp_path):
     assert _pipe(["run", "p.pipe"], tmp_path, env).returncode == 0
 
 
+def test_a_collector_that_is_down_costs_one_warning_and_the_run_goes_on(tmp_path):
+    import socket
+
+    with socket.socket() as probe:  # a port of this machine where nothing listens
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    (tmp_path / "p.pipe").write_text("pipeline main() -> int:\n    print(\"ran\")\n    return 1\n")
+    result = _pipe(["run", "p.pipe", "--otel-endpoint", f"http://127.0.0.1:{port}"], tmp_path)
+    assert (result.returncode, result.stdout) == (0, "ran\n1\n"), result.stderr
+    assert result.stderr.splitlines() == [
+        f"warning: the OpenTelemetry collector at http://127.0.0.1:{port} did not take this run's spans (nothing "
+        "answers there, or it refused them); they are not exported. Start it, or leave out --otel (and [otel] "
+        "endpoint)"]
+
+
 def test_a_bad_endpoint_is_refused_before_the_run(tmp_path):
     (tmp_path / "p.pipe").write_text("pipeline main() -> int:\n    print(\"ran\")\n    return 1\n")
     result = _pipe(["run", "p.pipe", "--otel-endpoint", "127.0.0.1:4318"], tmp_path)

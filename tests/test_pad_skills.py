@@ -12,6 +12,8 @@ from orgtree_lang.cli.main import main
 from orgtree_lang.memory.insights import InsightPool
 from orgtree_lang.memory.scratchpad import Scratchpad
 
+pytestmark = pytest.mark.fast
+
 PROGRAM = """\
 use pad, insight
 

@@ -13,6 +13,8 @@ from orgtree_lang.review import (VERDICT_SCHEMA, Concern, ConcernLedger, ReviewE
                                  review_loop)
 from orgtree_lang.runtime.state_db import state_db_path
 
+pytestmark = pytest.mark.fast
+
 SPEC = "pipeline summarize(text: str) -> str\nReturn a summary of `text` of at most 3 sentences."
 V1 = "pipeline summarize(text: str) -> str:\n    return text\n"
 V2 = "pipeline summarize(text: str) -> str:\n    return text.first_sentences(3)\n"

@@ -12,6 +12,8 @@ from orgtree_lang.vm.machine import Machine
 from orgtree_lang.vm.state import RunState
 from pipe_testing import compile_text, registry, run_source
 
+pytestmark = pytest.mark.fast
+
 DEEP = """\
 pipeline deep(levels: int) -> any:
     x = []

@@ -48,8 +48,10 @@ def _leftovers(baseline: set[int], sandbox_uid: int | None) -> list[str]:
     return left
 
 
-def _tmp_entries() -> set[str]:
-    return {name for name in os.listdir(tempfile.gettempdir()) if name.startswith(("PLANTED", "orgtree-sbx-"))}
+def _tmp_entries(host: dict) -> set[str]:
+    """What an escape plants in the host's temp folder, and what the sandbox made in this process's temp folder."""
+    planted = {name for name in os.listdir(host["host_temp"]) if name.startswith("PLANTED")}
+    return planted | {f"private/{name}" for name in os.listdir(host["temp"])}
 
 
 @pytest.fixture(scope="module")
@@ -63,12 +65,19 @@ def host(tmp_path_factory):
     os.chmod(scratch_root, 0o755)
     settings = quick_settings(timeout=1.5, scratch_root=str(scratch_root))
     os.environ["ORGTREE_HOST_SECRET"] = secret
+    # This process's temp folder is its own while the corpus runs: other tests and test processes on the machine
+    # make orgtree-sbx-* folders in the shared one, which must not read as this run's leftovers.
+    previous, host_temp = tempfile.tempdir, tempfile.gettempdir()
+    private_temp = tmp_path_factory.mktemp("tempdir")
+    tempfile.tempdir = str(private_temp)
     bystander = subprocess.Popen(["sleep", "600"])
     try:
         with local_server() as server:
             yield {"secret": secret, "canary": canary, "server": server, "settings": settings,
-                   "bystander": bystander, "scratch_root": scratch_root}
+                   "bystander": bystander, "scratch_root": scratch_root, "host_temp": host_temp,
+                   "temp": private_temp}
     finally:
+        tempfile.tempdir = previous
         del os.environ["ORGTREE_HOST_SECRET"]
         bystander.kill()
         bystander.wait()
@@ -87,7 +96,7 @@ def test_escape_attempt_is_contained(program, host):
     settings: SandboxSettings = host["settings"]
     sandbox_uid = settings.uid if os.geteuid() == 0 else None
     baseline = {int(e.name) for e in os.scandir("/proc") if e.name.isdigit()}
-    tmp_before = _tmp_entries()
+    tmp_before = _tmp_entries(host)
     source = program.read_text().replace("@CANARY@", str(host["canary"])).replace("@PORT@", str(host["server"].server_port))
     language = "python" if program.suffix == ".py" else "bash"
 
@@ -101,7 +110,7 @@ def test_escape_attempt_is_contained(program, host):
     assert host["server"].hits == [], "the sandbox reached the host's HTTP server"
     assert host["bystander"].poll() is None, "a host process was killed"
     assert _leftovers(baseline, sandbox_uid) == [], "processes of the sandbox outlived the run"
-    assert _tmp_entries() == tmp_before, "the run left files in the host's temp folder"
+    assert _tmp_entries(host) == tmp_before, "the run left files in the host's temp folder"
     assert list(host["scratch_root"].iterdir()) == [], "the scratch folder was not removed"
     expect = _EXPECT.search(program.read_text()).group(1)
     if expect == "contained":
@@ -234,12 +243,29 @@ def test_without_libseccomp_bubblewrap_refuses_and_names_the_fix(monkeypatch):
 
 FS_CORPUS = sorted((CORPUS_DIR / "fs").glob("*.pipe"))
 NOTES_SERVER = Path(__file__).parent / "mcp_servers" / "notes_server.py"
-USES_NOTES = "use mcp.notes\n\npipeline main() -> int:\n    return mcp.notes.word_count(\"host code stays the person's\")\n"
+USES_NOTES = ("use mcp.notes, wordy\n\npipeline main() -> int:\n"
+              "    return mcp.notes.word_count(\"host code stays the person's\") + wordy.count(\"two words\")\n")
+# A workspace skill of the person's (skills/), with a helper, so the corpus can aim at code `pipe` imports itself.
+WORDY = '''"""Words, for the person's programs."""
+from orgtree_lang.runtime.skills import skill
+
+from ._text import words
+
+
+@skill(pure=True)
+def count(text: str) -> int:
+    """Count the words of a text.
+
+    Args:
+        text: Any text.
+    """
+    return len(words(text))
+'''
 
 
 def _host_workspace(root: Path) -> Path:
-    """A workspace whose orgtree.toml starts a stdio MCP server from `tools/`, with the editor settings, links and
-    virtualenv the corpus aims at."""
+    """A workspace whose orgtree.toml starts a stdio MCP server from `tools/`, with its own Python skills (`skills/`,
+    `[skills] paths`), the editor settings, links and virtualenv the corpus aims at."""
     import json
     import sys
 
@@ -250,7 +276,18 @@ def _host_workspace(root: Path) -> Path:
     (root / "venv" / "bin" / "python").symlink_to(sys.executable)
     (root / "orgtree.toml").write_text(
         f"[mcp.servers.notes]\ncommand = {json.dumps([sys.executable, 'tools/notes_server.py', 'calls.txt'])}\n\n"
-        f"[mcp.servers.boxed]\ncommand = {json.dumps(['venv/bin/python', 'tools/notes_server.py', 'boxed.txt'])}\n")
+        f"[mcp.servers.boxed]\ncommand = {json.dumps(['venv/bin/python', 'tools/notes_server.py', 'boxed.txt'])}\n\n"
+        '[skills]\npaths = ["lib/skills"]\n')
+    (root / "skills").mkdir()
+    (root / "skills" / "wordy.py").write_text(WORDY)
+    (root / "skills" / "_text.py").write_text("def words(text):\n    return text.split()\n")
+    (root / "shared").mkdir()
+    (root / "shared" / "shared_code.txt").write_text("SHARED = 1\n")
+    (root / "skills" / "shared.py").symlink_to("../shared/shared_code.txt")
+    (root / "lib" / "skills").mkdir(parents=True)
+    (root / "lib" / "skills" / "extra.py").write_text("EXTRA = 1\n")
+    (root / "skills-alias").symlink_to("skills")
+    os.link(root / "skills" / "wordy.py", root / "wordy-link.txt")
     (root / ".vscode").mkdir()
     (root / ".vscode" / "settings.json").write_text('{"pipe.server.command": "pipe"}\n')
     (root / ".git" / "hooks").mkdir(parents=True)
@@ -317,7 +354,7 @@ def test_a_run_cannot_change_what_the_host_executes(program, tmp_path):
 
     # The next run that needs the server starts it: it must run the person's code, and only that.
     later = _pipe(root, "run", "uses_notes.pipe")
-    assert later.returncode == 0 and later.stdout.strip() == "5", later.stderr
+    assert later.returncode == 0 and later.stdout.strip() == "7", later.stderr  # 5 words + 2: the person's code
     assert not list(root.rglob("ESCAPED")), "code written by the run was executed by the host"
     deadline = time.monotonic() + 3
     while _processes_in(root) and time.monotonic() < deadline:

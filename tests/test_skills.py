@@ -28,6 +28,8 @@ from orgtree_lang.runtime.values import RecordValue
 from orgtree_lang.runtime.workspace import Workspace
 from orgtree_lang.syntax.types import INT, STR, list_of, optional
 
+pytestmark = pytest.mark.fast
+
 
 @pytest.fixture
 def ctx(tmp_path: Path) -> SkillContext:

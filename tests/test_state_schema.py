@@ -17,6 +17,8 @@ from orgtree_lang.runtime.skills import SkillContext
 from orgtree_lang.runtime.state_db import StateSchemaError, open_state_db, schema_version, state_db_path
 from orgtree_lang.runtime.workspace import Workspace
 
+pytestmark = pytest.mark.fast
+
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "workspace_v0"
 FIRST_RUN, SECOND_RUN = "803a5993e8b2", "82fb0928cf90"  # "Please add CSV export" -> feature; "How do I ...?" -> question

@@ -15,6 +15,8 @@ from orgtree_lang.runtime.skills import SkillContext, SkillRegistry
 from orgtree_lang.runtime.values import RecordValue
 from orgtree_lang.runtime.workspace import Workspace
 
+pytestmark = pytest.mark.fast
+
 
 @pytest.fixture
 def ctx(root: Path) -> SkillContext:

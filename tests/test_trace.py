@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from orgtree_lang.compile.api import compile_source
 from orgtree_lang.run.registries import default_registry
 from orgtree_lang.run.runner import RunOptions, run_program
+
+pytestmark = pytest.mark.fast
 
 PROGRAM = '''\
 use text

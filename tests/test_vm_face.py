@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from orgtree_lang.compile.api import compile_source
 from orgtree_lang.compile.opcodes import OPCODES
 from orgtree_lang.run.registries import default_registry
@@ -14,6 +16,8 @@ from orgtree_lang.vm.instructions import HANDLERS
 from orgtree_lang.vm.machine import INLINE, Machine
 from orgtree_lang.vm.observe import NO_OBSERVER, FanOut, RunObserver, observe
 from orgtree_lang.vm.services import Services
+
+pytestmark = pytest.mark.fast
 
 REGISTRY = default_registry(plugins=False)
 

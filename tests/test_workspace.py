@@ -10,6 +10,8 @@ import pytest
 from orgtree_lang.runtime.errors import SkillError
 from orgtree_lang.runtime.workspace import Workspace
 
+pytestmark = pytest.mark.fast
+
 
 @pytest.fixture
 def outside(tmp_path: Path) -> Path:

@@ -7,15 +7,16 @@ import sys
 import traceback
 
 from orgtree_lang import __version__
-from orgtree_lang.cli import (ctx, editor, mcp, modules, pad, people, pipe_test, run, saved_runs, serve, skills, tools,
-                              tree)
+from orgtree_lang.cli import (ctx, editor, mcp, modules, pad, people, pipe_test, research, run, saved_runs, serve,
+                              skills, tools, tree)
 from orgtree_lang.cli.options import EXIT_OK, EXIT_RUNTIME, EXIT_USAGE
 from orgtree_lang.runtime.errors import DiskFull, disk_full, no_room
 from orgtree_lang.runtime.printable import printable
 from orgtree_lang.syntax.errors import PipeError
 
 # In the order `pipe --help` lists them; each module's `register(commands)` adds its verbs with their handlers.
-VERB_MODULES = (run, tools, pipe_test, saved_runs, people, modules, tree, serve, ctx, pad, skills, editor, mcp)
+VERB_MODULES = (run, tools, pipe_test, saved_runs, people, modules, tree, serve, ctx, pad, research, skills, editor,
+                mcp)
 
 DESCRIPTION = """\
 orgtree_lang: write .pipe programs that call skills, and leave the steps nobody knows

@@ -77,6 +77,7 @@ def command_run(args) -> int:
     root = workspace_for(path, Path(args.workspace) if args.workspace else None)
     settings = RunSettings.load(root)
     registry = workspace_registry(root, config=settings.file)
+    registry.warm_lazy(used_namespaces(path))  # an MCP server the program uses starts while it compiles
     compiled = compile_file(path, registry, root / ".orgtree" / "cache")
     for warning in compiled.warnings:
         print(warning.render(compiled.source), file=sys.stderr)
@@ -366,3 +367,21 @@ def collect_inputs(code, pairs: list[str], inputs_file: str | None, program=None
         inputs[key] = parse_input(key, text, params[key].type) if key in params else text
     check_inputs(code, inputs, RecordTypes(program.records if program is not None else {}))
     return inputs
+
+
+def used_namespaces(path: Path) -> list[str]:
+    """The names on the `use` lines at the top of a program (before its first other statement), read without
+    parsing it: a hint for what to start early, never a check (the compiler reads the same lines properly)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+    names = []
+    for line in lines:
+        text = line.split("#", 1)[0].strip()
+        if not text:
+            continue
+        if not text.startswith("use "):
+            break
+        names += [name.strip() for name in text[4:].split(",") if name.strip()]
+    return names

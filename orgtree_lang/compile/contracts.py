@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from orgtree_lang.check.contracts import RESULT, value_names
 from orgtree_lang.compile.code import BlockExample, CheckSpec
+from orgtree_lang.compile.emitter import constant_value
 from orgtree_lang.compile.opcodes import CODE
 from orgtree_lang.syntax import contracts as c
 from orgtree_lang.syntax import nodes as n
@@ -21,8 +22,6 @@ def source_text(expr: n.Node) -> str:
 
 def block_examples(block: n.Ambiguous) -> tuple[BlockExample, ...]:
     """An ambiguous block's examples as values (the checker has made sure they are constants)."""
-    from orgtree_lang.compile.codegen import constant_value
-
     found = []
     for example in block.examples:
         inputs = {}

@@ -127,6 +127,9 @@ _TABLE = [
      "Split a list of exactly `arg` items onto the stack, first item on top."),
     ("GET_ITER", "none", "iterable -- items 0", _fixed(1), None,
      "Start a loop: replace a list, str or dict by its items (a list) and the position 0."),
+    ("GET_RANGE_ITER", "count", "start? stop step? -- range 0", lambda arg, code: 2 - arg, None,
+     "Start a `for` loop over `range(...)` of the top `arg` ints without building the list: the loop state is "
+     "a range and the position 0, which a checkpoint stores in constant space however long the loop."),
     ("FOR_ITER", "jump", "items i -- items i+1 item | --", _fixed(1), -2,
      "Push the next item and advance; when done, pop the loop state and jump to `arg`."),
     ("FOR_ITER_STORE", "local jump", "items i -- items i+1 | --", _fixed(0), -2,

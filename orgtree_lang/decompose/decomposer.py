@@ -15,6 +15,7 @@ from orgtree_lang.decompose.goal import Goal
 from orgtree_lang.decompose.inputs import MEMORY_THRESHOLD, remember_inputs
 from orgtree_lang.decompose.size import MAX_STATEMENTS
 from orgtree_lang.decompose.limits import ChildLimits, output_size
+from orgtree_lang.decompose.messages import block_node, replanned
 from orgtree_lang.decompose.prompt import CONTEXT_SHARE
 from orgtree_lang.decompose.reuse import (SIMILARITY, ReuseRefused, ask_reuse, checked_for_reuse,
                                          similar_modules)
@@ -33,7 +34,7 @@ class DecomposeSettings:
     max_review_rounds: int = 3
     max_depth: int = 3  # generated modules inside generated modules
     context_share: float = CONTEXT_SHARE  # of the author's context window, for the synthesis request
-    similarity: float = SIMILARITY  # word overlap for a saved module of another block to be offered for reuse
+    similarity: float = SIMILARITY  # relevance of a saved module of another block to be offered for reuse (reuse.py)
     child_max_steps: int = ChildLimits.steps  # what each generated module may take, even when its parent has
     child_max_seconds: float = ChildLimits.seconds  # no limit (decompose/limits.py)
     max_output_chars: int = ChildLimits.output_chars
@@ -80,7 +81,8 @@ class Decomposer:
     def __init__(self, *, author, reviewer, registry, workspace: Path, parent_file: str, parent_source: str,
                  settings: DecomposeSettings | None = None, depth: int = 0, max_repairs: int | None = None,
                  max_review_rounds: int | None = None, max_depth: int | None = None, goal=None,
-                 parent_author: tuple[str, str] | None = None, human=None, config=None) -> None:
+                 parent_author: tuple[str, str] | None = None, human=None, config=None,
+                 notices: set[str] | None = None) -> None:
         """`parent_author` is (module path, conversation) of the author that wrote the module this program is, for
         a generated one; `human(question) -> answer` asks the human node. Both settle review disagreements.
         `config` is the run's orgtree.toml as read at its start (runtime.config.ConfigSnapshot; its `[web]` says
@@ -108,6 +110,8 @@ class Decomposer:
         self._writing: dict[str, tuple[str, threading.Event]] = {}
         self.human = human
         self.store = ModuleStore(self.workspace)
+        self.notices = notices if notices is not None else set()  # what this run tree said once (shared by children)
+        self._messages = None  # decompose.messages.MessageSettings, read from `[org]` when a child first runs
         self._programs: dict[str, tuple[SavedModule, Any]] = {}  # spec hash -> module and program, this run
 
     @property
@@ -116,22 +120,57 @@ class Decomposer:
 
     def __call__(self, block) -> dict[str, Any]:
         """The outputs of `block` (a vm.blocks.BlockContext): from a module saved or written for it, run as a child."""
-        spec, inputs = block.spec, block.inputs
+        spec = block.spec
         if self.depth >= self.max_depth:
             raise PipeRuntimeError(f"ambiguous block `{spec.name}` is {self.depth} generated modules deep, the "
                                    f"limit is {self.max_depth}", kind="ambiguous", catchable=False,
                                    hint="the blocks keep breaking down into more unknown steps; write this step "
                                         "yourself or raise the limit ([decompose] max_depth in orgtree.toml)")
-        from orgtree_lang.decompose.store import StoreError
-        from orgtree_lang.models.base import ModelError
-        from orgtree_lang.review.errors import ReviewError
-
         digest = spec_hash(spec)
         self._await_writer(digest, block)
         if digest in self._programs:  # reached again in this run: no file is read, nothing is compiled again
             saved, program = self._programs[digest]
             block.note(f"reused {saved.path}")
             return self._run_child(program, block, saved, self._metered(block)[0])
+        saved, program = self._module(block, digest)
+        return self._run_child(program, block, saved, self._metered(block)[0])
+
+    def _module(self, block, digest: str) -> tuple[SavedModule, Any]:
+        """The module for `block` and its program: found or written, as `_find_or_write`. In a durable run that is a
+        journaled step (kind `module`) whose result is the module's text: a resume or replay runs the module the run
+        ran (not whatever the file holds by then: a re-plan may have revised it), and the steps journaled while it
+        was written (model answers, scratchpad turns) keep their numbers."""
+        if block.effects is None or block.effects.mode == "retry":
+            # A retry runs the module as the store has it now: a person may have fixed it (docs/durability.md).
+            return self._find_or_write(block, digest)
+        numbering = block.numbering
+        step = block.effect_step("module", f"module for {block.spec.name}", [digest], {})
+        ran: list[tuple[SavedModule, Any]] = []
+
+        def find(_key: str | None) -> dict[str, Any]:
+            ran.append(self._find_or_write(block, digest))
+            saved = ran[0][0]
+            return {"path": str(saved.path), "provenance": saved.provenance, "body": saved.body, "text": saved.text,
+                    "effects:": numbering.effect_seq - step.seq}
+
+        found = block.effects.perform(step, find)
+        if ran:
+            return ran[0]
+        numbering.effect_seq = max(numbering.effect_seq, step.seq + found["effects:"])
+        from orgtree_lang.compile.api import compile_source
+
+        saved = SavedModule(Path(found["path"]), found["provenance"], found["body"], found["text"])
+        program = compile_source(saved.text, str(saved.path), self.registry).program
+        self._programs[digest] = (saved, program)
+        return saved, program
+
+    def _find_or_write(self, block, digest: str) -> tuple[SavedModule, Any]:
+        """A saved module for `block`'s spec that may be reused, else one written for it; with its program."""
+        from orgtree_lang.decompose.store import StoreError
+        from orgtree_lang.models.base import ModelError
+        from orgtree_lang.review.errors import ReviewError
+
+        spec, inputs = block.spec, block.inputs
         writing = threading.Event()
         self._writing[digest] = (block.node, writing)
         try:
@@ -183,7 +222,7 @@ class Decomposer:
             if self._writing.get(digest, (None, None))[1] is writing:
                 del self._writing[digest]
             writing.set()
-        return self._run_child(program, block, saved, author)
+        return saved, program
 
     def _await_writer(self, digest: str, block) -> None:
         """While another block of this run finds or writes the module for the same spec (blocks of parallel
@@ -255,7 +294,7 @@ class Decomposer:
 
     def _run_child(self, program, block, saved: SavedModule, author):
         from orgtree_lang.decompose.coerce import fit_outputs, model_reshaper
-        from orgtree_lang.vm.blocks import ChildOverLimit
+        from orgtree_lang.vm.blocks import ChildOverLimit, Replan
 
         spec, path = block.spec, saved.path
         if any(use == "ctx" or use.startswith("ctx.") for use in program.uses):
@@ -266,13 +305,24 @@ class Decomposer:
             author=self.author, reviewer=self.reviewer, registry=self.registry, workspace=self.workspace,
             parent_file=str(path), parent_source=saved.text, settings=self.settings, depth=self.depth + 1,
             goal=self.goal.inside(self.parent_file, spec), human=self.human, config=self.config,
-            parent_author=(str(path), saved.provenance.get("author-conversation") or f"module:{path}"))
+            parent_author=(str(path), saved.provenance.get("author-conversation") or f"module:{path}"),
+            notices=self.notices)
         limits = self.settings.limits
+        replans = 0
         try:
-            # Every child runs within a generated module's limits, even when the parent has none, and its
-            # workspace keeps program sources read-only whatever the settings say.
-            result = block.run_child(program, child_decomposer, context=generated_context(block.context),
-                                     limits=limits.budget())
+            while True:
+                # The block's node, which the child's `send parent` reaches; its agent reads what no handler does.
+                block.desk = block_node(self, block)
+                try:
+                    # Every child runs within a generated module's limits, even when the parent has none, and its
+                    # workspace keeps program sources read-only whatever the settings say.
+                    result = block.run_child(program, child_decomposer, context=generated_context(block.context),
+                                             limits=limits.budget())
+                    break
+                except Replan as replan:
+                    replans += 1
+                    saved, program = replanned(self, block, saved, replan, replans)
+                    path = saved.path
         except ChildOverLimit as err:
             raise self._over_limits(spec, saved, limits.describe(err.limit), err) from err
         except PipeRuntimeError as err:

@@ -79,13 +79,15 @@ def allowed_skills(spec: AmbiguousSpec, registry) -> list:
 def build_request(spec: AmbiguousSpec, inputs: dict[str, Any], registry, parent_file: str, parent_source: str,
                   related: list[tuple[str, str]], *, count, budget: int, fixed: str = "",
                   share: float = CONTEXT_SHARE, window: int | None = None,
-                  described: dict[str, tuple[str, str]] | None = None, seed: int = 0) -> Request:
+                  described: dict[str, tuple[str, str]] | None = None, seed: int = 0,
+                  offered: list | tuple = ()) -> Request:
     """The longest form of the request that fits in `budget` tokens, sent with `fixed` (the system prompt).
 
     `related` is (label, module source) pairs of saved modules for similar blocks; `count(text)` counts tokens.
     `described` gives inputs that went to the workspace memory as (full, short) descriptions to show instead of
     their values (decompose/inputs.py): the full one (with a view) in the longer forms, the short one after.
-    The budget limits the request alone; with `window`, the system prompt, the budget and `seed` (the tokens the
+    `offered` is learned skills like the block that it may call though its `use` lines do not name them
+    (decompose/reuse.offered_skills), most relevant first. The budget limits the request alone; with `window`, the system prompt, the budget and `seed` (the tokens the
     agents' shared memory may add, decompose/protocol.py) must fit in it together.
     Raises PromptTooLarge when even the shortest form does not fit, or the system prompt leaves no room."""
     skills = allowed_skills(spec, registry)
@@ -96,7 +98,7 @@ def build_request(spec: AmbiguousSpec, inputs: dict[str, Any], registry, parent_
                              f"({budget:,} tokens) do not fit in the model's {window:,}-token context window")
     smallest = None
     for index, level in enumerate(_LEVELS):
-        text = _render(spec, inputs, skills, parent_file, parent_source, related, level, described or {})
+        text = _render(spec, inputs, skills, parent_file, parent_source, related, level, described or {}, offered)
         tokens = count(text)
         smallest = tokens
         if tokens <= budget:
@@ -107,7 +109,8 @@ def build_request(spec: AmbiguousSpec, inputs: dict[str, Any], registry, parent_
 
 
 def _render(spec: AmbiguousSpec, inputs: dict[str, Any], skills: list, parent_file: str, parent_source: str,
-            related: list[tuple[str, str]], level: dict[str, int], described: dict[str, tuple[str, str]]) -> str:
+            related: list[tuple[str, str]], level: dict[str, int], described: dict[str, tuple[str, str]],
+            offered: list | tuple = ()) -> str:
     def value(name: str) -> str:
         if name in described:
             return described[name][0 if level["summary"] >= _LEVELS[2]["summary"] else 1]
@@ -120,6 +123,10 @@ def _render(spec: AmbiguousSpec, inputs: dict[str, Any], skills: list, parent_fi
         full.append(f"- also allowed (by name; `pipe skills NAME` shows one): {', '.join(rest)}")
     parts = [spec_text(spec), f"The input values this time:\n{values or '(none)'}",
              f"Skills the module may use (`use` them):\n{chr(10).join(full) or '(none: built-ins only)'}"]
+    if offered:
+        listed = [skill_entry(skill) if level["full_skills"] else f"- {skill.name}" for skill in offered]
+        parts.append("Learned skills of this workspace like this step (each uses only what the block may use; call "
+                     f"one with `use {offered[0].name}` in the module):\n" + "\n".join(listed))
     if level["lines"]:
         parts.append(f"Where the block sits in {parent_file}:\n{_surroundings(spec, parent_source, level['lines'])}")
     for label, source in related[: level["related"]]:

@@ -3,16 +3,26 @@ block must also be accepted by a reviewer."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import BaseModel, Field
 
+from orgtree_lang.check.capabilities import capability_allowed
 from orgtree_lang.compile.code import AmbiguousSpec, Program
-from orgtree_lang.decompose.prompt import spec_text, spec_words, words
+from orgtree_lang.decompose.inputs import MEMORY_READS
+from orgtree_lang.decompose.prompt import spec_text
 from orgtree_lang.decompose.store import ModuleStore, SavedModule
-from orgtree_lang.decompose.validate import validate_module
+from orgtree_lang.decompose.validate import validate_module, within_capabilities
 from orgtree_lang.runtime.errors import PipeError
 
-SIMILARITY = 0.3  # the least word overlap (Jaccard) between two blocks' descriptions for a module to be offered
+# The least relevance of a saved module's spec to a block's for the reviewer to be asked whether it can be reused as it
+# is: cosine similarity of the two specs' embeddings (memory/spec_search.py), or the share of the block's content
+# words where the embedding model is not installed. Half of it makes a module a reference shown to the author, and a
+# learned skill one offered to it.
+SIMILARITY = 0.5
 CANDIDATES = 2  # saved modules offered to the reviewer, most similar first
+LEARNED = "learned"
+LEARNED_OFFERED = 5  # learned skills offered to an author by relevance, at most
 
 
 class ReuseVerdict(BaseModel):
@@ -68,8 +78,6 @@ def checked_for_reuse(module: SavedModule, spec: AmbiguousSpec, registry) -> Pro
 def spec_in_parent(module: SavedModule, root, registry) -> AmbiguousSpec | None:
     """The block a saved module was written for, found by spec hash in its parent program as it is now; None if
     the parent cannot be read or compiled, or no longer has that block."""
-    from pathlib import Path
-
     from orgtree_lang.compile.api import compile_source
     from orgtree_lang.decompose.spec import spec_hash
     from orgtree_lang.syntax.diagnostics import CompileError
@@ -95,22 +103,61 @@ def described(module: SavedModule) -> str:
     return f"{p.get('block', module.path.stem)} {p.get('description', '')}"
 
 
+def block_spec_text(spec: AmbiguousSpec) -> str:
+    """What a block is searched by: its name, docstring and the names of its inputs and outputs."""
+    names = " ".join([*(name for name, _ in spec.inputs), *(name for name, _ in spec.outputs)])
+    return f"{spec.name}: {' '.join(spec.doc.split())} ({names})"
+
+
+def _search_mode(workspace: Path) -> str:
+    from orgtree_lang.memory.settings import MemorySettings
+
+    try:
+        return "hybrid" if MemorySettings.for_workspace(workspace).vectors else "keyword"
+    except PipeError:
+        return "hybrid"  # a broken [memory] section is reported where the run reads it, not here
+
+
+def _similar(workspace: Path, spec: AmbiguousSpec, kind: str, entries: dict[str, str], k: int):
+    from orgtree_lang.memory.memory import Memory
+    from orgtree_lang.memory.spec_search import similar_specs
+
+    if not entries:
+        return []
+    with Memory(workspace, vectors=False) as memory:
+        return similar_specs(memory, block_spec_text(spec), kind, entries, k=k, mode=_search_mode(workspace))
+
+
 def similar_modules(store: ModuleStore, spec: AmbiguousSpec, registry,
-                    threshold: float = SIMILARITY) -> list[tuple[float, SavedModule]]:
-    """Saved modules whose description is like the spec's and that validate against its signature, best first."""
-    wanted = spec_words(spec)
+                    threshold: float = SIMILARITY / 2) -> list[tuple[float, SavedModule]]:
+    """Saved modules whose spec is like the block's (hybrid search over their specs in the workspace memory; relevance
+    at least `threshold`: cosine similarity by meaning, or the share of the block's words where the embedding model is
+    not installed) and that validate against its signature, most relevant first."""
+    modules = {str(m.path): m for m in store.all() if not (m.changed_since_review or m.budget_failure)}
+    # A module changed since its review or over its limits is offered to nobody, not even as a reference, until a
+    # person accepts it.
+    entries = {key: described(m) for key, m in modules.items()}
     found = []
-    for module in store.all():
-        if module.changed_since_review or module.budget_failure:
-            continue  # offered to nobody, not even as a reference, until a person accepts it
-        theirs = words(described(module))
-        if not wanted or not theirs:
-            continue
-        score = len(wanted & theirs) / len(wanted | theirs)
-        if score >= threshold and validate_module(module.body, spec, registry, str(module.path)).ok:
-            found.append((score, module))
+    for match in _similar(store.workspace, spec, "module", entries, k=8):
+        module = modules[match.key]
+        if match.relevance >= threshold and validate_module(module.body, spec, registry, str(module.path)).ok:
+            found.append((match.relevance, module))
     found.sort(key=lambda pair: (-pair[0], str(pair[1].path)))
     return found
+
+
+def offered_skills(spec: AmbiguousSpec, registry, workspace: Path, threshold: float = SIMILARITY / 2,
+                   limit: int = LEARNED_OFFERED) -> list:
+    """The `learned.*` skills like the block (hybrid search over their specs) that it may call without a `use
+    learned` in its parent: each one's own `use` lines are covered by the block's (decompose/validate.py), most
+    relevant first; the skills already allowed by the block's `use` lines are not repeated."""
+    allowed = tuple(spec.uses)
+    skills = {name: registry.get(name) for name in registry.names() if name.startswith(f"{LEARNED}.")}
+    candidates = {name: f"{name}: {skill.description.strip()} ({skill.signature()})" for name, skill in skills.items()
+                  if getattr(skill, "uses", None) is not None and not capability_allowed(name, allowed)
+                  and within_capabilities(name, (*allowed, *MEMORY_READS), registry)}
+    return [skills[m.key] for m in _similar(workspace, spec, "learned", candidates, k=limit)
+            if m.relevance >= threshold]
 
 
 def ask_reuse(reviewer, spec: AmbiguousSpec, module: SavedModule, conversation: str) -> ReuseVerdict:

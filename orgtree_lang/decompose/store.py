@@ -61,7 +61,8 @@ class ModuleStore:
     """`<workspace>/.orgtree/modules/<parent module>/<block>.pipe`."""
 
     def __init__(self, workspace: Path) -> None:
-        self.root = Path(workspace) / ".orgtree" / "modules"
+        self.workspace = Path(workspace)
+        self.root = self.workspace / ".orgtree" / "modules"
 
     def path_for(self, parent_file: str, block: str) -> Path:
         return self.root / Path(parent_file).stem / f"{block}.pipe"

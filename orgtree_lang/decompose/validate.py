@@ -33,8 +33,9 @@ def validate_module(source: str, spec: AmbiguousSpec, registry, file: str) -> Va
     problems: list[str] = []
     allowed = ", ".join(f"`{u}`" for u in spec.uses) or "no skills"
     for use in program.uses:
-        if not capability_allowed(use, (*spec.uses, *MEMORY_READS)):
-            problems.append(f"`use {use}` is not allowed: this block may use only {allowed}")
+        if not within_capabilities(use, (*spec.uses, *MEMORY_READS), registry):
+            problems.append(f"`use {use}` is not allowed: this block may use only {allowed}"
+                            + _module_skill_uses(use, registry))
     problems.extend(_signature_problems(program, spec))
     for code in program.pipelines.values():
         for inner in code.ambiguous:
@@ -42,6 +43,23 @@ def validate_module(source: str, spec: AmbiguousSpec, registry, file: str) -> Va
                 problems.append(f"the module contains `ambiguous {spec.name}` itself (line {inner.span.line}), "
                                 "so running it would ask for the same module forever; write the steps instead")
     return Validation(None if problems else program, problems)
+
+
+def within_capabilities(use: str, allowed: tuple[str, ...], registry, _seen: frozenset[str] = frozenset()) -> bool:
+    """Whether a generated module may `use` one skill or namespace: a `use` line of its block covers it, or it is one
+    skill that runs a module (a `learned.*` skill) whose own `use` lines the block covers, so calling it exercises no
+    capability the block lacks. No `use learned` is needed in the parent for a learned skill offered by relevance."""
+    if capability_allowed(use, allowed):
+        return True
+    uses = getattr(registry.get(use), "uses", None)
+    if uses is None or use in _seen:
+        return False
+    return all(within_capabilities(u, allowed, registry, _seen | {use}) for u in uses)
+
+
+def _module_skill_uses(use: str, registry) -> str:
+    uses = getattr(registry.get(use), "uses", None)
+    return f" (`{use}` runs a module that uses {', '.join(uses)})" if uses else ""
 
 
 def _signature_problems(program: Program, spec: AmbiguousSpec) -> list[str]:

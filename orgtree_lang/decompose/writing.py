@@ -17,6 +17,7 @@ from orgtree_lang.decompose.inputs import described_inputs
 from orgtree_lang.decompose.prompt import PromptTooLarge, build_request, spec_text
 from orgtree_lang.decompose.protocol import input_summarizer, seated, seed_tokens
 from orgtree_lang.decompose.research import INSTRUCTIONS as RESEARCH_INSTRUCTIONS
+from orgtree_lang.decompose.reuse import offered_skills
 from orgtree_lang.decompose.size import SMALL_PIPELINES, size_problems
 from orgtree_lang.decompose.store import SavedModule
 from orgtree_lang.decompose.validate import validate_module
@@ -36,9 +37,10 @@ MODULE_HINT = "make the block's docstring more precise, or write this step yours
 
 
 def write_module(decomposer, spec: AmbiguousSpec, inputs: dict[str, Any], digest: str, author, reviewer, block,
-                 similar: list[SavedModule]) -> SavedModule:
+                 similar: list[SavedModule], evidence: str = "") -> SavedModule:
     """Have the author write a module for `block` (with its design and simulation when the flow is data-driven),
-    repaired until valid, reviewed (escalating a disagreement), and save it; the saved module."""
+    repaired until valid, reviewed (escalating a disagreement), and save it; the saved module. `evidence` (why an
+    earlier module must be revised: a re-plan, docs/org.md "Decisions") ends the first request."""
     from orgtree_lang.decompose.attempts import AttemptLog
     from orgtree_lang.decompose.escalate import escalate, judges_for
     from orgtree_lang.decompose.journaled import review_subject
@@ -70,7 +72,8 @@ def write_module(decomposer, spec: AmbiguousSpec, inputs: dict[str, Any], digest
         request = build_request(spec, inputs, registry, parent_file, parent_source, related,
                                 count=lambda text: count_tokens(text, author.name), budget=budget - extra,
                                 fixed=LANGUAGE_NOTES, share=settings.context_share, window=window,
-                                described=described, seed=seed)
+                                described=described, seed=seed,
+                                offered=offered_skills(spec, registry, decomposer.workspace, settings.similarity / 2))
     except PromptTooLarge as err:
         raise PipeRuntimeError(str(err) + (f" (after the {extra:,} tokens of the examples and design request)"
                                            if extra else ""), kind="ambiguous", catchable=False,
@@ -81,7 +84,8 @@ def write_module(decomposer, spec: AmbiguousSpec, inputs: dict[str, Any], digest
     turns = AuthorTurns(author, conversation, attempts, spec.name, digest, f"{parent_file}:{spec.span.line}",
                         decomposer.workspace, settings.max_repairs + 1, settings.max_research,
                         research=lambda need, what: researched(decomposer, need, what, spec, block, reviewer),
-                        messages=[Message("system", LANGUAGE_NOTES), Message("user", flow.opening(request.text))])
+                        messages=[Message("system", LANGUAGE_NOTES),
+                                  Message("user", flow.opening(request.text + (f"\n\n{evidence}" if evidence else "")))])
 
     def valid_module(phase: str, answers: list[str] | None = None) -> str:
         return turns.until_valid("module", phase, lambda answer: module_problems(decomposer, spec, answer),

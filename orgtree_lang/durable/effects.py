@@ -12,6 +12,9 @@ from orgtree_lang.runtime.errors import PipeRuntimeError, SkillError, disk_full
 from orgtree_lang.runtime.values import decode, encode
 from orgtree_lang.vm.effects import EffectStep
 
+# Steps journaled after the steps inside them: an ambiguous block, and the finding or writing of its module
+# (decompose/decomposer.py). A failed one runs again on resume, whatever comes after it in the journal.
+INNER = ("ambiguous", "module")
 # Modes: live (a new run records every step), resume (journaled steps are reused; a divergence is an error),
 # replay (every step must come from the journal; nothing runs), retry (steps of one node run again; other
 # steps are reused where the run asks for exactly the same thing at the same position).
@@ -97,10 +100,10 @@ class EffectLog:
             if not same:
                 raise self._divergence(step, record)
             # A failed step that ended the run runs again on resume: its cause may have been fixed. So does a
-            # failed ambiguous block, whose own steps (model answers, the child's effects) come after it.
+            # failed ambiguous block (or module writing), whose own steps (model answers, the child's effects) come after it.
             # Nor is a call whose executor was lost (a Ray cluster gone): that says nothing about the step, and
             # another branch's later step may be in the journal too.
-            reuse = self.mode == "replay" or record.ok or (step.seq != self.last_seq and record.kind != "ambiguous"
+            reuse = self.mode == "replay" or record.ok or (step.seq != self.last_seq and record.kind not in INNER
                                                            and not _executor_lost(record))
             if reuse:
                 self.reused += 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import importlib.util
+import logging
 import os
 import pickle
 import threading
@@ -299,7 +300,7 @@ class RayExecutor:
                 # A cluster on this machine stays on loopback: Ray would otherwise swap 127.0.0.1 for the
                 # machine's network address, where a cluster started with --node-ip-address 127.0.0.1 is not.
                 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-            import logging
+            quiet_ray_auth_note()
 
             import ray
 
@@ -339,3 +340,21 @@ class RayExecutor:
         if self._connected_here:
             ray.shutdown()
         self._task = self._node_task = None
+
+
+# Ray 2.5x tells on every ray.init of a new local cluster that it turned token authentication on by default. The
+# cluster keeps it on (nothing here opts out); the note is noise on every `--executor ray` run, so it is dropped.
+RAY_AUTH_LOGGER = "ray._private.authentication.authentication_token_setup"
+RAY_AUTH_NOTE = "Token authentication is enabled for this Ray cluster"
+
+
+class _RayAuthNote(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(RAY_AUTH_NOTE)
+
+
+def quiet_ray_auth_note() -> None:
+    """Drop Ray's note that token authentication is on (once per process; other Ray warnings still show)."""
+    found = logging.getLogger(RAY_AUTH_LOGGER)
+    if not any(isinstance(f, _RayAuthNote) for f in found.filters):
+        found.addFilter(_RayAuthNote())

@@ -21,6 +21,17 @@ class Analysis:
     file: str
     module: n.Module | None  # None when this version does not parse
     diagnostics: list[Diagnostic]
+    # When it does not: the declarations that parse, and the last good tree of those that do not, at their places
+    # in this version (lsp/incremental.py); hover and go-to-definition answer from it.
+    navigable: n.Module | None = None
+
+    def for_navigation(self) -> Analysis | None:
+        """This version as navigation reads it: itself when it parsed, its navigable part when it did not."""
+        if self.module is not None:
+            return self
+        if self.navigable is not None:
+            return Analysis(self.source, self.file, self.navigable, self.diagnostics, self.navigable)
+        return None
 
     @property
     def lines(self) -> list[str]:
@@ -39,6 +50,8 @@ def analyse(source: str, file: str, registry, parser=None) -> Analysis:
         diagnostics = check(module, registry, source).diagnostics
     except CompileError as err:
         diagnostics = err.diagnostics
+        if module is None and parser is not None:
+            return Analysis(source, file, None, diagnostics, parser.navigable)
     except PipeError as err:
         # A skill source that could not load while checking (an MCP server of orgtree.toml that fails to start).
         diagnostics = [Diagnostic("error", err.message, Span(file, 1, 1, 1, 1), err.hint)]

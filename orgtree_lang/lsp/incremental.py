@@ -3,7 +3,11 @@ reparsing only declarations whose text changed and moving the others' spans when
 
 The result equals a parse of the whole text: a declaration starts at a line that begins with `use`, `record` or
 `pipeline` in column 0, where every bracket, string and block of the one before must be closed; if any piece fails
-to parse, the whole text is parsed again, so syntax errors are exactly the ones `pipe check` reports."""
+to parse, the whole text is parsed again, so syntax errors are exactly the ones `pipe check` reports.
+
+While a line is half-typed the parser also keeps what an editor can still answer from (`navigable`): every
+declaration that parses now, and for one that does not, the last version of it that parsed (found by its name,
+moved to where it starts now), so hover and go-to-definition keep working in the rest of the file."""
 
 from __future__ import annotations
 
@@ -15,6 +19,13 @@ from orgtree_lang.syntax.diagnostics import CompileError
 from orgtree_lang.syntax.spans import Span
 
 _DECLARATION = re.compile(r"(?:use|record|pipeline)\b")
+_NAMED = re.compile(r"(use|record|pipeline)\s+([\w.]+)")
+
+
+def declaration_name(text: str) -> str | None:
+    """"pipeline main", "record Ticket", "use text" for a piece's first declaration line; None for a preamble."""
+    named = _NAMED.match(text)
+    return f"{named[1]} {named[2]}" if named else None
 
 
 def pieces(source: str) -> list[tuple[int, str]]:
@@ -30,6 +41,10 @@ class IncrementalParser:
 
     def __init__(self) -> None:
         self._known: dict[str, tuple[int, n.Module]] = {}
+        self._last_good: dict[str, tuple[int, n.Module]] = {}  # by declaration name: where it started, its tree
+        # After a version that does not parse: the declarations that do, and the last good tree of those that do
+        # not; None after a version that parses (its module is the answer) or when nothing could be kept.
+        self.navigable: n.Module | None = None
 
     def parse(self, source: str, file: str) -> n.Module:
         """The module `source` parses to; CompileError, as from syntax.parser.parse, if it does not."""
@@ -38,7 +53,7 @@ class IncrementalParser:
         if len(source) * 4 > MAX_SOURCE_BYTES:  # possibly over the limit: let the parser measure and refuse
             return parse(source, file)
         known: dict[str, tuple[int, n.Module]] = {}
-        modules = []
+        modules, kept, broken = [], [], False
         for first_line, text in pieces(source):
             seen = self._known.get(text)
             try:
@@ -48,12 +63,34 @@ class IncrementalParser:
                 else:
                     module = seen[1] if seen[0] == first_line else moved(seen[1], first_line - seen[0])
             except CompileError:
-                self._known = {**self._known, **known}
-                return parse(source, file)
+                broken = True
+                last = self._last_good.get(declaration_name(text) or "")
+                if last is not None:
+                    kept.append(last[1] if last[0] == first_line else moved(last[1], first_line - last[0]))
+                continue
             known[text] = (first_line, module)
             modules.append(module)
-        self._known = known
+            kept.append(module)
+        self._known = {**self._known, **known} if broken else known
+        if broken:
+            self.navigable = _joined(kept, file) if kept else None
+            try:
+                whole = parse(source, file)  # the cut was wrong (a declaration keyword inside a long string)
+            except CompileError:
+                self._remember(known)
+                raise
+            self.navigable = None
+            return whole
+        self.navigable = None
+        self._remember(known)
         return _joined(modules, file)
+
+    def _remember(self, parsed: dict[str, tuple[int, n.Module]]) -> None:
+        """Keep each declaration that parsed as the last good version of its name."""
+        for text, (first_line, module) in parsed.items():
+            name = declaration_name(text)
+            if name is not None:
+                self._last_good[name] = (first_line, module)
 
 
 def moved(module: n.Module, lines: int) -> n.Module:

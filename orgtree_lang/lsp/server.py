@@ -29,13 +29,14 @@ _COMPLETION_KINDS = {"keyword": lsp.CompletionItemKind.Keyword, "builtin": lsp.C
 
 
 class PipeLanguageServer(LanguageServer):
-    """Keeps the latest analysis of each open document and the module of its last version that parsed."""
+    """Keeps the latest analysis of each open document and what navigation reads: the module of this version, or
+    while a line is half-typed the declarations that parse with the last good tree of the others."""
 
     def __init__(self) -> None:
         super().__init__("pipe-lsp", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental)
         self.skills = WorkspaceSkills()
         self.analyses: dict[str, Analysis] = {}
-        self.parsed: dict[str, Analysis] = {}  # the last analysis whose text parsed, for hover while typing
+        self.parsed: dict[str, Analysis] = {}  # what hover, definition and the outline read (Analysis.for_navigation)
         self.parsers: dict[str, IncrementalParser] = {}
 
     def document_file(self, document: TextDocument) -> Path:
@@ -48,8 +49,11 @@ class PipeLanguageServer(LanguageServer):
         parser = self.parsers.setdefault(uri, IncrementalParser())
         analysis = analyse(document.source, str(file), self.skills.registry(workspace_root(file)), parser)
         self.analyses[uri] = analysis
-        if analysis.module is not None:
-            self.parsed[uri] = analysis
+        # Navigation answers from this version's declarations that parse (and the last good tree of the one being
+        # typed); only when none is known does it fall back to the last version that parsed.
+        navigation = analysis.for_navigation()
+        if navigation is not None:
+            self.parsed[uri] = navigation
         diagnostics = [_diagnostic(document, d) for d in analysis.diagnostics]
         self.text_document_publish_diagnostics(
             lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=document.version))

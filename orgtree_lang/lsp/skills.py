@@ -1,9 +1,12 @@
 """The skills each workspace's documents see, built once and built again only when the workspace's skill pool
-(state.db: usage notes and removals; .orgtree/skills: promoted modules) changes on disk."""
+(state.db: usage notes and removals; .orgtree/skills: promoted modules) or its own Python skills change on disk."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+from orgtree_lang.runtime.config import CONFIG_NAME, ConfigError, read_config
+from orgtree_lang.runtime.host_code import skill_folders
 
 
 class WorkspaceSkills:
@@ -36,6 +39,14 @@ def _pool_stamp(root: Path) -> tuple:
     learned = skills_dir(root)
     if learned.is_dir():
         files += sorted(learned.glob("*.pipe"))
+    files.append(root / CONFIG_NAME)  # which folders hold the workspace's own Python skills
+    try:
+        folders = skill_folders(root, read_config(root / CONFIG_NAME))
+    except ConfigError:
+        folders = []
+    for folder, _source in folders:
+        if folder.is_dir():
+            files += sorted(folder.rglob("*.py"))
     stamp = []
     for path in files:
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import shlex
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -27,20 +28,32 @@ class McpConnection:
         self._closing: asyncio.Event | None = None
         self._held: asyncio.Task | None = None  # holds the session open until `_closing` is set
         self._lock = threading.Lock()
+        self._opening = None  # the concurrent Future of a start begun and not yet waited for (`start`)
+        self._opened_at = 0.0
+
+    def start(self) -> None:
+        """Begin starting the server (importing the SDK, spawning the process, the handshake) on the session's own
+        thread, and return at once: the first `tools` or `call` waits for it. A failure shows there, not here."""
+        with self._lock:
+            if self._client is None and self._opening is None:
+                self._begin_open()
 
     def tools(self) -> list:
         """Start the server if needed and list its tools (every page); SkillError saying why it could not."""
-        with self._lock:
-            if self._client is None:
-                self._open()
+        self._ready()
         return self._submit(self._list_tools(), self.spec.startup_timeout, "list its tools")
 
     def call(self, tool: str, arguments: dict[str, Any]):
         """Call one tool; its CallToolResult (an `is_error` result is the tool's own failure, left to the caller)."""
+        self._ready()
+        return self._submit(self._client.call_tool(tool, arguments), self.spec.timeout, f"run the tool `{tool}`")
+
+    def _ready(self) -> None:
         with self._lock:
             if self._client is None:
-                self._open()
-        return self._submit(self._client.call_tool(tool, arguments), self.spec.timeout, f"run the tool `{tool}`")
+                if self._opening is None:
+                    self._begin_open()
+                self._finish_open()
 
     def close(self) -> None:
         loop = self._loop
@@ -58,9 +71,9 @@ class McpConnection:
             self._thread.join(timeout=10)
         if not loop.is_running():
             loop.close()
-        self._loop = self._thread = self._client = self._held = None
+        self._loop = self._thread = self._client = self._held = self._opening = None
 
-    def _open(self) -> None:
+    def _begin_open(self) -> None:
         import atexit
         import importlib.util
 
@@ -81,9 +94,15 @@ class McpConnection:
             self._held = asyncio.ensure_future(self._hold(ready))
             return await ready
 
-        opening = asyncio.run_coroutine_threadsafe(start(), self._loop)
+        self._opening = asyncio.run_coroutine_threadsafe(start(), self._loop)
+        self._opened_at = time.monotonic()
+
+    def _finish_open(self) -> None:
+        """Wait for the start `_begin_open` began, within startup_timeout of when it began."""
+        opening, self._opening = self._opening, None
+        left = max(self.spec.startup_timeout - (time.monotonic() - self._opened_at), 0.0)
         try:
-            self._client = opening.result(timeout=self.spec.startup_timeout)
+            self._client = opening.result(timeout=left)
         except Exception as exc:
             self.close()
             raise self._start_failure(exc) from None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from pathlib import Path
@@ -16,6 +17,8 @@ from orgtree_lang.runtime.values import conforms
 from orgtree_lang.syntax import types as T
 from orgtree_lang.syntax.types import PipeType
 
+# Arguments of a server's command that are its code: a change to one of them may change its tools.
+CODE_SUFFIXES = frozenset({".py", ".pyz", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".php", ".jar", ".sh", ".lua"})
 RETRY_AFTER = 30.0  # seconds a server that failed to start is not started again
 _SCALARS = {"string": T.STR, "integer": T.INT, "number": T.FLOAT, "boolean": T.BOOL, "null": T.NONE}
 _NOT_A_NAME = re.compile(r"[^A-Za-z0-9_]")  # .pipe names are ASCII: every other character becomes `_`
@@ -77,7 +80,9 @@ class McpServerSkills:
         (an editor's language server checks on every keystroke)."""
         from orgtree_lang.runtime.config import CONFIG_NAME
 
-        tools = self._saved_tools() if self.offline else None
+        # A replay takes the saved list as it is; a run takes it when the server and its files are as they were
+        # when it was listed (a stdio server's command, each file it names, by mtime), so nothing starts to check.
+        tools = self._saved_tools(self.offline or self.spec.url is None)
         if tools is None:
             if self._failed is not None and time.monotonic() - self._failed[0] < RETRY_AFTER:
                 raise self._failed[1]
@@ -99,19 +104,54 @@ class McpServerSkills:
         listed = [{"name": t.name, "title": t.title, "description": t.description, "input_schema": t.input_schema,
                    "output_schema": t.output_schema} for t in tools]
         self.saved.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(self.saved, json.dumps({"server": self.spec.key(), "tools": listed}, indent=1))
+        write_atomic(self.saved, json.dumps({"server": self.spec.key(), "files": self.files(), "tools": listed},
+                                            indent=1))
 
-    def _saved_tools(self) -> list | None:
-        """The tools listed when this server (as configured now) last started, or None."""
+    def _saved_tools(self, usable: bool) -> list | None:
+        """The tools listed when this server (as configured now) last started, or None; unless `usable` (a
+        replay), only when the files of its command are unchanged since."""
         from types import SimpleNamespace
 
+        if not usable:
+            return None
         try:
             saved = json.loads(self.saved.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
         if not isinstance(saved, dict) or saved.get("server") != self.spec.key():
             return None
+        if not self.offline and saved.get("files") != self.files():
+            return None
         return [SimpleNamespace(**tool) for tool in saved.get("tools", [])]
+
+    def files(self) -> list[list]:
+        """[path, mtime in ns] of the program and of every argument that names a file, for a stdio server."""
+        import shutil
+
+        if not self.spec.command:
+            return []
+        here = Path(self.spec.cwd) if self.spec.cwd else self.root
+        program = shutil.which(self.spec.command[0])
+        found = []
+        for index, part in enumerate(([program] if program else []) + list(self.spec.command[1:])):
+            path = Path(part) if Path(part).is_absolute() else here / part
+            try:
+                # The program, and code it is given (not a data file it writes, whose mtime says nothing).
+                if path.is_file() and (index == 0 or path.suffix in CODE_SUFFIXES or os.access(path, os.X_OK)):
+                    found.append([str(path), path.stat().st_mtime_ns])
+            except (OSError, ValueError):
+                continue
+        return found
+
+    def warm(self) -> None:
+        """Start the server in the background, for a run about to call its tools (nothing for one not allowed)."""
+        from orgtree_lang.runtime.config import CONFIG_NAME
+
+        try:
+            check_allowed(self.spec, self.config if self.config is not None else self.root / CONFIG_NAME)
+        except SkillError:
+            return  # the first call says why
+        self.connection.start()
 
     def skill(self, tool, short_name: str | None = None) -> Skill:
         """The skill of one tool (`short_name`: its name in .pipe, from `skill_names`): parameters from its input
@@ -237,7 +277,9 @@ def add_servers(registry, root: Path | str, *, offline: bool = False, config=Non
         return
     for spec in server_specs(config):
         source = McpServerSkills(spec, Path(root), offline=offline, config=config)
-        registry.add_lazy(spec.namespace, spec.key(), source.load)
+        # The files' mtimes are part of the key: a compiled program is not reused once the server's code changed.
+        registry.add_lazy(spec.namespace, spec.key() + repr(source.files()), source.load,
+                          warm=None if offline else source.warm)
 
 
 def check_allowed(spec: ServerSpec, config) -> None:

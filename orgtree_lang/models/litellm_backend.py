@@ -6,6 +6,7 @@ import os
 import time
 import urllib.parse
 import uuid
+from typing import Any, Callable
 
 from orgtree_lang.models.base import Completion, Message, Model, ModelError, Usage
 
@@ -110,6 +111,24 @@ def _request(exc: BaseException):
         return None
 
 
+def with_retries(model, send: Callable[[], Any]) -> tuple[Any, float]:
+    """`send()`'s answer and the seconds its successful attempt took. A ModelError of a RETRIED kind is tried
+    again up to `model.max_retries` times, waiting `model.backoff_s` doubling up to `model.max_backoff_s`;
+    every attempt counts in `model.attempts`."""
+    for attempt in range(model.max_retries + 1):
+        started = time.monotonic()
+        model.attempts += 1
+        try:
+            return send(), time.monotonic() - started
+        except ModelError as error:
+            if error.kind not in RETRIED or attempt == model.max_retries:
+                if error.kind in RETRIED and attempt:
+                    error.message = f"{error.message} (after {attempt + 1} attempts)"
+                raise
+            time.sleep(min(model.backoff_s * 2 ** attempt, model.max_backoff_s))
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
 LOCAL_KEY = "none"  # what an OpenAI-compatible server on this machine is sent when no key is set; it checks none
 
 
@@ -148,20 +167,14 @@ class LiteLLMModel(Model):
             kwargs["api_key"] = self.api_key
         elif needs_no_key(self.name, self.api_base):
             kwargs["api_key"] = LOCAL_KEY
-        for attempt in range(self.max_retries + 1):
-            started = time.monotonic()
-            self.attempts += 1
+
+        def send():
             try:
-                response = litellm.completion(**kwargs)
-                break
+                return litellm.completion(**kwargs)
             except Exception as exc:  # litellm raises its own exception family; map_error sorts them
-                error = map_error(exc, self.name, self.api_base)
-                if error.kind not in RETRIED or attempt == self.max_retries:
-                    if error.kind in RETRIED and attempt:
-                        error.message = f"{error.message} (after {attempt + 1} attempts)"
-                    raise error from None
-                time.sleep(min(self.backoff_s * 2 ** attempt, self.max_backoff_s))
-        latency = time.monotonic() - started
+                raise map_error(exc, self.name, self.api_base) from None
+
+        response, latency = with_retries(self, send)
         text = (response.choices[0].message.content or "") if response.choices else ""
         usage = getattr(response, "usage", None)
         try:

@@ -15,9 +15,9 @@ from orgtree_lang.runtime.config import ConfigError, config_section
 
 
 def model_from_spec(spec: str, *, role: str = "author", context_window: int | None = None, **kw: Any) -> Model:
-    """A spec of a backend in models/backends.py (`scripted:FILE`, `replay:FILE`), or any litellm model name (keyword
-    arguments go to LiteLLMModel). `NAME:TOKENS` (e.g. `openai/llama3:131072`) says the model's context window, as
-    `context_window` does; the spelled one wins."""
+    """A spec of a backend in models/backends.py (`scripted:FILE`, `replay:FILE`), an `openai/NAME` at an `api_base`
+    (OpenAIHTTPModel), or any other litellm model name (keyword arguments go to the model class). `NAME:TOKENS`
+    (e.g. `openai/llama3:131072`) says the model's context window, as `context_window` does; the spelled one wins."""
     spec, spelled = split_spec(spec.strip())
     if not spec:
         raise ModelError("no model named", "config", "pass --model, set PIPE_MODEL, or add [model] name to orgtree.toml")
@@ -27,9 +27,14 @@ def model_from_spec(spec: str, *, role: str = "author", context_window: int | No
         model_class = getattr(importlib.import_module(backend.module), backend.model_class)
         model = model_class.from_spec(argument, role=role)
     else:
-        from orgtree_lang.models.litellm_backend import LiteLLMModel
+        from orgtree_lang.models.openai_http import OpenAIHTTPModel, speaks_openai_http
 
-        model = LiteLLMModel(spec, **kw)
+        if speaks_openai_http(spec, kw.get("api_base")):
+            model = OpenAIHTTPModel(spec, **kw)  # plain HTTP: no litellm import, seconds off every run
+        else:
+            from orgtree_lang.models.litellm_backend import LiteLLMModel
+
+            model = LiteLLMModel(spec, **kw)
     if spelled or context_window:
         model.context_window = spelled or context_window
     return model

@@ -1,10 +1,12 @@
-"""Fetch one URL with httpx under an HttpPolicy: every redirect hop re-checked, the body cut at a byte cap."""
+"""Fetch one URL with httpx under an HttpPolicy: every redirect hop re-checked, the body cut at a byte cap; and the links
+of a fetched page (web.links)."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from urllib.parse import urljoin
+from html.parser import HTMLParser
+from urllib.parse import urldefrag, urljoin, urlsplit
 
 from orgtree_lang.runtime.errors import SkillError
 from orgtree_lang.sandbox.allowlist import HttpPolicy, UrlRefused
@@ -61,3 +63,39 @@ def _read_capped(response, limit: int, deadline: float) -> tuple[bytes, bool]:
         if size > limit:
             return b"".join(chunks)[:limit], True
     return b"".join(chunks), False
+
+
+class _Anchors(HTMLParser):
+    """Collects each `<a href>` and the text inside it."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.found: list[tuple[str, str]] = []
+        self._open: list[str] | None = None
+        self._href = ""
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "a":
+            self._href, self._open = dict(attrs).get("href") or "", []
+
+    def handle_data(self, data):
+        if self._open is not None:
+            self._open.append(data)
+
+    def handle_endtag(self, tag):
+        if tag == "a" and self._open is not None:
+            self.found.append((self._href, " ".join("".join(self._open).split())))
+            self._open = None
+
+
+def page_links(html: str, base: str = "") -> list[dict[str, str]]:
+    """The absolute http(s) links of a page with their text, in order, each URL once (web.links)."""
+    parser = _Anchors()
+    parser.feed(html)
+    seen, links = set(), []
+    for href, text in parser.found:
+        url = urldefrag(urljoin(base, href.strip())).url if href.strip() and not href.startswith("#") else ""
+        if urlsplit(url).scheme in ("http", "https") and url not in seen:
+            seen.add(url)
+            links.append({"url": url, "text": text})
+    return links

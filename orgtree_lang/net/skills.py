@@ -67,3 +67,19 @@ def extract(html: str) -> str:
     if text is None:  # too little for the article heuristics: fall back to all visible text
         text = trafilatura.html2txt(html) if html.strip() else ""
     return text.strip()
+
+
+@skill("web.links", pure=True)
+def links(html: str, base: str = "") -> list[dict[str, str]]:
+    """The links of an HTML page: each `<a href>` as an absolute URL with its text, in page order, once each.
+
+    Args:
+        html: The page's HTML.
+        base: The page's URL, against which relative links are resolved.
+
+    Returns:
+        A dict per link with `url` and `text`; fragments (`#...`), `javascript:` and `mailto:` links are left out.
+    """
+    from orgtree_lang.net.fetch import page_links
+
+    return page_links(html, base)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from orgtree_lang.org.runlock import RunClosed
 from orgtree_lang.runtime.errors import PipeRuntimeError
-from orgtree_lang.vm.blocks import block_context, push_outputs
+from orgtree_lang.vm.blocks import block_context, push_outputs, reads_messages
 from orgtree_lang.vm.budget import BlockMeter
 from orgtree_lang.vm.effects import EffectStep
 from orgtree_lang.vm.executor import Finished
@@ -84,7 +84,8 @@ class BlockCalls:
             seq = machine.next_effect_seq()
             state.effect_seq += BLOCK_STEPS
         call = org.new_call(state.current, spec.name, list(values), {}, seq, machine.effect_node(frame.node), spec.span,
-                            block={"pipeline": frame.pipeline, "index": index, "node": node_id})
+                            block={"pipeline": frame.pipeline, "index": index, "node": node_id,
+                                   "reads": reads_messages(frame)})
         self.submit(call)
         org.wait(org.current_task(), "blocked")
         return RELOAD
@@ -134,6 +135,9 @@ class BlockCalls:
             if services.printer is not None and not (services.effects is not None and services.effects.catching_up):
                 services.printer(line)
         push_outputs(spec, outputs, frame.stack)
+        if isinstance(result, dict) and result.get("messages:"):
+            node_id = call.block["node"]
+            self.org.block_messages(frame, node_id[len(self.org.state.run_id) + 1:], result["messages:"])
 
 
 class BlockRun:
@@ -174,9 +178,11 @@ class BlockRun:
             counter = StepCounter(call.seq or 0, spec.name)
             inputs = {name: value for (name, _), value in zip(spec.inputs, call.args)}
             block = block_context(machine, spec, inputs, node_id, meter, numbering=counter, statement=call.statement,
-                                  printed=self.printed)
+                                  printed=self.printed, reads=call.block.get("reads", False))
             outputs = machine.services.resolver(block)
             result = {"outputs:": outputs, "spent:": dict(meter.data), "effects:": counter.effect_seq - counter.first}
+            if block.upward:
+                result["messages:"] = block.upward
             if step is not None:
                 machine.services.effects.end(step, result, None)
             machine.observer.block_ended(node_id, outputs, None)

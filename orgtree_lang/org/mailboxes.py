@@ -36,6 +36,10 @@ class Mailboxes:
     def _me(self) -> Task | None:
         return self.org.current_task() if self.org.state.tasks else None
 
+    def current(self) -> Task | None:
+        """The task running now, or None while the run has no tasks (its mailbox is then the main node's)."""
+        return self._me()
+
     def send(self, frame: Frame, stack: list, arg: int) -> int | None:
         """SEND: to a Handle's node now (a target waiting in `receive` may run again), to the live node of a route
         (started if there is none: org/routing.py), or to the human node (a note in `pipe inbox`)."""
@@ -64,8 +68,15 @@ class Mailboxes:
         self.deliver(frame, target, body, topic or TOPIC)
 
     def no_parent(self, frame: Frame, body: Any, topic: str | None) -> None:
-        """`send parent, ...` from the run's main node. The seam of one tree (docs/architecture.md): a generated
-        child's main node will reach the node of the block it runs for (`machine.place`); today it is an error."""
+        """`send parent, ...` from the run's main node: a generated child's reaches the node of the block it runs
+        for (org/block_node.py); the top-level run's main node has no parent."""
+        place = self.org.machine.place
+        if place is not None and place.desk is not None:
+            return place.desk.receive(self.org, frame, body, topic)
+        if place is not None:
+            # A child built without a node for its block (by hand): the message waits for the block's pipeline.
+            self.new_message(frame, "..", body, topic or TOPIC)["route"] = "up"
+            return None
         raise PipeRuntimeError("`send parent, ...` from the run's main node: it has no parent", kind="send",
                                hint="only a spawned node or a branch has a parent; send to a Handle instead")
 
@@ -86,14 +97,18 @@ class Mailboxes:
 
     def deliver(self, frame: Frame, target: Task, body: Any, topic: str, sender: str | None = None) -> None:
         """Append a new message to `target`'s mailbox."""
+        self.queue(target, self.new_message(frame, target.node, body, topic, sender))
+
+    def queue(self, target: Task | None, message: dict[str, Any]) -> None:
+        """Put `message` (new in the log) in the mailbox of `target` (None: the main node of a run without tasks)."""
         org = self.org
         state = org.state
-        message = self.new_message(frame, target.node, body, topic, sender)
         state.mailboxes.setdefault(_mailbox_key(target), []).append(message["id"])
-        if target.status == "receiving":
-            org.wake(target)
-        elif self.interrupt_due(target):
-            org.expect_interrupt()
+        if target is not None:
+            if target.status == "receiving":
+                org.wake(target)
+            elif self.interrupt_due(target):
+                org.expect_interrupt()
         org.machine.observer.message_sent(state, message)
 
     def take(self, task: Task | None) -> dict[str, Any] | None:

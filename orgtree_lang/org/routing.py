@@ -97,17 +97,18 @@ class Routing:
         if box[1:]:
             mail.put_box(successor, box[1:], readdress=True)
 
-    def send_note(self, frame: Frame, body: Any, topic: str | None) -> None:
+    def send_note(self, frame: Frame, body: Any, topic: str | None, sender: str | None = None) -> None:
         """`send "human", value`: a note in `pipe inbox` that needs no answer. In a durable run it is a journaled
-        step, so a resume or a replay does not post it again."""
+        step, so a resume or a replay does not post it again. `sender` names the node when it is not the current
+        one (a block's node forwarding a message to the person)."""
         org = self.org
         machine = org.machine
         state = org.state
-        message = org.mail.new_message(frame, HUMAN, body, topic or "note")
+        message = org.mail.new_message(frame, HUMAN, body, topic or "note", sender)
         message["received"] = float(state.steps)
         machine.observer.message_sent(state, message)
         span = frame.code.span_at(frame.pc - 1)
-        node = machine.effect_node(frame.node)
+        node = machine.effect_node(sender or frame.node)
         note = {"text": display(body), "topic": message["topic"], "node": node, "file": span.file,
                 "line": span.line, "message": message["id"]}
         notify = machine.services.notify

@@ -19,6 +19,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from orgtree_lang.org.block_calls import BlockCalls
+from orgtree_lang.org.block_node import ChildMessages
 from orgtree_lang.org.delivery import Delivery
 from orgtree_lang.org.handles import Handles
 from orgtree_lang.org.human import HumanNode
@@ -58,6 +59,7 @@ class Scheduler:
         self.outside = OutsideMessages(self)
         self.remote = RemoteNodes(self)
         self.human = HumanNode(self)
+        self.child_messages = ChildMessages(self)
         # What `execute` runs for each org opcode (vm.organization.ORG_OPCODES): each part names its own.
         self.opcodes = {name: getattr(part, method) for part in (self.parallel, self.handles, self.mail, self.human)
                         for name, method in part.OPCODES.items()}
@@ -86,6 +88,9 @@ class Scheduler:
 
     def execute(self, name: str, frame: Frame, stack: list, arg: Any) -> int | None:
         return self.opcodes[name](frame, stack, arg)
+
+    def block_messages(self, frame: Frame, block_path: str, entries: list[dict[str, Any]]) -> None:
+        self.child_messages.deliver(frame, block_path, entries)
 
     @property
     def interrupt_due(self) -> bool:

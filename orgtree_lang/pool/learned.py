@@ -126,7 +126,7 @@ def learned_skill(module: LearnedModule, registry, notes: list[str] = ()):
 
     return Skill(name=module.skill_name, description=description, params=params, returns=returns,
                  returns_doc=main.doc.strip(), pure=False, func=run, origin=f"learned ({module.path.name})",
-                 takes_context=True, idempotent=False)
+                 takes_context=True, idempotent=False, uses=tuple(program.uses))
 
 
 def run_learned(module: LearnedModule, program, registry, ctx, arguments: dict[str, Any]) -> Any:

@@ -6,8 +6,10 @@ import dataclasses
 import os
 from pathlib import Path
 
+from orgtree_lang.runtime.config import CONFIG_NAME, read_config
 from orgtree_lang.runtime.errors import SkillError
 from orgtree_lang.runtime.skills import SkillRegistry
+from orgtree_lang.runtime.workspace_skills import add_workspace_skills
 
 
 def plugins_disabled_by_env() -> bool:
@@ -30,7 +32,8 @@ def default_registry(*, plugins: bool | None = None) -> SkillRegistry:
 
 def workspace_registry(root: Path | str, base=None, *, plugins: bool | None = None, replay: bool = False,
                        config=None):
-    """`base` (default: stdlib + plugins) with this workspace's pool applied: `skills.report_bug`, every promoted
+    """`base` (default: stdlib + plugins) and the workspace's own Python skills (`skills/`, `[skills] paths`) with
+    this workspace's pool applied: `skills.report_bug`, every promoted
     module as `learned.<name>`, usage notes from `modify` decisions added to descriptions, removed skills left out;
     and the MCP servers of its orgtree.toml as lazy namespaces `mcp.NAME` (started only when a tool is asked for;
     with `replay`, not at all when the tools they listed at their last start are saved).
@@ -50,9 +53,15 @@ def workspace_registry(root: Path | str, base=None, *, plugins: bool | None = No
         finally:
             store.close()
     registry = SkillRegistry()
-    for skill in base:
+    own = SkillRegistry()  # the workspace's own Python skills (skills/, [skills] paths), after the installed ones
+    add_workspace_skills(own, Path(root), read_config(config if config is not None else Path(root) / CONFIG_NAME))
+    for skill in [*base, *own]:
         if skill.name in removed:
             continue
+        if skill.name in registry:  # only a workspace skill can meet an installed one here
+            raise SkillError(f"workspace skill {skill.name} from {skill.origin} has the name of one from "
+                             f"{registry.get(skill.name).origin}",
+                             hint='rename the function, or give it a name of its own: @skill("ns.name")')
         if skill.name in notes:
             extra = "".join(f"\n\nUsage note: {note}" for note in notes[skill.name])
             skill = dataclasses.replace(skill, description=skill.description + extra)

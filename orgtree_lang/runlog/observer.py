@@ -89,6 +89,15 @@ class TreeObserver(RunObserver):
         self.recorder.open(node_id, state.run_id, f"{state.run_id}/{frame.node}", spec.name, "ambiguous",
                            caller=frame.pipeline, inputs=_pairs(inputs))
 
+    def decision_started(self, run_id, node_id, parent_id, name) -> None:
+        self.recorder.open(node_id, run_id, parent_id, name, "decision")
+
+    def decision_ended(self, node_id, detail, error) -> None:
+        if error is not None:
+            self.recorder.close(node_id, "error", error=str(getattr(error, "message", error)))
+        else:
+            self.recorder.close(node_id, "ok", output=detail)
+
     def block_ended(self, node_id, outputs, error) -> None:
         if error is not None:
             self.recorder.close(node_id, "error", error=error.message)

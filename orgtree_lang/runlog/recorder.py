@@ -108,7 +108,7 @@ class TreeRecorder:
             return node
         node.status, node.output, node.error = status, output, error
         node.duration_ms = round((self.clock() - node.started_at) * 1000, 3)
-        if node.kind == "ambiguous":  # kept: annotate and listeners use it
+        if node.kind in ("ambiguous", "decision"):  # kept: annotate and listeners use it (a decision its tokens)
             self._touch(node)
         else:
             del self.nodes[node_id]

@@ -15,7 +15,8 @@ from typing import Any
 
 from orgtree_lang.runtime.state_db import Transaction, open_state_db, state_db_path
 
-KINDS = ("pipeline", "skill", "ambiguous", "branch")  # branch: of a parallel block or loop (docs/org.md)
+KINDS = ("pipeline", "skill", "ambiguous", "branch", "decision")  # branch: of a parallel block or loop; decision:
+# a block node's agent deciding what a message means (docs/org.md)
 # A node is open while running, waiting (its run waits for a person's answer) or receiving (it waits in
 # `receive` for a message); it ended ok, with an error, cancelled (by `cancel`, or a failed sibling branch), or
 # interrupted (the process running it died first: durable/reconcile.py says so once no process holds the run).

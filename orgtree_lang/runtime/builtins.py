@@ -55,11 +55,16 @@ def _len(args, kwargs, out):
     raise _err(f"len() needs a str, list or dict, got {_type_name(value)}")
 
 
-def _range(args, kwargs, out):
+def range_of(args) -> range:
+    """The range `range(*args)` stands for, its arguments checked; a `for` loop runs over it unbuilt."""
     for a in args:
         if not isinstance(a, int) or isinstance(a, bool):
             raise _err(f"range() needs int arguments, got {_type_name(a)}")
-    r = range(*args)
+    return range(*args)
+
+
+def _range(args, kwargs, out):
+    r = range_of(args)
     if len(r) > MAX_SEQUENCE:
         raise _err(f"range() of {len(r)} items is larger than the limit of {MAX_SEQUENCE}")
     return list(r)

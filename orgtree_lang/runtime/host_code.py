@@ -2,9 +2,10 @@
 
 The host executes or reads as settings some files of the workspace: the settings file, the run's state folder,
 program sources, the scripts (and the modules beside them) of the MCP servers orgtree.toml starts, the settings
-folders of editors and tools (which name programs to run). A run, or a module a model wrote, that could write one
-of them would run its own code on the host, outside every sandbox, the next time. Every fs skill asks `refusal`
-before it writes; a new kind of host code is one entry of `EXECUTED` (a function from the settings to paths).
+folders of editors and tools (which name programs to run), and the workspace's own Python skills (`skills/`,
+`[skills] paths`). A run, or a module a model wrote, that could write one of them would run its own code on the
+host, outside every sandbox, the next time. Every fs skill asks `refusal` before it writes; a new kind of host code
+is one entry of `EXECUTED` (a function from the settings to paths).
 """
 
 from __future__ import annotations
@@ -91,7 +92,46 @@ def _sandbox_program(root: Path, tables: dict[str, Any]) -> Iterator[Executed]:
         yield Executed(root / bwrap, "file", "[sandbox] bwrap")
 
 
-EXECUTED: tuple[Callable[[Path, dict[str, Any]], Iterator[Executed]], ...] = (_mcp_servers, _sandbox_program)
+SKILLS_FOLDER = "skills"  # the workspace's own Python skills, beside its programs (docs/skills.md)
+
+
+def skill_folders(root: Path, tables: dict[str, Any]) -> list[tuple[Path, str]]:
+    """The folders whose Python modules are the workspace's skills, each with the setting that names it: `skills/`
+    of the root, and each of `[skills] paths` (relative to the root, inside it); ConfigError for a bad list."""
+    from orgtree_lang.runtime.config import ConfigError
+
+    skills = tables.get("skills")
+    paths = skills.get("paths", []) if isinstance(skills, dict) else []
+    where = root / SETTINGS_FILE_NAME
+    if not isinstance(paths, list) or not all(isinstance(entry, str) and entry for entry in paths):
+        raise ConfigError(f"{where}: [skills] paths must be a list of folders relative to the workspace, got "
+                          f"{paths!r}", hint='e.g. paths = ["tools/skills"]')
+    found = [(root / SKILLS_FOLDER, f"part of the workspace's own skills (its {SKILLS_FOLDER}/ folder, whose "
+                                    "modules `use` imports)")]
+    for entry in paths:
+        if entry.startswith("/") or not _real(root / entry).is_relative_to(_real(root)):
+            raise ConfigError(f"{where}: [skills] paths lists `{entry}`, which is not inside the workspace {root}",
+                              hint="list folders relative to the workspace root (copy shared skills into it)")
+        found.append((root / entry, "[skills] paths"))
+    return found
+
+
+def _workspace_skills(root: Path, tables: dict[str, Any]) -> Iterator[Executed]:
+    """The folders of the workspace's skills, whole (every file: modules, their data, a new module), and the real
+    file behind each symlink in them (a link to a file elsewhere in the workspace makes that file host code)."""
+    for folder, source in skill_folders(root, tables):
+        yield Executed(folder, "tree", source)
+        if not folder.is_dir():
+            continue  # protected all the same: a run must not create the folder with a module in it
+        for inside, dirs, files in os.walk(folder, followlinks=True):
+            for name in dirs + files:
+                path = Path(inside) / name
+                if path.is_symlink():
+                    yield Executed(path, "tree" if path.is_dir() else "file", source)
+
+
+EXECUTED: tuple[Callable[[Path, dict[str, Any]], Iterator[Executed]], ...] = (_mcp_servers, _sandbox_program,
+                                                                              _workspace_skills)
 
 
 def _names_a_file(cwd: Path, word: str) -> bool:
@@ -191,10 +231,10 @@ class HostCode:
                     _allow_hint(self.generated))
         for item in self.executed:
             if self._covers(item, real):
-                return Refusal(
-                    f"is code the host executes: {'named by' if item.kind == 'file' else 'importable by'} "
-                    f"`{item.source}` in orgtree.toml, and a run must never change what a later run executes",
-                    _allow_hint(self.generated))
+                how = (f"{'named by' if item.kind == 'file' else 'importable by'} `{item.source}` in orgtree.toml"
+                       if item.source.startswith("[") else item.source)
+                return Refusal(f"is code the host executes: {how}, and a run must never change what a later run "
+                               "executes", _allow_hint(self.generated))
         return None
 
     @staticmethod

@@ -343,6 +343,9 @@ _TREE_CALLS_V5_COLUMNS = """
 _TREE_CALLS_V5 = Table("tree_calls", "orgtree_lang.runlog.store", _TREE_CALLS_V5_COLUMNS, indexes=(
     Index("tree_calls_by_name", "tree_calls (name, last_started)"), Index("tree_calls_by_run", "tree_calls (run_id)"),
     Index("tree_calls_by_parent", "tree_calls (parent_id)")))
+# Version 7: a `decision` kind, for the agent of a block's node deciding what a message means (docs/org.md).
+_TREE_NODES_V7 = Table("tree_nodes", "orgtree_lang.runlog.store", _TREE_NODES_V5.columns.replace(
+    "'ambiguous', 'branch'))", "'ambiguous', 'branch', 'decision'))"), indexes=_TREE_NODES.indexes)
 # How version 4 named a branch node, and said that a node was cancelled (vm/scheduler.py then).
 _BRANCH_NAME = "({name} GLOB 'branch [0-9]* (line [0-9]*)' OR {name} GLOB 'iteration [0-9]* (line [0-9]*)')"
 _CANCELLED = "(coalesce({error}, '') = 'cancelled' OR coalesce({error}, '') LIKE '% was cancelled')"
@@ -432,6 +435,9 @@ MIGRATIONS: tuple[Migration, ...] = (
                                   THEN json_set(value, '$[2]', 'cancelled') ELSE json(value) END)
        FROM (SELECT value FROM json_each(calls) ORDER BY key))
     FROM tree_calls"""))),
+    Migration(7, "org tree nodes: the decision kind (a block node's agent deciding what a message means)",
+              rebuilds=(Rebuild(_TREE_NODES_V7, """SELECT id, run_id, parent_id, seq, name, kind, caller, status, inputs,
+    output, error, started_at, duration_ms, tokens, cost, detail FROM tree_nodes"""),)),
 )
 
 

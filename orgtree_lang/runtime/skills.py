@@ -118,6 +118,10 @@ class Skill:
     # Nothing outside the run sees the call: it reads (a clock, a file, a random source) and changes nothing, so
     # a durable run may commit its step without an fsync of its own (group commit, docs/durability.md).
     unobserved: bool = False
+    # For a skill that runs a .pipe module (a learned one): the module's `use` lines, the capabilities a call exercises.
+    # A generated module may call it wherever its block's `use` lines cover these (decompose/validate.py); None for a
+    # Python skill, whose capability is its own name.
+    uses: tuple[str, ...] | None = None
 
     @property
     def namespace(self) -> str:
@@ -424,16 +428,28 @@ class SkillRegistry:
         # (what identifies the source for the compile cache, a loader returning its Skills).
         self._lazy: dict[str, tuple[str, Callable[[], list[Skill]]]] = {}
         self._lazy_keys: dict[str, str] = {}
+        self._warm: dict[str, Callable[[], None]] = {}
         self._from_lazy: set[str] = set()
 
-    def add_lazy(self, namespace: str, key: str, load: Callable[[], list[Skill]]) -> None:
+    def add_lazy(self, namespace: str, key: str, load: Callable[[], list[Skill]],
+                 warm: Callable[[], None] | None = None) -> None:
         """Skills under `namespace` that `load()` makes on first use: a lookup, a listing of the namespace or
         `load_lazy`. Until then the namespace is known (a `use` line may name it) and nothing is loaded; `key`
-        stands for the skills in the fingerprint, so whether they were loaded yet never changes it."""
+        stands for the skills in the fingerprint, so whether they were loaded yet never changes it. `warm()`,
+        when given, begins in the background what the skills' first call will need (`warm_lazy`)."""
         if not _NAME.match(namespace + ".x"):
             raise TypeError(f"namespace {namespace!r} must be dotted identifiers like `mcp.files`")
         self._lazy[namespace] = (key, load)
         self._lazy_keys[namespace] = key
+        if warm is not None:
+            self._warm[namespace] = warm
+
+    def warm_lazy(self, namespaces) -> None:
+        """Begin, in the background, what the lazy namespaces among `namespaces` (those a program uses, or a
+        prefix of one) need for their first call, such as starting an MCP server; each at most once."""
+        for name in namespaces:
+            for ns in [n for n in self._warm if n == name or n.startswith(name + ".") or name.startswith(n + ".")]:
+                self._warm.pop(ns)()
 
     def load_lazy(self, namespace: str | None = None) -> None:
         """Load the lazy namespaces under `namespace` (all of them when None); a loader's error propagates, and

@@ -224,6 +224,8 @@ def encode(value: Any) -> Any:
         return {"$record": [value.record_name, {k: encode(v) for k, v in value.fields.items()}]}
     if value is UNBOUND:
         return {"$unbound": 0}
+    if isinstance(value, range):  # the state of a `for` loop over range(...): never a program's value
+        return {"$range": [encode(value.start), encode(value.stop), encode(value.step)]}
     raise TypeError(f"cannot encode a {type(value).__name__} in run state")
 
 
@@ -245,6 +247,8 @@ def decode(data: Any) -> Any:
                 return UNBOUND
             if key == "$int":
                 return int(inner, 16)
+            if key == "$range":
+                return range(*(decode(v) for v in inner))
         return {k: decode(v) for k, v in data.items()}
     return data
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -60,8 +62,49 @@ class OtelExport:
                 raise ImportError(MISSING_EXTRA) from err
             # A collector that is down must not hold the finished run for long: a few seconds of retries.
             exporter = OTLPSpanExporter(endpoint=f"{self.endpoint}/v1/traces", timeout=EXPORT_SECONDS)
-            provider.add_span_processor(BatchSpanProcessor(exporter))
+            provider.add_span_processor(BatchSpanProcessor(_OneWarning(exporter, self.endpoint)))
         return SpanObserver(provider)
+
+
+# The SDK's exporter logs every retry and every failed batch here; _OneWarning says it once instead.
+SDK_EXPORT_LOGGER = "opentelemetry.exporter.otlp.proto.http.trace_exporter"
+
+
+class _Silenced(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return False
+
+
+class _OneWarning:
+    """A SpanExporter in front of the OTLP one: when the collector does not take a batch, one warning on stderr,
+    and no more tries for the rest of the process (the SDK's own retry and failure lines are silenced)."""
+
+    def __init__(self, inner, endpoint: str) -> None:
+        self.inner = inner
+        self.endpoint = endpoint
+        self.down = False
+        sdk = logging.getLogger(SDK_EXPORT_LOGGER)
+        if not any(isinstance(f, _Silenced) for f in sdk.filters):
+            sdk.addFilter(_Silenced())
+
+    def export(self, spans):
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+        if self.down:
+            return SpanExportResult.FAILURE
+        result = self.inner.export(spans)
+        if result != SpanExportResult.SUCCESS:
+            self.down = True
+            print(f"warning: the OpenTelemetry collector at {self.endpoint} did not take this run's spans (nothing "
+                  "answers there, or it refused them); they are not exported. Start it, or leave out --otel (and "
+                  "[otel] endpoint)", file=sys.stderr, flush=True)
+        return result
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True if self.down else self.inner.force_flush(timeout_millis)
 
 
 def _ns(seconds: float) -> int:

@@ -30,6 +30,16 @@ class BlockResolver(Protocol):
     def __call__(self, block: BlockContext) -> dict[str, Any]: ...
 
 
+class Replan(BaseException):
+    """The agent of a block's node decided a message means the module must be revised (docs/org.md, decisions):
+    raised out of the generated child's run (a BaseException, so no handler of the child's takes it), caught by the
+    resolver, which revises the module with `evidence` and runs the block again from its inputs."""
+
+    def __init__(self, evidence: str, why: str = "") -> None:
+        super().__init__(evidence)
+        self.evidence, self.why = evidence, why
+
+
 @dataclasses.dataclass
 class ChildOverLimit(PipeRuntimeError):
     """A generated child stopped by one of its own limits (`run_child(limits=...)`), not by the tree's budget."""
@@ -66,6 +76,13 @@ class BlockContext:
     # waits in `printed` until the block's result is delivered.
     concurrent: bool = False
     printed: list[str] | None = None
+    # One tree (docs/org.md, "The node of a block"): whether the pipeline the block is in reads messages itself
+    # (`on message` or `receive`); the node a message from the generated child reaches (org.block_node.BlockNode,
+    # set by the resolver before run_child; None: the child's `send parent` goes to the pipeline's mailbox); and the
+    # messages for the pipeline's node, delivered with the block's outputs and journaled with them.
+    reads_messages: bool = False
+    desk: Any = None
+    upward: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     def note(self, detail: str) -> None:
         """A progress note on the block's org tree node (`pipe tree` shows it)."""
@@ -131,6 +148,8 @@ class BlockContext:
                     run_id=f"{self.node}/{name}" if name else self.node)
         try:
             child.run()
+            # The child's message log joins the run's with the block's outputs (org/block_node.py).
+            self.upward.extend(dict(message) for message in child.state.messages)
         except BudgetExceeded as err:
             # Where the child's own limit is tighter than the tree's, it is the one a stop of that kind hit.
             if f"max_{err.budget}" in own:
@@ -144,9 +163,22 @@ class BlockContext:
         return child.state.result
 
 
+def reads_messages(frame: Frame) -> bool:
+    """Whether the pipeline of `frame` reads messages itself: an `on message` handler installed, or a `receive` or
+    `on message` anywhere in its code. A message from a block's child then goes to its mailbox, read by no agent."""
+    if frame.on_message is not None:
+        return True
+    code = frame.code
+    found = code.__dict__.get("_reads_messages")
+    if found is None:
+        found = code.__dict__["_reads_messages"] = any(name in ("RECEIVE", "ON_MESSAGE")
+                                                       for _, name, _ in code.instructions())
+    return found
+
+
 def block_context(m: Machine, spec: AmbiguousSpec, inputs: dict[str, Any], node_id: str, meter: TreeMeter, *,
                   numbering: Numbering | None = None, statement: int | None = None,
-                  printed: list[str] | None = None) -> BlockContext:
+                  printed: list[str] | None = None, reads: bool = False) -> BlockContext:
     """The context of block `spec`, reached by machine `m` as node `node_id`, spending on `meter`. A block resolved
     concurrently (org/block_calls.py) brings its own `numbering`, the `statement` it was reached at, and `printed`."""
     children = m.services.children
@@ -157,7 +189,7 @@ def block_context(m: Machine, spec: AmbiguousSpec, inputs: dict[str, Any], node_
         functools.partial(children, m) if children is not None else None, m.seconds_used,
         lambda: m.state.steps + m.steps_elsewhere(),
         lambda question, answer: m.observer.human_answered(m.state, question, answer), m.services.executor,
-        concurrent=numbering is not None, printed=printed)
+        concurrent=numbering is not None, printed=printed, reads_messages=reads)
 
 
 def _own_limits(budget: Budget, limits: Budget | None, steps_before: int) -> dict[str, Any]:
@@ -239,13 +271,19 @@ def _outputs(m: Machine, spec: AmbiguousSpec, inputs: dict[str, Any], values: li
     def decompose(_key: str | None = None) -> dict[str, Any]:
         ran.append(True)
         before = m.meter.snapshot()
-        outputs = m.services.resolver(block_context(m, spec, inputs, node_id, m.meter))
+        block = block_context(m, spec, inputs, node_id, m.meter, reads=reads_messages(frame))
+        outputs = m.services.resolver(block)
         # The keys end in `:`, which no output name can, so results journaled by earlier versions (the
         # outputs alone) are told apart.
-        return {"outputs:": outputs, "spent:": m.meter.since(before), "effects:": numbering.effect_seq - seq}
+        result = {"outputs:": outputs, "spent:": m.meter.since(before), "effects:": numbering.effect_seq - seq}
+        if block.upward:
+            result["messages:"] = block.upward
+        return result
 
     if effects is None:
-        return decompose()["outputs:"]
+        result = decompose()
+        deliver_upward(m, frame, node_id, result)
+        return result["outputs:"]
     seq = m.next_effect_seq()
     step = EffectStep(seq, "ambiguous", spec.name, m.effect_node(frame.node), spec.span, values, {}, m.state.steps,
                       inner=node_id[len(root.run_id) + 1:])
@@ -256,4 +294,14 @@ def _outputs(m: Machine, spec: AmbiguousSpec, inputs: dict[str, Any], values: li
         m.meter.add(result["spent:"])
         # The steps journaled inside the block (model answers, the child's effects) keep their numbers.
         numbering.effect_seq = max(numbering.effect_seq, seq + result.get("effects:", 0))
+    deliver_upward(m, frame, node_id, result)
     return result["outputs:"]
+
+
+def deliver_upward(m: Machine, frame: Frame, node_id: str, result: dict[str, Any]) -> None:
+    """The messages of a block's generated child that reach the pipeline the block is in (or go on up from it), with
+    the rest of the child's message log, now in this machine's: when the block's outputs are delivered, from its
+    journaled result when a resume or replay takes it from there (docs/org.md, "The node of a block")."""
+    entries = result.get("messages:") if isinstance(result, dict) else None
+    if entries:
+        m.org.block_messages(frame, node_id[len(m.state.run_id) + 1:], entries)

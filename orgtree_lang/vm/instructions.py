@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 from typing import TYPE_CHECKING, Any, Callable
 
-from orgtree_lang.runtime.builtins import MAX_SEQUENCE
+from orgtree_lang.runtime.builtins import MAX_SEQUENCE, range_of
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.values import RecordValue, display, is_kind, strict_contains, strict_equal
 from orgtree_lang.syntax import types as t
@@ -214,6 +214,13 @@ def _op_get_iter(m: Machine, frame, stack, arg):
     stack.append(0)
 
 
+def _op_get_range_iter(m: Machine, frame, stack, arg):
+    bounds = stack[-arg:]
+    del stack[-arg:]
+    stack.append(range_of(bounds))
+    stack.append(0)
+
+
 def _op_make_record(m: Machine, frame, stack, arg):
     site = frame.code.calls[arg]
     args, kwargs = call_args(site, stack)
@@ -248,7 +255,7 @@ HANDLERS: dict[str, Callable] = {
     "JUMP_IF_FALSE_OR_POP": _op_jump_if_false_or_pop, "JUMP_IF_TRUE_OR_POP": _op_jump_if_true_or_pop,
     "BUILD_LIST": _op_build_list, "BUILD_DICT": _op_build_dict, "BUILD_STRING": _op_build_string,
     "FORMAT": _op_format, "INDEX": _op_index, "SLICE": _op_slice, "GET_ATTR": _op_get_attr, "UNPACK": _op_unpack,
-    "GET_ITER": _op_get_iter, "CALL_SKILL": call_skill, "MAKE_RECORD": _op_make_record,
+    "GET_ITER": _op_get_iter, "GET_RANGE_ITER": _op_get_range_iter, "CALL_SKILL": call_skill, "MAKE_RECORD": _op_make_record,
     "AMBIGUOUS": resolve_block, "SETUP_TRY": _op_setup_try, "POP_TRY": _op_pop_try, "FAIL": _op_fail,
     "CHECK": op_check,
     **{name: _delegate(name) for name in ORG_OPCODES},

@@ -186,7 +186,7 @@ class Machine:
         counter = block.numbering if block is not None and block.concurrent else self.counter
         return TreePlace(block_node, meter, (self.ancestors[0] + self.state.steps,
                                              self.ancestors[1] + self.state.skill_calls), self._root_state(),
-                         counter, self.run_lock)
+                         counter, self.run_lock, getattr(block, "desk", None))
 
     def seconds_used(self) -> float:
         """Wall-clock seconds this run has been running, over all its stretches so far."""

@@ -73,6 +73,12 @@ class RunObserver:
     def block_ended(self, node_id: str, outputs: dict[str, Any] | None, error: Exception | None) -> None:
         """The block's outputs, or the error that ended it."""
 
+    def decision_started(self, run_id: str, node_id: str, parent_id: str, name: str) -> None:
+        """The agent of a block's node starts deciding what a message means (a node of kind `decision`)."""
+
+    def decision_ended(self, node_id: str, detail: str, error: Exception | None) -> None:
+        """The decision `node_id` was taken (`detail` says which) or failed."""
+
     def annotate(self, node_id: str, *, tokens: int = 0, cost: float = 0.0, detail: str | None = None) -> None:
         """Model spending or a progress note for node `node_id` (the decomposer's)."""
 
@@ -186,6 +192,14 @@ class FanOut(RunObserver):
     def block_ended(self, node_id, outputs, error):
         for observer in self.observers:
             observer.block_ended(node_id, outputs, error)
+
+    def decision_started(self, run_id, node_id, parent_id, name):
+        for observer in self.observers:
+            observer.decision_started(run_id, node_id, parent_id, name)
+
+    def decision_ended(self, node_id, detail, error):
+        for observer in self.observers:
+            observer.decision_ended(node_id, detail, error)
 
     def annotate(self, node_id, **fields):
         for observer in self.observers:

@@ -88,6 +88,11 @@ class Org(Protocol):
     def execute(self, name: str, frame: Frame, stack: list, arg: Any) -> int | None:
         """Run org opcode `name` (a key of ORG_OPCODES) for the current task, like any instruction handler."""
 
+    def block_messages(self, frame: Frame, block_path: str, entries: list[dict[str, Any]]) -> None:
+        """The messages of the generated child of block `block_path` (its node's path in this run), delivered with
+        its outputs to the task of `frame`: its log joins this run's, and those for the block's pipeline reach its
+        mailbox (or go on up). Called with or without tasks."""
+
 
 OrgFactory = Callable[["Machine"], Org]  # what Services.org holds: builds the organization of one machine
 
@@ -120,6 +125,9 @@ class NoOrg:
 
     def execute(self, name: str, frame: Frame, stack: list, arg: Any) -> int | None:
         raise _missing(ORG_OPCODES[name])
+
+    def block_messages(self, frame: Frame, block_path: str, entries: list[dict[str, Any]]) -> None:
+        raise _missing("messages from a generated child")
 
     # Unreachable without tasks, which only `execute` could have started; there for a state given by hand.
     def resume(self) -> None:

@@ -45,6 +45,9 @@ class TreePlace:
     root_state: RunState
     counter: Numbering | None = None  # numbers the child's journal steps (None: `root_state` does)
     run_lock: TreeLock | None = None  # the run tree's (org.runlock.RunLock), None in a tree without an organization
+    # The node of the block the child runs for, as the child's `send parent` reaches it (org.block_node.BlockNode;
+    # vm.blocks.BlockContext.desk). None: the child's messages to it go to the block's pipeline's mailbox.
+    desk: Any = None
 
 
 @dataclass

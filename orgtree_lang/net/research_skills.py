@@ -1,0 +1,209 @@
+"""The research agent's judgment steps, skills for stdlib/research.pipe: questions in, a plan out (research.plan); a text
+and a question in, whether it answers it and which links to follow out (research.judge); an empirical question in,
+code to run in the sandbox out (research.experiment).
+
+With a model configured for the run each is the author model's answer, taken as the agent `research agent`'s turn
+on the scratchpad (memory/turn.py: it reads the pad and the relevant insights first, writes its note after, and the
+insights it offers go to the run's reviewer); every call is metered and, as a skill call, journaled. A text is read
+through the context tree (`ctx.fit`'s view, a quarter of the model's window), so a page of any length fits. With
+no model each step has an offline fallback: every question is a lookup (unless it carries its own code), and a
+text's answer is its line sharing the most words with the question.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+from orgtree_lang.memory.skills import summarizer_of
+from orgtree_lang.memory.summarize import content_words
+from orgtree_lang.runtime.errors import SkillError
+from orgtree_lang.runtime.skills import SkillContext, skill
+
+AGENT = "research agent"
+READ_SHARE = 0.25  # of the reading model's window, for the text it judges (the seed's share per level)
+FOLLOW = 3  # links a judgment may ask to follow, at most
+_CODE = re.compile(r"```(python|sh|bash)[ \t]*\n(.*?)```", re.S)
+_WORDS = re.compile(r"[a-z0-9_]{4,}")
+
+
+@functools.cache
+def _schemas() -> dict[str, type]:
+    """The answers' pydantic schemas, built on first use (pydantic is not imported by `pipe check`)."""
+    from pydantic import BaseModel, Field
+
+    class PlannedQuestion(BaseModel):
+        question: str
+        kind: str = Field(description='"lookup" (read about it) or "empirical" (run code to find out)')
+        queries: list[str] = Field(description="searches to try, best first")
+
+    class Plan(BaseModel):
+        plan: list[PlannedQuestion]
+
+    class Judgment(BaseModel):
+        relevant: bool = Field(description="true only if the text answers the question, at least in part")
+        answer: str = Field(description="the answer as the text gives it, with its numbers and names; empty if none")
+        follow: list[str] = Field(default_factory=list, description="links of the text worth reading next")
+
+    class Experiment(BaseModel):
+        language: str = Field(description="python, sh or bash")
+        source: str = Field(description="a program that prints what answers the question")
+
+    return {"plan": Plan, "judgment": Judgment, "experiment": Experiment}
+
+
+PLAN_PROMPT = """You plan research for an agent that must write a program. For each question decide whether it is a
+lookup (the answer is written somewhere: documentation, notes, data) or empirical (it is found by running code: a
+measurement, a computation, a behaviour of a tool), and give up to three search queries for it, best first.
+Answer with one JSON object: {"plan": [{"question": "...", "kind": "lookup" or "empirical", "queries": ["..."]}]}"""
+
+JUDGE_PROMPT = """You read a source for a research question and judge it. Answer with one JSON object:
+{"relevant": true or false, "answer": "...", "follow": ["url", ...]}. "relevant" only if the source answers the
+question at least in part; "answer" states the answer as the source gives it (numbers, names, paths), nothing you
+did not read; "follow" lists at most three of the source's links that likely hold the answer, when it does not."""
+
+EXPERIMENT_PROMPT = """You answer an empirical question by an experiment: write a short program that prints what
+answers it. It runs in a sandbox with no network and a private scratch folder, with Python 3 and the usual shell
+tools. Answer with one JSON object: {"language": "python", "source": "..."}"""
+
+
+def _model(ctx: SkillContext, task: str):
+    """The run's author model as the research agent (its turn taken around each answer), metered; None offline."""
+    models = getattr(ctx, "models", None)
+    if models is None or not getattr(models, "configured", False):
+        return None
+    from orgtree_lang.memory.turn import agent_turns
+    from orgtree_lang.models.metered import MeteredModel
+
+    model = models.author()
+    if ctx.spend is not None:
+        model = MeteredModel(model, spend=ctx.spend, what="research")
+    try:
+        reviewer = models.reviewer()
+    except Exception:  # no reviewer model: the agent's insights are not taken
+        reviewer = None
+    return agent_turns(model, AGENT, task, ctx.workspace.root, reviewer=reviewer)
+
+
+def _ask(model, system: str, prompt: str, schema: str, what: str):
+    import uuid
+
+    from orgtree_lang.models.base import Message, ModelError
+
+    try:
+        return model.complete([Message("system", system), Message("user", prompt)], schema=_schemas()[schema],
+                              conversation_id=uuid.uuid4().hex).parsed
+    except ModelError as err:
+        raise SkillError(f"{what}: {err.message}", hint=err.hint) from None
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORDS.findall(text.lower()))
+
+
+@skill("research.plan", slow=True)
+def plan(ctx: SkillContext, questions: list[str]) -> list[dict[str, Any]]:
+    """A research plan for each question: whether it is a lookup or empirical, and the searches to try.
+
+    With a model configured the run's author model plans, as the research agent; without one every question is a
+    lookup searched as it is written, except one that carries its own ```python (or sh) block, which is empirical.
+
+    Args:
+        questions: The questions to research.
+
+    Returns:
+        One dict per question, in order: `question`, `kind` ("lookup" or "empirical") and `queries` (best first).
+    """
+    questions = [q for q in questions if q.strip()]
+    model = _model(ctx, " ".join(questions))
+    if model is not None and questions:
+        asked = _ask(model, PLAN_PROMPT, "\n".join(f"- {q}" for q in questions), "plan", "research.plan")
+        by_question = {p.question.strip(): p for p in asked.plan}
+        planned = []
+        for index, question in enumerate(questions):
+            item = by_question.get(question.strip()) or (asked.plan[index] if index < len(asked.plan) else None)
+            kind = item.kind if item is not None and item.kind in ("lookup", "empirical") else "lookup"
+            queries = [q for q in (item.queries if item is not None else []) if q.strip()][:3] or [question]
+            planned.append({"question": question, "kind": kind, "queries": queries})
+        return planned
+    return [{"question": q, "kind": "empirical" if _CODE.search(q) else "lookup", "queries": [q]} for q in questions]
+
+
+@skill("research.judge", slow=True)
+def judge(ctx: SkillContext, question: str, text: str, source: str, links: list[str] | None = None,
+          kind: str = "text") -> dict[str, Any]:
+    """Whether a text (a memory passage, a web page, an experiment's output) answers a research question.
+
+    With a model configured the research agent reads the text through the context tree (a quarter of its window:
+    a long page is summarized, its facts kept) and answers; without one the answer is the text's line sharing the
+    most content words (of four letters or more) with the question, and the links to follow those sharing a word with it.
+
+    Args:
+        question: The research question.
+        text: What was read.
+        source: Where it came from (a memory node, a URL, an experiment), quoted back to the model.
+        links: The text's links (absolute URLs) the research may follow next.
+        kind: "text" (read about the question) or "output" (what an experiment written for it printed; offline
+            its whole output is the answer).
+
+    Returns:
+        A dict with `relevant` (bool), `answer` (str, "" when none) and `follow` (up to three of `links`).
+    """
+    links = [link for link in (links or []) if link.strip()]
+    model = _model(ctx, question)
+    if kind not in ("text", "output"):
+        raise SkillError(f"research.judge: kind must be \"text\" or \"output\", got {kind!r}")
+    if model is None or not text.strip():
+        if kind == "output":
+            return {"relevant": bool(text.strip()), "answer": text.strip()[-600:], "follow": []}
+        return _judged_offline(question, text, links)
+    from orgtree_lang.memory.memory import Memory
+
+    with Memory(ctx.workspace.root, vectors=False) as memory:
+        document = memory.add(text, name=f"research: {source}"[:200], tags=["research"])
+        view = memory.fit([document], model, READ_SHARE, summarizer=summarizer_of(ctx, "research.judge"))
+    listed = "\n".join(f"- {link}" for link in links[:40])
+    prompt = (f"Question: {question}\n\nSource: {source}\n\n{view.text}"
+              + (f"\n\nLinks of the source:\n{listed}" if listed else ""))
+    verdict = _ask(model, JUDGE_PROMPT, prompt, "judgment", "research.judge")
+    follow = [link for link in verdict.follow if link in links][:FOLLOW]
+    answer = verdict.answer.strip() if verdict.relevant else ""
+    return {"relevant": bool(answer), "answer": answer, "follow": follow}
+
+
+def _judged_offline(question: str, text: str, links: list[str]) -> dict[str, Any]:
+    wanted = {word for word in content_words(question) if len(word) >= 4}
+    best, best_score = "", 0
+    for line in text.split("\n"):
+        score = sum(1 for word in wanted if word in line.lower())
+        if score > best_score:
+            best, best_score = line.strip(), score
+    follow = [link for link in links if wanted & _words(link.replace("/", " ").replace("-", " "))][:FOLLOW]
+    return {"relevant": bool(best), "answer": best[:600], "follow": follow}
+
+
+@skill("research.experiment", slow=True)
+def experiment(ctx: SkillContext, question: str, known: str = "") -> dict[str, str]:
+    """The code of an experiment that answers an empirical question when run with code.run.
+
+    With a model configured the research agent writes it; without one the question's own ```python (or sh) block
+    is the experiment, and a question with none gets an empty source (no experiment).
+
+    Args:
+        question: The empirical question.
+        known: What the research found so far, for the agent to build on.
+
+    Returns:
+        A dict with `language` (python, sh or bash) and `source` ("" when no experiment can be written).
+    """
+    model = _model(ctx, question)
+    if model is None:
+        match = _CODE.search(question)
+        return {"language": match.group(1), "source": match.group(2)} if match else {"language": "python",
+                                                                                       "source": ""}
+    prompt = f"Question: {question}" + (f"\n\nWhat is known so far:\n{known}" if known.strip() else "")
+    written = _ask(model, EXPERIMENT_PROMPT, prompt, "experiment", "research.experiment")
+    language = written.language if written.language in ("python", "sh", "bash") else "python"
+    return {"language": language, "source": written.source}
+

@@ -1,0 +1,184 @@
+"""One tree, and agents that decide what a message means (issue 24 items 1, 2, 6; docs/org.md "The node of a block"):
+a generated child's `send parent` reaches the node of its block, whose agent (a scripted model here) ignores it,
+answers the sender, forwards it up, routes it to a child, or re-plans; a bad decision is repaired once, then fails
+at the sender's line; with no model the message goes to the pipeline's mailbox as before."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from decompose_testing import NO_CONCERNS, scripted, stdlib_registry
+
+from orgtree_lang.compile.api import compile_source
+from orgtree_lang.decompose.decomposer import Decomposer, DecomposeSettings
+from orgtree_lang.memory.scratchpad import Scratchpad
+from orgtree_lang.run.factory import plain_machine
+from orgtree_lang.runtime.errors import PipeRuntimeError
+from orgtree_lang.runtime.skills import SkillContext
+from orgtree_lang.runtime.workspace import Workspace
+
+PROGRAM = '''pipeline main(text: str) -> str:
+    ambiguous shout(text: str) -> loud: str:
+        """Say the text loudly, in the case the reader wants."""
+    return loud
+'''
+# The generated module asks its block's node a question and waits for the answer (or goes on without one).
+ASKS = '''```pipe
+pipeline main(text: str) -> str:
+    send parent, "upper or title case?", topic="question"
+    try:
+        m = receive(timeout=1)
+        return m.body + ": " + text
+    except err:
+        return "no answer: " + text
+```'''
+ASKS_V2 = '''```pipe
+pipeline main(text: str) -> str:
+    return "v2: " + text
+```'''
+# A module with a worker node: main tells its block's node about the work; the worker waits for what is routed to it.
+WORKER = '''```pipe
+pipeline worker() -> str:
+    """Formats the text; takes formatting instructions by message."""
+    m = receive(timeout=1)
+    return "worker got " + m.body
+
+pipeline main(text: str) -> str:
+    w = spawn worker()
+    send parent, "format it in bold"
+    return await w
+```'''
+
+
+def decision(kind: str, **fields) -> str:
+    return json.dumps({"kind": kind, "note": fields.pop("note", f"{kind} it"), **fields})
+
+
+def models(folder: Path, module: str, decisions: list[str], v2: str = ASKS_V2):
+    author = scripted(folder, "author", [
+        {"match": {"contains": "New evidence from a run"}, "reply": v2},
+        {"match": {"contains": "Write a module for the step"}, "reply": module},
+        {"match": {"contains": "A message reached the node"}, "replies": decisions},
+        {"match": {"contains": "cannot be carried out"}, "replies": decisions[1:] or decisions},
+    ], "author")
+    reviewer = scripted(folder, "reviewer", [{"reply": NO_CONCERNS}], "reviewer")
+    return author, reviewer
+
+
+def run(folder: Path, source: str, author, reviewer, **settings):
+    registry = stdlib_registry()
+    program = compile_source(source, "prog.pipe", registry).program
+    decomposer = Decomposer(author=author, reviewer=reviewer, registry=registry, workspace=folder,
+                            parent_file="prog.pipe", parent_source=source,
+                            settings=DecomposeSettings(protocol=settings.pop("protocol", False), **settings))
+    machine = plain_machine(program, registry=registry, context=SkillContext(Workspace(folder)),
+                            resolver=decomposer)
+    machine.start(None, {"text": "hi"})
+    machine.run()
+    return machine
+
+
+def asked(author) -> list[str]:
+    return [prompt for prompt in author.prompts if "A message reached the node" in prompt]
+
+
+def edges(machine) -> list[tuple[str, str, str]]:
+    return [(m["sender"], m["to"], m["topic"]) for m in machine.state.messages]
+
+
+def test_an_answer_decision_reaches_the_sender_as_a_message(tmp_path: Path) -> None:
+    author, reviewer = models(tmp_path, ASKS, [decision("answer", answer="UPPER")])
+    machine = run(tmp_path, PROGRAM, author, reviewer)
+    assert machine.state.result == "UPPER: hi"
+    (prompt,) = asked(author)
+    assert "upper or title case?" in prompt and "topic: question" in prompt
+    block = next(m["to"] for m in machine.state.messages if m["topic"] == "question")
+    assert block.startswith("main/shout@")
+    assert edges(machine) == [(f"{block}/main", block, "question"), (block, f"{block}/main", "answer")]
+    assert all(m["received"] is not None for m in machine.state.messages)
+
+
+def test_an_ignore_decision_notes_why_on_the_scratchpad_and_the_sender_goes_on(tmp_path: Path) -> None:
+    author, reviewer = models(tmp_path, ASKS, [decision("ignore", note="the case is the module's own choice")])
+    machine = run(tmp_path, PROGRAM, author, reviewer)
+    assert machine.state.result == "no answer: hi"
+    with Scratchpad.for_workspace(tmp_path) as pad:
+        notes = [n.render() for n in pad.notes(agent="message reader of shout")]
+    assert any("the case is the module's own choice" in note for note in notes)
+
+
+def test_a_forward_decision_at_the_top_of_the_run_goes_to_the_person(tmp_path: Path) -> None:
+    author, reviewer = models(tmp_path, ASKS, [decision("forward", note="only the reader knows")])
+    machine = run(tmp_path, PROGRAM, author, reviewer)
+    assert machine.state.result == "no answer: hi"
+    block = next(m["to"] for m in machine.state.messages if m["topic"] == "question")
+    assert edges(machine)[-1] == (block, "human", "question")
+
+
+def test_a_route_decision_passes_the_message_to_the_child_it_concerns(tmp_path: Path) -> None:
+    author, reviewer = models(tmp_path, WORKER, [decision("route", child="main/worker#1")])
+    machine = run(tmp_path, PROGRAM, author, reviewer)
+    assert machine.state.result == "worker got format it in bold"
+    (prompt,) = asked(author)
+    assert "main/worker#1: pipeline worker: Formats the text" in prompt
+
+
+def test_a_replan_decision_revises_the_module_and_runs_the_block_again(tmp_path: Path) -> None:
+    author, reviewer = models(tmp_path, ASKS, [decision("replan", note="the case must be decided by the module")])
+    machine = run(tmp_path, PROGRAM, author, reviewer)
+    assert machine.state.result == "v2: hi"
+    (rewrite,) = [p for p in author.prompts if "New evidence from a run" in p]
+    assert "upper or title case?" in rewrite and "the case must be decided by the module" in rewrite
+    saved = next((tmp_path / ".orgtree" / "modules").rglob("shout.pipe")).read_text()
+    assert '"v2: "' in saved
+
+
+def test_a_pipeline_with_an_on_message_handler_gets_the_childs_message_and_no_agent_is_asked(tmp_path: Path) -> None:
+    source = '''pipeline main(text: str) -> str:
+    heard = "nothing"
+    on message m:
+        heard = m.body
+    ambiguous shout(text: str) -> loud: str:
+        """Say the text loudly, in the case the reader wants."""
+    return loud + " / " + heard
+'''
+    author, reviewer = models(tmp_path, ASKS, [decision("answer", answer="UPPER")])
+    machine = run(tmp_path, source, author, reviewer)
+    assert machine.state.result == "no answer: hi / upper or title case?"
+    assert asked(author) == []
+
+
+def test_a_bad_decision_is_repaired_once(tmp_path: Path) -> None:
+    author, reviewer = models(tmp_path, ASKS, ["no idea", decision("answer", answer="Title")])
+    machine = run(tmp_path, PROGRAM, author, reviewer)
+    assert machine.state.result == "Title: hi"
+    (repair,) = [p for p in author.prompts if "cannot be carried out" in p]
+    assert "did not return valid JSON" in repair
+
+
+def test_a_second_bad_decision_is_an_error_at_the_senders_line(tmp_path: Path) -> None:
+    author, reviewer = models(tmp_path, ASKS, [decision("route", child="nobody"), decision("route", child="nobody")])
+    with pytest.raises(PipeRuntimeError) as caught:
+        run(tmp_path, PROGRAM, author, reviewer)
+    err = caught.value
+    assert "could not decide what the message from main means" in err.message
+    assert "`child` must name one of your children (main), got 'nobody'" in err.message
+    saved = next((tmp_path / ".orgtree" / "modules").rglob("shout.pipe"))
+    send_line = next(i for i, line in enumerate(saved.read_text().splitlines(), 1) if "send parent" in line)
+    assert (err.span.file, err.span.line) == (str(saved), send_line)
+
+
+def test_with_no_model_the_message_goes_to_the_pipelines_mailbox_and_says_once_that_agents_are_off(
+        tmp_path: Path, capsys) -> None:
+    twice = PROGRAM.replace("    ambiguous", "    out = \"\"\n    for i in range(2):\n        ambiguous").replace(
+        '        """Say', '            """Say').replace("    return loud", "        out = out + loud\n    return out")
+    author, reviewer = models(tmp_path, ASKS, [decision("answer", answer="UPPER")])
+    assert run(tmp_path, twice, author, reviewer).state.result == "UPPER: hiUPPER: hi"  # writes the module
+    capsys.readouterr()
+    machine = run(tmp_path, twice, None, None)
+    assert machine.state.result == "no answer: hino answer: hi"
+    assert [(m["to"], m["received"]) for m in machine.state.messages] == [("main", None), ("main", None)]
+    err = capsys.readouterr().err
+    assert err.count("run-time agents are off (no model configured)") == 1
