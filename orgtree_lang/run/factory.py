@@ -39,6 +39,7 @@ class MachineFactory:
     routes: dict | None = None  # orgtree.toml's [org] routes (topic -> pipeline)
     notify: Callable[[dict, str], None] | None = None  # posts `send "human", ...` notes to the inbox
     inbound: Any = None  # durable.inbound.Inbound: the messages `pipe send` queued for the run
+    agents: Any = None  # decompose.run_agents.RunAgents: the organization's agents (None: no model configured)
 
     def top(self, program) -> Machine:
         observers: list = [self._traced(), self._tree(), self.spans]
@@ -52,7 +53,8 @@ class MachineFactory:
             registry=self.registry, context=self.context, budget=self.budget, resolver=self.resolver,
             printer=self.printer, clock=self.clock, effects=self.effects, executor=self.executor,
             observers=tuple(o for o in observers if o is not None), children=self.child, org=Scheduler,
-            routes=dict(self.routes or {}), notify=self.notify, inbound=self.inbound, remote_nodes=self.remote_nodes))
+            routes=dict(self.routes or {}), notify=self.notify, inbound=self.inbound, remote_nodes=self.remote_nodes,
+            agents=self.agents))
 
     def child(self, parent: Machine, block, program, resolver, budget: Budget, context: Any = None) -> Machine:
         tracer = self.tracer.for_child(block.node, parent.state.run_id) if self._traced() is not None else None
@@ -125,8 +127,21 @@ def build_run(program, root: Path, registry, options, run_id: str, *, effects=No
         registry=registry, context=context,
         budget=options.budget, resolver=options.decomposer, printer=_synced(options.printer, effects), effects=effects,
         tracer=tracer, recorder=recorder, progress=options.progress, executor=executor, spans=spans, routes=routes,
-        notify=_note_poster(root, run_id), inbound=_inbound(effects), remote_nodes=bool(settings.executor.get("remote_nodes")))
+        notify=_note_poster(root, run_id), inbound=_inbound(effects), remote_nodes=bool(settings.executor.get("remote_nodes")),
+        agents=_agents(options, settings, root))
     return RunParts(factory.top(program), tracer, recorder, spans)
+
+
+def _agents(options, settings, root: Path):
+    """The organization's agents (they route by meaning and read messages for nodes that read none), or None when no
+    model is configured. Nothing is built or imported until one is asked."""
+    models = getattr(options, "models", None)
+    if models is None or not models.configured:
+        if "message_agent" not in settings.table("org"):
+            return None
+    from orgtree_lang.decompose.run_agents import RunAgents
+
+    return RunAgents.for_run(models, settings.file, Path(root))
 
 
 def _inbound(effects):
