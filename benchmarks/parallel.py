@@ -84,7 +84,7 @@ ACCEPTED = json.dumps({"concerns": [], "summary": "fits the spec"})
 
 def _answer(messages: list[dict]) -> str:
     question = messages[-1]["content"]
-    if "independent reviewer" in messages[0]["content"]:
+    if messages[0]["content"].startswith("You are an independent reviewer"):  # authors are told of one too
         return ACCEPTED
     if "Write a module for the step" in question:
         return MODULE

@@ -122,7 +122,7 @@ def langgraph_times(steps: int, repeat: int, scratch: Path) -> dict[str, object]
         from langgraph.graph import END, START, StateGraph
     except ImportError as exc:
         print(f"LangGraph: not installed ({exc.name}); skipped. For the comparison run\n"
-              "    pip install langgraph langgraph-checkpoint-sqlite\n"
+              "    pip install -e \".[benchmark]\"   (langgraph, langgraph-checkpoint-sqlite)\n"
               "(benchmark-only packages, not dependencies of orgtree_lang)")
         return None
 

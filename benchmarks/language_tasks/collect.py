@@ -66,6 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     with ThreadPoolExecutor(len(names)) as pool:
         for line in pool.map(lambda task: collect(task, args.out, args.pipe.split(), model_args), names):
             print(line, flush=True)
+    saved = len(list((args.out / "gen").glob("*.pipe")))
+    print(f"collected {saved} of {len(names)} task modules into {args.out / 'gen'} "
+          f"(measure them: python benchmarks/language_tasks/measure.py --generated {args.out / 'gen'})")
     return 0
 
 

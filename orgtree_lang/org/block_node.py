@@ -156,7 +156,7 @@ class ChildMessages:
             route = entry.get("route")
             body = decode(entry["body"])
             sender = renamed(entry["sender"])
-            if route == "up" or (route == "forward" and reads_messages(frame)):
+            if route == "up" or (route == "forward" and reads_messages(frame, org.machine.program.pipelines)):
                 if me is None and frame.on_message is not None:
                     me = org.enter_tasks()  # its `on message` handler takes it at the next statement boundary
                 message = mail.new_message(frame, here, body, entry["topic"], sender=sender)
