@@ -182,3 +182,34 @@ def test_with_no_model_the_message_goes_to_the_pipelines_mailbox_and_says_once_t
     assert [(m["to"], m["received"]) for m in machine.state.messages] == [("main", None), ("main", None)]
     err = capsys.readouterr().err
     assert err.count("run-time agents are off (no model configured)") == 1
+
+
+def test_the_message_agent_of_orgtree_toml_decides_instead_of_the_author(tmp_path: Path) -> None:
+    (tmp_path / "decider.json").write_text(json.dumps([{"reply": decision("answer", answer="Title")}]))
+    (tmp_path / "orgtree.toml").write_text(f'[org]\nmessage_agent = "scripted:{tmp_path / "decider.json"}"\n')
+    author, reviewer = models(tmp_path, ASKS, [decision("answer", answer="UPPER")])
+    machine = run(tmp_path, PROGRAM, author, reviewer)
+    assert machine.state.result == "Title: hi"
+    assert asked(author) == []
+
+
+def test_deciding_is_metered_against_the_run_trees_token_budget(tmp_path: Path) -> None:
+    from orgtree_lang.vm.budget import Budget
+
+    (tmp_path / "a").mkdir()
+    author, reviewer = models(tmp_path / "a", ASKS, [decision("answer", answer="UPPER")])
+    spent = run(tmp_path / "a", PROGRAM, author, reviewer).meter.tokens
+    (tmp_path / "b").mkdir()
+    author, reviewer = models(tmp_path / "b", ASKS, [decision("answer", answer="UPPER")])
+    registry = stdlib_registry()
+    program = compile_source(PROGRAM, "prog.pipe", registry).program
+    decomposer = Decomposer(author=author, reviewer=reviewer, registry=registry, workspace=tmp_path / "b",
+                            parent_file="prog.pipe", parent_source=PROGRAM, settings=DecomposeSettings(protocol=False))
+    machine = plain_machine(program, registry=registry, context=SkillContext(Workspace(tmp_path / "b")),
+                            resolver=decomposer, budget=Budget(max_tokens=spent - 1))
+    machine.start(None, {"text": "hi"})
+    with pytest.raises(PipeRuntimeError) as caught:  # the one token short is the decision's, the last call
+        machine.run()
+    assert caught.value.kind == "budget"
+    assert "stopped after a call of" in caught.value.message
+    assert "for deciding on a message to block `shout`" in caught.value.message
