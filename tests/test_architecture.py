@@ -454,3 +454,44 @@ def test_the_decomposer_reads_only_the_fields_of_its_block_context():
                         offenders.append(f"{module}:{node.lineno}: block.{node.attr}")
     assert seen > 20, "the check found no reads of a block: it no longer looks where the decomposer reads them"
     assert offenders == [], "the decomposer sees a block through its BlockContext's fields and methods only"
+
+
+# ---- sizes: small modules, split by responsibility ------------------------------------------------------------
+
+MAX_MODULE_LINES = 450
+# Modules that read better whole, each with why. An entry that is no longer over the limit fails
+# test_every_long_module_listed_is_still_long, so the list only shrinks.
+LONG_MODULES = {
+    "orgtree_lang.syntax.nodes": "the syntax tree's catalogue: one small frozen dataclass per node, grouped by kind, "
+                                 "read (and walked by every visitor) as one page, like Python's own ast module",
+    "orgtree_lang.runtime.schema": "every table and migration of state.db declared as data in one place: the store's "
+                                   "one owner (docs/architecture.md), read top to bottom as the schema's history",
+}
+
+
+def _line_counts() -> dict[str, int]:
+    return {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in MODULES.items()}
+
+
+def modules_too_long(lines: dict[str, int], allowed: dict[str, str], limit: int = MAX_MODULE_LINES) -> dict[str, int]:
+    """The modules over `limit` lines that `allowed` does not list with a reason, and their sizes."""
+    return {name: count for name, count in sorted(lines.items())
+            if count > limit and not (allowed.get(name) or "").strip()}
+
+
+def test_no_module_is_longer_than_450_lines_unless_listed_with_why():
+    too_long = modules_too_long(_line_counts(), LONG_MODULES)
+    assert too_long == {}, (f"split these by responsibility (or, if one reads better whole, list it in LONG_MODULES "
+                            f"with why): {too_long}")
+
+
+def test_every_long_module_listed_is_still_long():
+    lines = _line_counts()
+    assert {name for name in LONG_MODULES if lines.get(name, 0) <= MAX_MODULE_LINES} == set()
+
+
+def test_the_size_check_notices_a_long_module_and_an_empty_reason():
+    lines = {"orgtree_lang.a": 451, "orgtree_lang.b": 450, "orgtree_lang.c": 900}
+    assert modules_too_long(lines, {}) == {"orgtree_lang.a": 451, "orgtree_lang.c": 900}
+    assert modules_too_long(lines, {"orgtree_lang.c": "reads better whole"}) == {"orgtree_lang.a": 451}
+    assert modules_too_long(lines, {"orgtree_lang.a": " ", "orgtree_lang.c": "why"}) == {"orgtree_lang.a": 451}

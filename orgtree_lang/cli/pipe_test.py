@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from orgtree_lang.cli.options import EXIT_COMPILE, EXIT_OK, add_verb, program_file
+from orgtree_lang.cli.options import EXIT_COMPILE, EXIT_OK, add_model_options, add_verb, program_file
 
 EXIT_FAILED = 1
 
@@ -22,6 +22,7 @@ def register(commands) -> None:
     test.add_argument("files", nargs="+", metavar="FILE")
     test.add_argument("-k", dest="only", metavar="TEXT", help="run only the tests whose name contains TEXT")
     test.add_argument("-v", "--verbose", action="store_true", help="also show what passing tests printed")
+    add_model_options(test)
 
 
 def _workspace_of(path: Path) -> Path:
@@ -34,23 +35,31 @@ def _workspace_of(path: Path) -> Path:
 
 
 def command_test(args) -> int:
+    from orgtree_lang.cli.run import make_decomposer, make_models
     from orgtree_lang.compile.api import compile_file
     from orgtree_lang.run.program_tests import run_tests
     from orgtree_lang.run.registries import workspace_registry
+    from orgtree_lang.run.settings import RunSettings
     from orgtree_lang.syntax.diagnostics import CompileError
 
     passed = failed = broken = 0
     for name in args.files:
         path = program_file(name, args.verb)
         root = _workspace_of(path)
-        registry = workspace_registry(root)
+        settings = RunSettings.load(root)
+        registry = workspace_registry(root, config=settings.file)
         try:
             compiled = compile_file(path, registry)
         except CompileError as err:
             broken += 1
             print(err.render(), file=sys.stderr)
             continue
-        for outcome in run_tests(compiled.program, root, registry, source=compiled.source, only=args.only):
+        # As `pipe run` would run the program: its models, and a decomposer that reuses the saved modules.
+        program = compiled.program
+        models = make_models(args, program, settings)
+        decomposer = make_decomposer(args, program, compiled.source, str(path), root, registry, models, settings)
+        for outcome in run_tests(program, root, registry, models=models, resolver=decomposer,
+                                 routes=settings.routes, source=compiled.source, only=args.only):
             if outcome.passed:
                 passed += 1
                 print(f"PASS {path}: {outcome.name} ({outcome.seconds:.2f}s)")

@@ -172,7 +172,8 @@ def make_models(args, program=None, settings=None):
     if uses_models:
         for spec in dict.fromkeys(s for s in (models.author_spec, models.review_spec) if s):
             if is_offline(spec):
-                print(f"pipe run: model answers come from {spec}, not from a live model", file=sys.stderr)
+                print(f"{getattr(args, 'verb', 'pipe run')}: model answers come from {spec}, not from a live model",
+                      file=sys.stderr)
                 args.scripted_models = True
     return models
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,9 +31,11 @@ class TestOutcome:
 
 
 def run_tests(program, root: Path, registry, *, budget: Budget | None = None, models: Any = None,
-              resolver: Any = None, source: str | None = None, only: str | None = None) -> list[TestOutcome]:
-    """Run each test of `program` (those whose name contains `only`, if given) in workspace `root`."""
-    from orgtree_lang.compile.code import Program
+              resolver: Any = None, routes: dict | None = None, source: str | None = None,
+              only: str | None = None) -> list[TestOutcome]:
+    """Run each test of `program` (those whose name contains `only`, if given) in workspace `root`, as `pipe run`
+    runs a program: with the module's routes and orgtree.toml's (`routes`), and the decomposer `resolver` (which
+    reuses saved modules for ambiguous blocks, and writes new ones when it has a model)."""
     from orgtree_lang.run.factory import plain_machine
     from orgtree_lang.runtime.skills import SkillContext
     from orgtree_lang.runtime.workspace import Workspace
@@ -42,12 +45,11 @@ def run_tests(program, root: Path, registry, *, budget: Budget | None = None, mo
         if only is not None and only not in name:
             continue
         # The test becomes one more pipeline of the program; its name has a space, so nothing else can call it.
-        runnable = Program(program.file, program.source_hash, program.uses, program.records,
-                           {**program.pipelines, name: code})
+        runnable = dataclasses.replace(program, pipelines={**program.pipelines, name: code})
         outcome = TestOutcome(program.file, name)
         context = SkillContext(Workspace.for_run(root), run_id=f"test-{abs(hash(name)) % 10**8}", models=models)
         machine = plain_machine(runnable, registry, context, budget or TEST_BUDGET, resolver=resolver,
-                                printer=outcome.printed.append)
+                                routes=routes, printer=outcome.printed.append)
         started = time.perf_counter()
         try:
             machine.start(name)
