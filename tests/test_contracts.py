@@ -142,3 +142,53 @@ def test_expect_and_assume_are_keywords(word: str):
 def test_examples_and_test_stay_usable_as_names(tmp_path: Path):
     source = 'pipeline main():\n    examples = [1]\n    test = 2\n    print(examples, test)\n'
     assert run_compiled(compile_text(source, "n.pipe", registry()).program, tmp_path).output == ["[1] 2"]
+
+
+ROUTED = '''route "billing" -> desk
+route "audit" -> ledger
+
+pipeline desk(m: Message) -> none:
+    print(f"desk got {m.body}")
+
+pipeline main() -> int:
+    send "billing", 3
+    send "audit", 4
+    return 1
+
+test "both routes take their messages":
+    expect main() == 1, "main returns 1"
+'''
+
+
+def test_pipe_test_runs_a_program_with_its_modules_routes_and_the_settings_routes(tmp_path: Path):
+    (tmp_path / "routed.pipe").write_text(ROUTED + '\npipeline ledger(m: Message) -> none:\n    print("ledger")\n')
+    (tmp_path / "orgtree.toml").write_text('[org.routes]\naudit = "ledger"\n')
+    ran = pipe("run", "routed.pipe", cwd=tmp_path)
+    tested = pipe("test", "routed.pipe", "-v", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+    assert "known routes: none" not in tested.stdout
+    # What a test prints is what the run printed: the same handlers took the same messages.
+    assert [line.strip("| ").strip() for line in tested.stdout.splitlines() if line.startswith("    |")] == \
+        ran.stdout.splitlines()[:-1]
+
+
+def test_pipe_test_reuses_the_saved_module_of_an_ambiguous_block_as_pipe_run_does(tmp_path: Path):
+    import shutil
+
+    examples = Path(__file__).parent.parent / "examples"
+    shutil.copytree(examples / "models", tmp_path / "models")
+    (tmp_path / "triage.pipe").write_text((examples / "ambiguous_triage.pipe").read_text() + '''
+test "a request for something new is a feature":
+    expect main("Please add CSV export") == "feature", "a feature request"
+''')
+    offline = pipe("test", "triage.pipe", cwd=tmp_path)
+    assert offline.returncode == 1 and "FAIL" in offline.stdout  # nothing saved yet, no model: says how to add one
+    assert "--model" in offline.stdout
+    written = pipe("test", "triage.pipe", "--model", "scripted:models/triage_author.yaml",
+                   "--review-model", "scripted:models/triage_reviewer.yaml", cwd=tmp_path)
+    assert written.returncode == 0, written.stdout + written.stderr  # the flag its hint names: it has it now
+    assert list((tmp_path / ".orgtree" / "modules").rglob("classify*.pipe"))
+    again = pipe("test", "triage.pipe", cwd=tmp_path, env={"PIPE_MODEL": None})
+    assert again.returncode == 0, again.stdout + again.stderr  # no model: the saved module answers
+    assert again.stdout.splitlines()[-1] == "1 test: 1 passed, 0 failed"

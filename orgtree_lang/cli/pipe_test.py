@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from orgtree_lang.cli.options import EXIT_COMPILE, EXIT_OK, add_verb, program_file
+from orgtree_lang.cli.options import (EXIT_COMPILE, EXIT_OK, add_model_options, add_verb, choices_from_args,
+                                      program_file)
 
 EXIT_FAILED = 1
 
@@ -22,6 +23,7 @@ def register(commands) -> None:
     test.add_argument("files", nargs="+", metavar="FILE")
     test.add_argument("-k", dest="only", metavar="TEXT", help="run only the tests whose name contains TEXT")
     test.add_argument("-v", "--verbose", action="store_true", help="also show what passing tests printed")
+    add_model_options(test)
 
 
 def _workspace_of(path: Path) -> Path:
@@ -35,22 +37,28 @@ def _workspace_of(path: Path) -> Path:
 
 def command_test(args) -> int:
     from orgtree_lang.compile.api import compile_file
-    from orgtree_lang.run.program_tests import run_tests
+    from orgtree_lang.run.options import RunOptions
+    from orgtree_lang.run.program_tests import TEST_BUDGET, run_tests
     from orgtree_lang.run.registries import workspace_registry
+    from orgtree_lang.run.settings import RunSettings
     from orgtree_lang.syntax.diagnostics import CompileError
 
     passed = failed = broken = 0
     for name in args.files:
         path = program_file(name, args.verb)
         root = _workspace_of(path)
-        registry = workspace_registry(root)
+        settings = RunSettings.load(root)
+        registry = workspace_registry(root, config=settings.file)
         try:
             compiled = compile_file(path, registry)
         except CompileError as err:
             broken += 1
             print(err.render(), file=sys.stderr)
             continue
-        for outcome in run_tests(compiled.program, root, registry, source=compiled.source, only=args.only):
+        # As `pipe run` would run the program: its models, and a decomposer that reuses the saved modules.
+        options = RunOptions(budget=TEST_BUDGET, settings=settings, choices=choices_from_args(args),
+                             notice=lambda text, kind="note": print(f"{args.verb}: {text}", file=sys.stderr))
+        for outcome in run_tests(compiled.program, root, registry, options, source=compiled.source, only=args.only):
             if outcome.passed:
                 passed += 1
                 print(f"PASS {path}: {outcome.name} ({outcome.seconds:.2f}s)")

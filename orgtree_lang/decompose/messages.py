@@ -88,7 +88,7 @@ class MessageReader:
             decision = None
             for attempt in range(2):
                 text = model.complete(messages, conversation_id=conversation).text
-                decision, problem = _checked(text, view, getattr(model, "name", "the model"))
+                decision, problem = checked_decision(text, view, getattr(model, "name", "the model"))
                 if problem is None:
                     break
                 if attempt == 1:
@@ -110,7 +110,7 @@ class MessageReader:
             raise
         if decision["kind"] == "ignore":
             self._note(agent, view, decision["note"])
-        block.observer.decision_ended(node_id, _described(decision), None)
+        block.observer.decision_ended(node_id, described(decision), None)
         return decision
 
     def _note(self, agent: str, view: MessageView, note: str) -> None:
@@ -140,14 +140,17 @@ def _request(view: MessageView) -> str:
             f"{view.state}\n\nDecide what the message means: one JSON object, as your instructions say.")
 
 
-def _checked(text: str, view: MessageView, model: str) -> tuple[dict[str, Any] | None, str | None]:
-    """The decision an answer holds, or why it cannot be carried out."""
+def checked_decision(text: str, view: MessageView, model: str,
+                     kinds: tuple[str, ...] = KINDS) -> tuple[dict[str, Any] | None, str | None]:
+    """The decision an answer holds, or why it cannot be carried out (`kinds`: those this node may take)."""
     from orgtree_lang.models.base import ModelError, parse_structured
 
     try:
         decision = parse_structured(text, decision_schema(), model)
     except ModelError as err:
         return None, str(err)
+    if decision.kind not in kinds:
+        return None, f"`{decision.kind}` is not a decision this node can take (it can: {', '.join(kinds)})"
     if decision.kind == "answer" and not decision.answer.strip():
         return None, "an `answer` decision needs the reply's text in `answer`"
     names = [name for name, _ in view.children]
@@ -157,7 +160,7 @@ def _checked(text: str, view: MessageView, model: str) -> tuple[dict[str, Any] |
     return decision.model_dump(), None
 
 
-def _described(decision: dict[str, Any]) -> str:
+def described(decision: dict[str, Any]) -> str:
     kind = decision["kind"]
     detail = {"answer": decision["answer"], "route": f"to {decision['child']}"}.get(kind, decision["note"])
     return f"{kind}: {detail}"[:200] if detail else kind

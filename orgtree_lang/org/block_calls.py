@@ -85,7 +85,7 @@ class BlockCalls:
             state.effect_seq += BLOCK_STEPS
         call = org.new_call(state.current, spec.name, list(values), {}, seq, machine.effect_node(frame.node), spec.span,
                             block={"pipeline": frame.pipeline, "index": index, "node": node_id,
-                                   "reads": reads_messages(frame)})
+                                   "reads": reads_messages(frame, machine.program.pipelines)})
         self.submit(call)
         org.wait(org.current_task(), "blocked")
         return RELOAD

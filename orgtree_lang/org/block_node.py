@@ -145,6 +145,8 @@ class ChildMessages:
         mail = org.mail
         state = org.state
         me = mail.current()
+        while me is not None and me.kind == "branch":  # a parallel branch's messages are its pipeline's node's
+            me = next(task for task in state.tasks if task.id == me.parent)
         here = me.node if me is not None else frame.node
 
         def renamed(name: str) -> str:
@@ -156,7 +158,7 @@ class ChildMessages:
             route = entry.get("route")
             body = decode(entry["body"])
             sender = renamed(entry["sender"])
-            if route == "up" or (route == "forward" and reads_messages(frame)):
+            if route == "up" or (route == "forward" and reads_messages(frame, org.machine.program.pipelines)):
                 if me is None and frame.on_message is not None:
                     me = org.enter_tasks()  # its `on message` handler takes it at the next statement boundary
                 message = mail.new_message(frame, here, body, entry["topic"], sender=sender)

@@ -52,8 +52,17 @@ class Mailboxes:
                 routing.send_note(frame, body, topic)
                 return None
             return routing.route_message(frame, target, body, topic)
-        self.deliver(frame, self._handle_target(target), body, topic or TOPIC)
+        self._to_node(frame, self._handle_target(target), body, topic or TOPIC)
         return None
+
+    def _to_node(self, frame: Frame, target: Task, body: Any, topic: str) -> None:
+        """A program's message to a node: its mailbox, or, when its pipeline reads none, the organization's agent
+        (org/node_agents.py)."""
+        agents = self.org.node_agents
+        if agents.reads_for(target):
+            agents.read(frame, target, body, topic)
+        else:
+            self.deliver(frame, target, body, topic)
 
     def send_to_parent(self, frame: Frame, stack: list, arg: int) -> None:
         """SEND_PARENT: to the node that spawned or started this one."""
@@ -65,7 +74,7 @@ class Mailboxes:
         target = next((task for task in self.org.state.tasks if task.id == me.parent), None)
         if target is None or target.status not in LIVE:
             raise PipeRuntimeError(f"cannot send to the parent of {me.node}: it has ended", kind="send")
-        self.deliver(frame, target, body, topic or TOPIC)
+        self._to_node(frame, target, body, topic or TOPIC)
 
     def no_parent(self, frame: Frame, body: Any, topic: str | None) -> None:
         """`send parent, ...` from the run's main node: a generated child's reaches the node of the block it runs

@@ -9,7 +9,7 @@ from orgtree_lang.org.mailboxes import message_record
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.people import HUMAN
 from orgtree_lang.runtime.routes import handler_problem
-from orgtree_lang.runtime.values import display
+from orgtree_lang.runtime.values import display, display_short
 from orgtree_lang.vm.calls import bind_arguments
 from orgtree_lang.vm.effects import EffectStep
 from orgtree_lang.vm.organization import RELOAD
@@ -24,6 +24,7 @@ class Routing:
 
     def __init__(self, org: Scheduler) -> None:
         self.org = org
+        self.agents_off = False  # a send to an unknown topic found no agent to route it by meaning
 
     def table(self) -> dict[str, str | None]:
         """Topic -> pipeline: the module's `route` lines, with orgtree.toml's `[org] routes` winning."""
@@ -36,15 +37,21 @@ class Routing:
         state = self.org.state
         routes = self.table()
         pipeline = routes.get(topic)
+        if pipeline is None and topic not in routes:
+            picked = self.by_meaning(frame, topic, body, routes)
+            if picked is not None:
+                label, topic, pipeline = label or topic, picked, routes[picked]
         if pipeline is None:
             known = ", ".join(f'"{name}"' for name in sorted(routes)) or "none"
             if topic in routes:
                 raise PipeRuntimeError(f'route "{topic}" is declared without a pipeline, and orgtree.toml names none '
                                        f"for it (known routes: {known})", kind="send",
                                        hint=f'add `{topic} = "some_pipeline"` under [org.routes] in orgtree.toml')
+            off = " (run-time agents are off, no model configured: with one, a send to an unknown topic is " \
+                  "routed by meaning among the routes)" if self.agents_off else ""
             raise PipeRuntimeError(f'cannot send to "{topic}": no route for topic "{topic}" (known routes: {known})',
                                    kind="send", hint=f'declare `route "{topic}" -> some_pipeline` at the top level '
-                                                     "of the module, or name it in orgtree.toml's [org] routes")
+                                                     f"of the module, or name it in orgtree.toml's [org] routes{off}")
         live = next((task for task in state.tasks if task.route == topic and task.status in LIVE), None)
         mail = self.org.mail
         if live is not None:
@@ -53,6 +60,52 @@ class Routing:
         message = mail.new_message(frame, "", body, label or topic, sender)
         self._start_route_node(topic, pipeline, message)
         return RELOAD  # the loop now has tasks: it recomputes where the scheduler's turns stop it
+
+    def by_meaning(self, frame: Frame, topic: str, body: Any, routes: dict[str, str | None]) -> str | None:
+        """The declared route a message to unknown `topic` means, as the organization's agent picks it among the
+        routes' pipelines by their docstrings (None: it picks none, or no agent is configured). The pick is a
+        journaled step (kind `model`, name `route by meaning`), metered against the run tree's budgets and shown
+        as a `decision` node under the sender; a replay takes it from the journal."""
+        org = self.org
+        machine = org.machine
+        state = org.state
+        program = machine.program
+        candidates = [(name, _described(program.pipelines[pipeline]))
+                      for name, pipeline in sorted(routes.items()) if pipeline in program.pipelines]
+        effects = machine.services.effects
+        agents = machine.services.agents
+        if not candidates or (agents is None and effects is None):
+            self.agents_off = agents is None
+            return None
+        span = frame.code.span_at(frame.pc - 1)
+        shown = display_short(body, 2000)
+        what = f"routing a message to `{topic}` by meaning"
+        node = f"{state.run_id}/{frame.node}"
+        decision = f"{node}/route#{state.steps}"
+
+        def pick(_key: str | None) -> dict[str, Any]:
+            if agents is None:
+                return {"topic": None, "off": True}  # run-time agents are off: the send fails as it always did
+            machine.meter.check_model(machine.budget, what)
+            return agents.pick_route(topic, shown, candidates)
+
+        if effects is None:
+            chosen = pick(None)
+        else:
+            step = EffectStep(machine.next_effect_seq(), "model", "route by meaning", machine.effect_node(frame.node),
+                              span, [topic, shown, [list(c) for c in candidates]], {}, state.steps)
+            chosen = effects.perform(step, pick)
+        if chosen.get("off"):
+            self.agents_off = True
+            return None
+        observer = machine.observer
+        observer.decision_started(state.run_id, decision, node, f"route `{topic}`")
+        observer.annotate(decision, tokens=chosen["tokens"], cost=chosen["cost"])
+        machine.meter.charge_model(machine.budget, chosen["tokens"], chosen["cost"], what)
+        picked = chosen["topic"]
+        observer.decision_ended(decision, f"to {picked}: {chosen['why']}" if picked else f"none: {chosen['why']}",
+                                None)
+        return picked
 
     def _start_route_node(self, topic: str, pipeline: str, message: dict[str, Any]) -> Task:
         """A new node of route `topic`, under the run's main node, started with `message` as its first argument."""
@@ -120,3 +173,9 @@ class Routing:
         step = EffectStep(machine.next_effect_seq(), HUMAN, f"{HUMAN}.note", node, span,
                           [note["text"], note["topic"]], {}, state.steps)
         effects.perform(step, lambda key: notify(note, key) if notify is not None else None)
+
+
+def _described(code) -> str:
+    """A route's description: its pipeline's name and docstring."""
+    doc = " ".join((code.doc or "").split())
+    return f"pipeline {code.name}: {doc[:300] or '(no docstring)'}"

@@ -24,6 +24,7 @@ from orgtree_lang.org.delivery import Delivery
 from orgtree_lang.org.handles import Handles
 from orgtree_lang.org.human import HumanNode
 from orgtree_lang.org.mailboxes import Mailboxes
+from orgtree_lang.org.node_agents import NodeAgents
 from orgtree_lang.org.outside import OutsideMessages
 from orgtree_lang.org.parallel import ParallelBlocks
 from orgtree_lang.org.remote import RemoteNodes
@@ -60,6 +61,7 @@ class Scheduler:
         self.remote = RemoteNodes(self)
         self.human = HumanNode(self)
         self.child_messages = ChildMessages(self)
+        self.node_agents = NodeAgents(self)
         # What `execute` runs for each org opcode (vm.organization.ORG_OPCODES): each part names its own.
         self.opcodes = {name: getattr(part, method) for part in (self.parallel, self.handles, self.mail, self.human)
                         for name, method in part.OPCODES.items()}
@@ -202,6 +204,10 @@ class Scheduler:
         """Back to one task: the run costs what a run without tasks costs."""
         state = self.state
         if len(state.tasks) == 1 and state.tasks[0].id == 0 and not state.calls:
+            if self.mail.interrupt_due(state.tasks[0]):
+                # A message waits for its `on message` handler (one a block's child sent): it fires first.
+                self.expect_interrupt()
+                return
             state.tasks = []
             state.current = 0
 

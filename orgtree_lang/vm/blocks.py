@@ -163,16 +163,32 @@ class BlockContext:
         return child.state.result
 
 
-def reads_messages(frame: Frame) -> bool:
+def reads_messages(frame: Frame, pipelines: dict[str, Any] | None = None) -> bool:
     """Whether the pipeline of `frame` reads messages itself: an `on message` handler installed, or a `receive` or
-    `on message` anywhere in its code. A message from a block's child then goes to its mailbox, read by no agent."""
+    `on message` in its code or in a pipeline of `pipelines` (the program's) that it calls, directly or not. A message
+    to it then goes to its mailbox, read by no agent."""
     if frame.on_message is not None:
         return True
-    code = frame.code
+    return code_reads(frame.code, pipelines or {})
+
+
+def code_reads(code, pipelines: dict[str, Any]) -> bool:
+    """Whether `code`, or a pipeline of `pipelines` it calls (directly or not), has a `receive` or `on message`."""
     found = code.__dict__.get("_reads_messages")
     if found is None:
-        found = code.__dict__["_reads_messages"] = any(name in ("RECEIVE", "ON_MESSAGE")
-                                                       for _, name, _ in code.instructions())
+        seen, todo = {id(code)}, [code]
+        found = False
+        while todo and not found:
+            current = todo.pop()
+            instructions = current.instructions()
+            found = any(name in ("RECEIVE", "ON_MESSAGE") for _, name, _ in instructions)
+            # Only pipelines it calls run in its node: one it spawns is a node of its own.
+            for _, name, arg in instructions:
+                callee = pipelines.get(current.calls[arg].name) if name == "CALL_PIPELINE" else None
+                if callee is not None and id(callee) not in seen:
+                    seen.add(id(callee))
+                    todo.append(callee)
+        code.__dict__["_reads_messages"] = found
     return found
 
 
@@ -271,7 +287,7 @@ def _outputs(m: Machine, spec: AmbiguousSpec, inputs: dict[str, Any], values: li
     def decompose(_key: str | None = None) -> dict[str, Any]:
         ran.append(True)
         before = m.meter.snapshot()
-        block = block_context(m, spec, inputs, node_id, m.meter, reads=reads_messages(frame))
+        block = block_context(m, spec, inputs, node_id, m.meter, reads=reads_messages(frame, m.program.pipelines))
         outputs = m.services.resolver(block)
         # The keys end in `:`, which no output name can, so results journaled by earlier versions (the
         # outputs alone) are told apart.

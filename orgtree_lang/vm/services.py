@@ -78,3 +78,6 @@ class Services:
     # A durable run's queued messages from outside (`pipe send`; durable.inbound.Inbound): .wait(seconds) -> the
     # oldest not taken or None, .done(id) once it is journaled. None: nothing can come from outside.
     inbound: Any = None
+    # The organization's agents outside any block (decompose.run_agents.RunAgents: `.pick_route`), for a `send` to
+    # a topic no route declares; None when no model is configured (run-time agents are off).
+    agents: Any = None
