@@ -286,3 +286,16 @@ def test_later_runs_are_sampled_and_a_sampled_review_that_cannot_be_asked_is_ski
     # A review the settings ask for is no spot check: its failure is the block's.
     with pytest.raises(PipeRuntimeError, match="no response for this reviewer request"):
         run_decomposed(tmp_path, PRICES, {"items": ["4.00"]}, author, picky, review_outputs="all")
+
+
+def test_the_repair_example_runs_offline_with_its_scripted_models(tmp_path):
+    root = Path(__file__).resolve().parent.parent
+    done = run_pipe("run", "examples/repair_prices.pipe", "--workspace", str(tmp_path), "--model",
+                    "scripted:examples/models/prices_author.yaml", "--review-model",
+                    "scripted:examples/models/prices_reviewer.yaml", cwd=root,
+                    env={"PIPE_NO_PLUGINS": "1", "PIPE_MODEL": None})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "2075\n"  # 350 + 125 + 1200 + 400
+    assert "main/cents@7: repairing cents.pipe (error: index 1 is out of range" in done.stderr
+    assert "repaired: version 2 of cents.pipe; running the block again from its inputs" in done.stderr
+    assert [v.version for v in history(tmp_path, parent="repair_prices")] == [1, 2]

@@ -273,16 +273,17 @@ class Decomposer:
                 return
             block.spend.away(writing.wait)
 
-    def metered(self, block):
-        """The author and reviewer, their calls counted against the run tree's budget and charged to the block."""
+    def metered(self, block, work: str = "writing", review: str = "reviewing"):
+        """The author and reviewer, their calls counted against the run tree's budget and charged to the block;
+        `work` and `review` name what they do in budget errors and the trace (`repairing block X`)."""
         from orgtree_lang.durable.model_steps import journaled_calls
         from orgtree_lang.models.metered import MeteredModel
 
         if self.author is None:
             return self.author, self.reviewer
         spec, spend, journal = block.spec, block.spend, journaled_calls(block)
-        return (MeteredModel(self.author, spend=spend, what=f"writing block `{spec.name}`", journal=journal),
-                MeteredModel(self.reviewer, spend=spend, what=f"reviewing block `{spec.name}`", journal=journal))
+        return (MeteredModel(self.author, spend=spend, what=f"{work} block `{spec.name}`", journal=journal),
+                MeteredModel(self.reviewer, spend=spend, what=f"{review} block `{spec.name}`", journal=journal))
 
     def agent(self, block, role: str, model):
         """`model` as the agent `<role> of <block>`, taking its turn on the scratchpad (unless `protocol = false`);

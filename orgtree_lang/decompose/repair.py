@@ -99,7 +99,7 @@ def repair(decomposer, block, evidence: Evidence, *, key: str | None = None, gui
     if failing is not None and failing not in cases:
         cases.append(failing)
     shown = [Case(dict(e.inputs), dict(e.outputs), "spec", e.fails) for e in spec.examples] + cases
-    author, reviewer = decomposer.metered(block)
+    author, reviewer = decomposer.metered(block, "repairing", "reviewing the repair of")
     request = RepairRequest(
         request_text(evidence, module_part(saved.body), current.version, shown, guidance), cases,
         key or f"{block.node}:repair-{decomposer.repairs.get(digest, 0) + 1}", evidence.summary(),
@@ -133,7 +133,8 @@ def checked_outputs(decomposer, block, saved: SavedModule, outputs: dict[str, An
     subject = outputs_subject(decomposer.parent_file, spec, spec_hash(spec))
     block.note("reviewing its outputs" + (" (sampled)" if only_sampled else ""))
     try:
-        blocking = review_outputs(decomposer.agent(block, "output reviewer", decomposer.metered(block)[1]), spec,
+        reviewer = decomposer.metered(block, review="reviewing the outputs of")[1]
+        blocking = review_outputs(decomposer.agent(block, "output reviewer", reviewer), spec,
                                   block.inputs, outputs,
                                   spec_text=spec_with_contracts(f"The step `{spec.name}`:\n{spec.doc}", spec),
                                   workspace=decomposer.workspace, subject=subject, node=block.node)
@@ -144,7 +145,8 @@ def checked_outputs(decomposer, block, saved: SavedModule, outputs: dict[str, An
         block.note(f"the sampled review of its outputs was skipped: {err.message}")
         return evidence, error
     if not blocking:
-        block.note(f"outputs of {saved.path} accepted by their review")
+        block.note(f"version {_version_of(decomposer, saved).version} of {saved.path}: outputs accepted by their "
+                   "review")
         return evidence, error
     what = f"a reviewer rejected its outputs for these inputs: {listing(blocking)}"
     if evidence is not None:
