@@ -299,3 +299,30 @@ def test_the_repair_example_runs_offline_with_its_scripted_models(tmp_path):
     assert "main/cents@7: repairing cents.pipe (error: index 1 is out of range" in done.stderr
     assert "repaired: version 2 of cents.pipe; running the block again from its inputs" in done.stderr
     assert [v.version for v in history(tmp_path, parent="repair_prices")] == [1, 2]
+
+
+def test_outputs_that_fail_the_blocks_expectation_are_reviewed_and_repaired(tmp_path):
+    labelled = '''use text
+
+pipeline main(report: str) -> str:
+    ambiguous classify(report: str) -> label: str:
+        """Label the report: bug if it mentions a crash (in any case), else question."""
+        expect label == "bug" or label == "question", "one of the two labels"
+    return label
+'''
+    capitalised = GOOD.replace('return "bug"', 'return "Bug"')
+    author, reviewer = models(tmp_path, [{"match": {"contains": REPAIR}, "reply": GOOD}, {"reply": capitalised}])
+    # Output reviews: the failing run (the first of version 1, and one that fails an expectation), then the first run
+    # of version 2.
+    assert run_decomposed(tmp_path, labelled, {"report": "it crashed"}, author, reviewer, file="triage.pipe",
+                          review_outputs="first", review_sample=0) == "bug"
+    (request,) = author.asked(REPAIR)
+    asked = request[0][-1].content
+    assert "its outputs do not meet an expectation" in asked and 'label == "bug" or label == "question"' in asked
+    assert '- label = "Bug"' in asked
+    outputs_reviews = [p for p in reviewer.prompts if p.startswith("Output review of")]
+    assert len(outputs_reviews) == 2 and '- label = "Bug"' in outputs_reviews[0]
+    saved = (tmp_path / ".orgtree" / "modules" / "triage" / "classify.pipe").read_text()
+    # The failing input is an example of the new version, checked against the block's expectation.
+    assert 'test "example 1 (run)":\n    report = "it crashed"' in saved
+    assert 'expect label == "bug" or label == "question", "one of the two labels"' in saved

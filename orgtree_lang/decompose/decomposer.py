@@ -135,6 +135,7 @@ class Decomposer:
         self._messages = None  # decompose.messages.MessageSettings, read from `[org]` when a child first runs
         self._programs: dict[str, tuple[SavedModule, Any]] = {}  # spec hash -> module and program, this run
         self.repairs: dict[str, int] = {}  # spec hash -> repairs made on real data in this run (decompose/repair.py)
+        self.checks: dict[str, Any] = {}  # spec hash -> the compiled check of the block's `expect` lines, this run
 
     @property
     def max_depth(self) -> int:

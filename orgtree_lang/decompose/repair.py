@@ -115,7 +115,8 @@ def checked_outputs(decomposer, block, saved: SavedModule, outputs: dict[str, An
     """(evidence, error) when the outputs fail one of the block's expectations or their review rejects them, else
     (None, None). Which runs are reviewed: `[decompose] review_outputs` and `review_sample`."""
     spec, settings = block.spec, decomposer.settings
-    failed = failed_expectation(spec, block.inputs, outputs, decomposer.registry, block.context)
+    failed = failed_expectation(spec, block.inputs, outputs, decomposer.registry, block.context,
+                                decomposer.checks)
     evidence = error = None
     if failed is not None:
         evidence = Evidence("expectation", failed.message, dict(block.inputs), dict(outputs))
@@ -154,9 +155,10 @@ def checked_outputs(decomposer, block, saved: SavedModule, outputs: dict[str, An
     return Evidence("review", what, dict(block.inputs), dict(outputs)), rejection(spec, blocking, subject)
 
 
-def failed_expectation(spec, inputs: dict[str, Any], outputs: dict[str, Any], registry, context):
+def failed_expectation(spec, inputs: dict[str, Any], outputs: dict[str, Any], registry, context,
+                       compiled: dict | None = None):
     """The error of the first of the block's `expect` lines its outputs do not meet (checked here, where a repair can
-    follow, before the parent checks them again), or None."""
+    follow, before the parent checks them again), or None. `compiled` keeps the checking program per spec."""
     if not spec.expects:
         return None
     import dataclasses
@@ -169,16 +171,25 @@ def failed_expectation(spec, inputs: dict[str, Any], outputs: dict[str, Any], re
     from orgtree_lang.vm.services import Services
 
     values = {**inputs, **outputs}
-    lines = [f"pipeline main({', '.join(f'{name}: any' for name in values)}) -> bool:"]
-    lines += [f"    assume {condition}, {json.dumps(why, ensure_ascii=False)}" for condition, why in spec.expects]
-    lines.append("    return true")
-    uses = sorted({use.split(".")[0] for use in spec.uses})
-    source = (f"use {', '.join(uses)}\n\n" if uses else "") + "\n".join(lines) + "\n"
-    sealed = simulation_registry(registry, [])
-    try:
-        program = compile_source(source, f"{spec.name} expectations", sealed).program
-    except CompileError:
-        return None  # a condition only the parent can read (its records, say): the parent's own check decides
+    key = spec_hash(spec)
+    if compiled is None or key not in compiled:
+        lines = [f"pipeline main({', '.join(f'{name}: any' for name in values)}) -> bool:"]
+        lines += [f"    assume {condition}, {json.dumps(why, ensure_ascii=False)}" for condition, why in spec.expects]
+        lines.append("    return true")
+        uses = sorted({use.split(".")[0] for use in spec.uses})
+        source = (f"use {', '.join(uses)}\n\n" if uses else "") + "\n".join(lines) + "\n"
+        sealed = simulation_registry(registry, [])
+        try:
+            found = (compile_source(source, f"{spec.name} expectations", sealed).program, sealed)
+        except CompileError:
+            found = None  # a condition only the parent can read (its records, say): the parent's own check decides
+        if compiled is not None:
+            compiled[key] = found
+    else:
+        found = compiled[key]
+    if found is None:
+        return None
+    program, sealed = found
     machine = Machine(program, Services(registry=sealed, context=context, printer=lambda line: None, org=Scheduler,
                                         budget=dataclasses.replace(SIMULATION_BUDGET, max_seconds=None)))
     try:
