@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from orgtree_lang.cli.main import main
 from orgtree_lang.compile.api import compile_source
-from orgtree_lang.decompose.decomposer import Decomposer
+from orgtree_lang.decompose.decomposer import DecomposeSettings, Decomposer
 from orgtree_lang.models.base import Completion, Usage
 from orgtree_lang.models.scripted import ScriptedModel
 from orgtree_lang.runlog.recorder import TreeRecorder
@@ -461,8 +461,10 @@ def run_in_process(folder: Path, source: str, inputs: dict, budget: Budget, cost
     author = Metered(folder / "author.json", "author", cost)
     reviewer = Metered(folder / "reviewer.json", "reviewer", cost)
     program = compile_source(source, "parent.pipe", REGISTRY).program
+    # The module's first run has its outputs reviewed; no later reach is drawn for a sampled review.
     decomposer = Decomposer(author=author, reviewer=reviewer, registry=REGISTRY, workspace=folder,
-                            parent_file="parent.pipe", parent_source=source)
+                            parent_file="parent.pipe", parent_source=source,
+                            settings=DecomposeSettings(review_sample=0))
     recorder = TreeRecorder(TreeStore.for_workspace(folder))
     machine = plain_machine(program, registry=REGISTRY, context=SkillContext(Workspace(folder)), resolver=decomposer,
                       budget=budget, recorder=recorder)
@@ -521,6 +523,7 @@ def test_max_tokens_stops_mid_writing_with_a_budget_error_and_no_module(tmp_path
 
 def test_max_tokens_stops_mid_review_keeps_the_ledger_and_resume_finishes_with_a_larger_limit(tmp_path, capsys):
     write(tmp_path, "triage.pipe", TRIAGE)
+    write(tmp_path, "orgtree.toml", "[decompose]\nreview_sample = 0\n")  # no spot check of the block's second reach
     # Round 1 raises c1, the author revises (about 16,000 tokens so far, with the agents' pad and insight reads in
     # their prompts; 18,000 leaves room for longer temporary paths), round 2's answer alone is about 20,000 tokens.
     models = scripted_files(tmp_path, reviewer_replies=[ONE_CONCERN, HUGE_ACCEPT])
