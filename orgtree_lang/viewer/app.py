@@ -30,7 +30,7 @@ def build_app(site: Site, *, poll_seconds: float = POLL_SECONDS, allow_hosts: tu
     from starlette.staticfiles import StaticFiles
 
     from orgtree_lang.runtime.errors import PipeError
-    from orgtree_lang.viewer import actions, live, memory, modules, nodes, runs
+    from orgtree_lang.viewer import actions, live, memory, modules, nodes, runs, skills
 
     resumes: list[subprocess.Popen] = []
 
@@ -84,6 +84,13 @@ def build_app(site: Site, *, poll_seconds: float = POLL_SECONDS, allow_hosts: tu
         html = modules.module_page(site, request.path_params["path"])
         return not_found(f"no saved module {request.path_params['path']}") if html is None else page(html)
 
+    def skill_list(request):
+        return page(skills.skills_page(site))
+
+    def skill(request):
+        html = skills.skill_page(site, request.path_params["name"])
+        return not_found(f"no skill {request.path_params['name']} in this workspace") if html is None else page(html)
+
     def pad(request):
         return page(memory.pad_page(site))
 
@@ -113,6 +120,7 @@ def build_app(site: Site, *, poll_seconds: float = POLL_SECONDS, allow_hosts: tu
     routes = [Route("/", runs_list), Route("/live/runs", runs_live), Route("/runs/{run}", run),
               Route("/runs/{run}/live", run_live), Route("/runs/{run}/node", node),
               Route("/modules", module_list), Route("/modules/{path:path}", module),
+              Route("/skills", skill_list), Route("/skills/{name}", skill),
               Route("/pad", pad), Route("/insights", insights),
               Route("/actions/reply", reply, methods=["POST"]), Route("/actions/resume", resume, methods=["POST"]),
               Mount("/static", StaticFiles(directory=STATIC), name="static")]

@@ -41,7 +41,7 @@ def frame(site: Site, title: str, body: str, *, live_url: str = "") -> str:
 <body data-actions="{'on' if site.allow_actions else 'off'}"{live}>
 <nav>
   <strong>pipe serve</strong>
-  <a href="/">runs</a> <a href="/modules">modules</a> <a href="/pad">scratchpad</a> <a href="/insights">insights</a>
+  <a href="/">runs</a> <a href="/modules">modules</a> <a href="/skills">skills</a> <a href="/pad">scratchpad</a> <a href="/insights">insights</a>
   <span class="where">{esc(site.workspace)} · {mode}</span>
 </nav>
 <main>
