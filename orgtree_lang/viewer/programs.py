@@ -46,7 +46,7 @@ def program_page(site: Site, relative: str, entry: str | None) -> str | None:
     if path is None:
         return None
     title = f"<h1>Program <code>{esc(relative)}</code></h1>"
-    compiled = _compiled(site, path)
+    compiled = _compiled(site, path, relative)
     if isinstance(compiled, str):
         return frame(site, f"program {relative}",
                      f'{title}<section class="compile-errors"><h2>It does not compile</h2>'
@@ -68,15 +68,20 @@ def program_page(site: Site, relative: str, entry: str | None) -> str | None:
     return frame(site, f"program {relative}", body)
 
 
-def _compiled(site: Site, path: Path):
-    """The program compiled as `pipe run` compiles it (the workspace's skills and cache), or its rendered errors."""
-    from orgtree_lang.compile.api import compile_file
+def _compiled(site: Site, path: Path, relative: str):
+    """The program compiled as `pipe run` compiles it (the workspace's skills and cache), or its rendered errors;
+    named as the run the page starts names it (relative to the workspace), so both say the same file:line:col."""
+    from orgtree_lang.compile.api import compile_source
     from orgtree_lang.runtime.errors import PipeError
 
     from orgtree_lang.viewer.skills import workspace_skills
 
     try:
-        return compile_file(path, workspace_skills(site), Path(site.workspace) / ".orgtree" / "cache")
+        source = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        return f"{relative}: cannot read it: {err}"
+    try:
+        return compile_source(source, relative, workspace_skills(site), Path(site.workspace) / ".orgtree" / "cache")
     except PipeError as err:
         return err.render("run")
 
