@@ -161,7 +161,8 @@ def serve(workspace: Path, host: str, port: int, allow_actions: bool, allow_host
         print(f"actions allowed: each needs the token {site.token} (the page opened from the link carries it)",
               flush=True)
     else:
-        print("read-only: start with --allow-actions to reply to questions and resume runs from the page", flush=True)
+        print("read-only: start with --allow-actions to start runs, reply to questions and resume runs from the "
+              "page", flush=True)
     if host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: listening on {host}: the token travels unencrypted, so anyone who can watch this network "
               f"can read these runs",
