@@ -77,7 +77,7 @@ class McpConnection:
         import atexit
         import importlib.util
 
-        if importlib.util.find_spec("mcp") is None:
+        if self.spec.url is not None and importlib.util.find_spec("mcp") is None:
             raise SkillError(f"MCP server `{self.spec.name}`: the `mcp` Python SDK is not installed, so its tools "
                              f"cannot be called", hint=INSTALL_HINT)
 
@@ -110,24 +110,22 @@ class McpConnection:
     async def _hold(self, ready: asyncio.Future) -> None:
         """Enter the client (and its transport) and stay in it until `close`: anyio wants one task to enter and
         leave it."""
-        from mcp import Client
-
         errlog = None
         try:
             if self.spec.url is not None:
-                target = self.spec.url
+                from mcp import Client
+
+                session = Client(self.spec.url)
             else:
-                from mcp import StdioServerParameters
-                from mcp.client.stdio import stdio_client
+                from orgtree_lang.mcp_client.stdio import StdioClient  # JSON-RPC lines: no SDK import
 
                 if self.log is not None:
                     self.log.parent.mkdir(parents=True, exist_ok=True)
                     errlog = open(self.log, "w", encoding="utf-8")  # this start's lines only, for errors to quote
                 command, *args = self.spec.command
-                params = StdioServerParameters(command=command, args=args, env=dict(self.spec.env) or None,
-                                               cwd=self.spec.cwd)
-                target = stdio_client(params, errlog=errlog) if errlog is not None else stdio_client(params)
-            async with Client(target) as client:  # each request is bounded by `_submit`
+                session = StdioClient(command, args, env=dict(self.spec.env) or None, cwd=self.spec.cwd,
+                                      errlog=errlog)
+            async with session as client:  # each request is bounded by `_submit`
                 ready.set_result(client)
                 await self._closing.wait()
         except BaseException as exc:
