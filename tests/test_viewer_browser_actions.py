@@ -122,6 +122,7 @@ def test_a_running_runs_printed_lines_and_steps_grow_on_its_page(page, tmp_path,
             screenshot(page, "running-printing")
             (tmp_path / "go.txt").write_text("go")
             page.locator(".summary .status", has_text="done").wait_for()
+            run.wait(timeout=60)  # done in its journal; the process then closes the run and exits
     finally:
         out, err = stop(run)
     assert run.returncode == 0, err
