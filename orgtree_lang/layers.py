@@ -46,12 +46,15 @@ LAYERS: tuple[Layer, ...] = (
     Layer("stdlib", ("stdlib",),
           "the seed skill pool (the top-level stdlib/ folder, installed as orgtree_lang.stdlib)"),
     Layer("durable", ("durable",),
-          "journal, effects log (implements the vm's Effects), checkpoints, resume/replay/retry/fork"),
+          "journal, effects log (implements the vm's Effects), checkpoints; opens a run for start, resume, retry, "
+          "replay or fork and runs the machine run/ assembled for it"),
     Layer("decompose", ("decompose",),
           "ambiguous-block resolution (gets a narrow block context from the vm, never the Machine)"),
     Layer("pool", ("pool",), "call history, bug reports, promotion, learned skills"),
     Layer("executors", ("executors",), "where slow calls and remote nodes run: threads, Ray, and the executor table"),
-    Layer("run", ("run",), "run assembly: registries, services and machines for run, resume, replay, fork and tests"),
+    Layer("run", ("run",),
+          "run assembly: orgtree.toml read once (RunSettings), registries, and the one assemble() of run, resume, "
+          "retry, replay, fork, `pipe test` and `pipe mcp serve`, whose machine durable/ is handed"),
     Layer("mcp_server", ("mcp_server",),
           "`pipe mcp serve`: pipelines and learned skills as MCP tools, each call a durable run"),
     Layer("lsp", ("lsp",), "the language server: the real parser, checker and formatter answering an editor"),

@@ -454,3 +454,93 @@ def test_the_decomposer_reads_only_the_fields_of_its_block_context():
                         offenders.append(f"{module}:{node.lineno}: block.{node.attr}")
     assert seen > 20, "the check found no reads of a block: it no longer looks where the decomposer reads them"
     assert offenders == [], "the decomposer sees a block through its BlockContext's fields and methods only"
+
+
+# ---- a run is assembled in one place (issue 22 item 2): run/ orchestrates, durable/ is handed a machine ---------
+
+def builders_in(source: str) -> list[str]:
+    """`line: what` for each parameter, keyword, name, attribute, import or definition with `build` in it (RunBuilder,
+    build_run, a `build=` keyword): the shape of a callback through which a lower layer asks a higher one for its machine."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        names: list[str] = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.append(node.name)
+        if isinstance(node, ast.arg):
+            names.append(node.arg)
+        elif isinstance(node, ast.keyword) and node.arg:
+            names.append(node.arg)
+        elif isinstance(node, ast.Name):
+            names.append(node.id)
+        elif isinstance(node, ast.Attribute):
+            names.append(node.attr)
+        elif isinstance(node, ast.ImportFrom):
+            names.extend(alias.asname or alias.name for alias in node.names)
+        found.extend(f"{node.lineno}: {name}" for name in names if "build" in name.lower())
+    return found
+
+
+def test_durable_takes_no_build_callback_and_imports_nothing_from_run():
+    durable = {m: path for m, path in MODULES.items() if _layer_name(m) == "durable"}
+    assert len(durable) > 10, "the check no longer finds durable/"
+    builders = [f"{m}:{hit}" for m, path in durable.items() for hit in builders_in(path.read_text(encoding="utf-8"))]
+    assert builders == [], "durable/ is handed an assembled run (run/assemble.py); it never calls back for one"
+    upward = [f"{m}:{imp.line}: {imp.module}" for m in durable for imp in IMPORTS[m]
+              if imp.module == "orgtree_lang.run" or imp.module.startswith("orgtree_lang.run.")]
+    assert upward == [], "durable/ is below run/: run/ opens the journal through durable/, never the other way"
+
+
+@pytest.mark.parametrize("source", [
+    "def start(program, *, build):\n    return build(program)\n",
+    "class RunBuilder:\n    pass\n",
+    "def go(options):\n    return resume(options, build=make)\n",
+    "from orgtree_lang.run.factory import build_run\n",
+])
+def test_the_build_check_notices_a_callback(source):
+    assert builders_in(source) != []
+
+
+def test_the_build_check_allows_a_handed_machine():
+    source = "def run(self, parts: AssembledRun):\n    return attempt(parts, self.journal, self.start)\n"
+    assert builders_in(source) == []
+
+
+# ---- sizes: small modules, split by responsibility ------------------------------------------------------------
+
+MAX_MODULE_LINES = 450
+# Modules that read better whole, each with why. An entry that is no longer over the limit fails
+# test_every_long_module_listed_is_still_long, so the list only shrinks.
+LONG_MODULES = {
+    "orgtree_lang.syntax.nodes": "the syntax tree's catalogue: one small frozen dataclass per node, grouped by kind, "
+                                 "read (and walked by every visitor) as one page, like Python's own ast module",
+    "orgtree_lang.runtime.schema": "every table and migration of state.db declared as data in one place: the store's "
+                                   "one owner (docs/architecture.md), read top to bottom as the schema's history",
+}
+
+
+def _line_counts() -> dict[str, int]:
+    return {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in MODULES.items()}
+
+
+def modules_too_long(lines: dict[str, int], allowed: dict[str, str], limit: int = MAX_MODULE_LINES) -> dict[str, int]:
+    """The modules over `limit` lines that `allowed` does not list with a reason, and their sizes."""
+    return {name: count for name, count in sorted(lines.items())
+            if count > limit and not (allowed.get(name) or "").strip()}
+
+
+def test_no_module_is_longer_than_450_lines_unless_listed_with_why():
+    too_long = modules_too_long(_line_counts(), LONG_MODULES)
+    assert too_long == {}, (f"split these by responsibility (or, if one reads better whole, list it in LONG_MODULES "
+                            f"with why): {too_long}")
+
+
+def test_every_long_module_listed_is_still_long():
+    lines = _line_counts()
+    assert {name for name in LONG_MODULES if lines.get(name, 0) <= MAX_MODULE_LINES} == set()
+
+
+def test_the_size_check_notices_a_long_module_and_an_empty_reason():
+    lines = {"orgtree_lang.a": 451, "orgtree_lang.b": 450, "orgtree_lang.c": 900}
+    assert modules_too_long(lines, {}) == {"orgtree_lang.a": 451, "orgtree_lang.c": 900}
+    assert modules_too_long(lines, {"orgtree_lang.c": "reads better whole"}) == {"orgtree_lang.a": 451}
+    assert modules_too_long(lines, {"orgtree_lang.a": " ", "orgtree_lang.c": "why"}) == {"orgtree_lang.a": 451}

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from orgtree_lang.compile.api import compile_source
-from orgtree_lang.run.factory import build_run
+from orgtree_lang.run.assemble import assemble
 from orgtree_lang.run.registries import default_registry
 from orgtree_lang.run.runner import RunOptions, run_program
 from orgtree_lang.runtime.config import ConfigError
@@ -81,7 +81,7 @@ def test_the_default_level_keeps_the_machine_off_its_per_statement_path(tmp_path
     program = compile_source(LOOP, "p.pipe", registry).program
     for level, stops_every_statement in (("calls", False), ("off", False), ("steps", True)):
         options = RunOptions(trace_level=level, tree=True)
-        parts = build_run(program, tmp_path, registry, options, f"r{level}", trace=tmp_path / f"{level}.jsonl")
+        parts = assemble(program, tmp_path, registry, options, f"r{level}", trace=tmp_path / f"{level}.jsonl")
         assert (parts.machine.observer.step_interval == 0) is stops_every_statement, level
         parts.close()
 

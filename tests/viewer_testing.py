@@ -40,6 +40,22 @@ pipeline main() -> str:
     return finish(naps)
 '''
 
+# A run that prints as it waits for go.txt: its page shows the lines and the steps while it runs.
+PRINTING_PROGRAM = '''\
+use fs, time
+
+pipeline main() -> str:
+    """Say it waits, then nap until go.txt exists, saying so every 10 naps."""
+    print("waiting for go.txt")
+    naps = 0
+    while not fs.exists("go.txt"):
+        time.sleep(0.02)
+        naps += 1
+        if naps % 10 == 0:
+            print(f"still waiting after {naps} naps")
+    return f"went on after {naps} naps"
+'''
+
 
 @dataclass
 class Runs:

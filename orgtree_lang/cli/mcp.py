@@ -71,8 +71,7 @@ def command_serve(args) -> int:
         raise UsageError("no pipelines to serve", hint="pass .pipe files, list them in `[mcp] expose` of "
                                                        "orgtree.toml, or promote a learned skill first")
     names = f"{len(tools)} tool{'s' if len(tools) != 1 else ''} ({', '.join(tool.name for tool in tools)})"
-    server = build_server(tools, root, registry, services=lambda tool: _run_services(args, tool, root, registry,
-                                                                                           settings))
+    server = build_server(tools, root, registry, _call_options(args, settings))
     if args.http or args.socket:
         _serve_http(args, server, names)
     else:
@@ -116,10 +115,13 @@ def _serve_http(args, server, names: str) -> None:
     serve_http(server, listener, token, ready=ready)
 
 
-def _run_services(args, tool, root: Path, registry, settings):
-    """The models and decomposer of one call's run, made as `pipe run` makes them (a pipeline with `ambiguous`
-    blocks reuses saved modules, and writes new ones when a model is configured)."""
-    from orgtree_lang.cli.run import make_decomposer, make_models
+def _call_options(args, settings):
+    """The options every call's run is assembled from: the models the arguments chose (else orgtree.toml's), the
+    settings read once at start, notices on stderr."""
+    from orgtree_lang.cli.options import choices_from_args
+    from orgtree_lang.run.options import RunOptions
 
-    models = make_models(args, tool.program, settings)
-    return models, make_decomposer(args, tool.program, tool.source, str(tool.path), root, registry, models, settings)
+    def notice(text: str, kind: str = "note") -> None:
+        print(f"pipe mcp serve: {text}", file=sys.stderr, flush=True)
+
+    return RunOptions(choices=choices_from_args(args), settings=settings, notice=notice)

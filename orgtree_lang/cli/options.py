@@ -12,7 +12,8 @@ from orgtree_lang.syntax.errors import EXIT_COMPILE, EXIT_OK, EXIT_RUNTIME, EXIT
 
 __all__ = ["EXIT_OK", "EXIT_USAGE", "EXIT_COMPILE", "EXIT_RUNTIME", "EXIT_WAITING", "add_verb", "add_sub_verbs",
            "add_workspace_option", "add_budget_options", "budget_from_args", "add_trace_options", "add_model_options",
-           "add_reviewer_options", "models_from_args", "positive", "registry_near", "program_file"]
+           "add_reviewer_options", "choices_from_args", "models_from_args", "positive", "registry_near",
+           "program_file"]
 
 WORKSPACE_HELP = "the workspace (default: this folder)"
 HELP_WIDTH = 78
@@ -133,6 +134,19 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--record", metavar="FILE", help="save every model request and answer to the cassette FILE "
                                                       "(the reviewer's to FILE with .reviewer before the suffix); "
                                                       "replay them offline with --model replay:FILE")
+
+
+def choices_from_args(args):
+    """The models and OpenTelemetry export a verb's arguments chose (run.options.RunChoices); a verb without some
+    of the options leaves those to orgtree.toml."""
+    from orgtree_lang.run.options import RunChoices
+
+    return RunChoices(model=getattr(args, "model", None), review_model=getattr(args, "review_model", None),
+                      api_base=getattr(args, "api_base", None), record=getattr(args, "record", None),
+                      model_timeout=getattr(args, "model_timeout", None), otel=getattr(args, "otel", False),
+                      otel_endpoint=getattr(args, "otel_endpoint", None),
+                      context_window=getattr(args, "context_window", None),
+                      review_context_window=getattr(args, "review_context_window", None))
 
 
 def models_from_args(args: argparse.Namespace, config_path: Path, *, review: bool = True, tell: bool = False):

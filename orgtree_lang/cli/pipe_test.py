@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from orgtree_lang.cli.options import EXIT_COMPILE, EXIT_OK, add_model_options, add_verb, program_file
+from orgtree_lang.cli.options import (EXIT_COMPILE, EXIT_OK, add_model_options, add_verb, choices_from_args,
+                                      program_file)
 
 EXIT_FAILED = 1
 
@@ -35,9 +36,9 @@ def _workspace_of(path: Path) -> Path:
 
 
 def command_test(args) -> int:
-    from orgtree_lang.cli.run import make_decomposer, make_models
     from orgtree_lang.compile.api import compile_file
-    from orgtree_lang.run.program_tests import run_tests
+    from orgtree_lang.run.options import RunOptions
+    from orgtree_lang.run.program_tests import TEST_BUDGET, run_tests
     from orgtree_lang.run.registries import workspace_registry
     from orgtree_lang.run.settings import RunSettings
     from orgtree_lang.syntax.diagnostics import CompileError
@@ -55,11 +56,9 @@ def command_test(args) -> int:
             print(err.render(), file=sys.stderr)
             continue
         # As `pipe run` would run the program: its models, and a decomposer that reuses the saved modules.
-        program = compiled.program
-        models = make_models(args, program, settings)
-        decomposer = make_decomposer(args, program, compiled.source, str(path), root, registry, models, settings)
-        for outcome in run_tests(program, root, registry, models=models, resolver=decomposer,
-                                 routes=settings.routes, source=compiled.source, only=args.only):
+        options = RunOptions(budget=TEST_BUDGET, settings=settings, choices=choices_from_args(args),
+                             notice=lambda text, kind="note": print(f"{args.verb}: {text}", file=sys.stderr))
+        for outcome in run_tests(compiled.program, root, registry, options, source=compiled.source, only=args.only):
             if outcome.passed:
                 passed += 1
                 print(f"PASS {path}: {outcome.name} ({outcome.seconds:.2f}s)")

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from orgtree_lang.cli.options import (EXIT_OK, add_budget_options, add_model_options, add_trace_options, add_verb,
-                                      add_workspace_option, budget_from_args, models_from_args, program_file)
+                                      add_workspace_option, budget_from_args, program_file)
 from orgtree_lang.runtime.errors import DiskFull, PipeRuntimeError, UsageError
 from orgtree_lang.runtime.inputs import InputError, check_depth, json_nesting_depth, nesting_problem, parse_input
 from orgtree_lang.runtime.printable import printable
@@ -93,89 +93,19 @@ def command_run(args) -> int:
         raise UsageError(f"{path} has no `main` pipeline and several others ({names}); pick one with --entry") \
             from None
     inputs = collect_inputs(code, args.inputs, args.inputs_file, program)
-    models = make_models(args, program, settings)
-    decomposer = make_decomposer(args, program, compiled.source, str(path), root, registry, models, settings)
-    run_id = new_run_id()
-    session = RunSession(args, run_id)
+    session = RunSession(args, new_run_id())
     options = session.options(entry=code.name, inputs=inputs, workspace=root, registry=registry,
                               durable=not args.no_journal, durability=args.durability,
-                              budget=budget_from_args(args), decomposer=decomposer, models=models,
-                              tree=not args.no_tree, otel=otel_export(args, settings), settings=settings)
+                              budget=budget_from_args(args), tree=not args.no_tree, settings=settings)
     code = session.report(lambda: run_program(program, root, registry, options, source=compiled.source,
                                                program_path=path), compiled.source, resumable=not args.no_journal,
                           workspace=root)
-    if code == EXIT_OK and decomposer is not None:
+    machine = session.machine
+    if code == EXIT_OK and machine.services.resolver is not None:
         from orgtree_lang.cli.skills import promote_after_run
 
-        promote_after_run(root, models, registry, settings)
+        promote_after_run(root, machine.services.context.models, registry, settings)
     return code
-
-
-def otel_export(args, settings):
-    """The OpenTelemetry export `pipe run` asked for (telemetry.otel.OtelExport), or None; a clear error (exit 2)
-    when it asks for one and the `otel` extra is missing. Nothing of OpenTelemetry is imported otherwise."""
-    from orgtree_lang.telemetry.otel import MISSING_EXTRA
-    from orgtree_lang.runtime.config import ConfigError
-
-    try:
-        export = settings.otel(args.otel, args.otel_endpoint)
-    except ConfigError as err:
-        raise UsageError(str(err)) from None
-    if export is not None:
-        import importlib.util
-
-        try:
-            found = all(importlib.util.find_spec(name) is not None for name in
-                        ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http"))
-        except ModuleNotFoundError:  # no `opentelemetry` package at all
-            found = False
-        if not found:
-            raise UsageError(MISSING_EXTRA)
-    return export
-
-
-def make_decomposer(args, program, source: str, file: str, root: Path, registry, models=None, settings=None):
-    """A decomposer when the program has ambiguous blocks; with no model configured it only reuses saved modules."""
-    if not any(code.ambiguous for code in program.pipelines.values()):
-        return None
-    from orgtree_lang.decompose.decomposer import DecomposeSettings, Decomposer
-
-    from orgtree_lang.run.settings import RunSettings
-
-    config = settings if settings is not None else RunSettings.load(root)
-    try:
-        settings = config.decompose
-    except TypeError as err:
-        raise UsageError(str(err)) from None
-    models = models if models is not None else make_models(args, settings=config)
-    if not models.configured:
-        # Saved modules are still reused (no model is needed for that); a block with none says how to add one.
-        return Decomposer(author=None, reviewer=None, registry=registry, workspace=root, parent_file=file,
-                          parent_source=source, settings=settings, config=config.file)
-    from orgtree_lang.models.base import ModelError
-
-    try:
-        author, reviewer = models.author(), models.reviewer()
-    except ModelError as err:
-        raise UsageError(str(err)) from None
-    return Decomposer(author=author, reviewer=reviewer, registry=registry, workspace=root, parent_file=file,
-                      parent_source=source, settings=settings, config=config.file)
-
-
-def make_models(args, program=None, settings=None):
-    """The run's models from --model/--review-model/--api-base/--record (or PIPE_MODEL, orgtree.toml); made lazily."""
-    from orgtree_lang.models.backends import is_offline
-
-    models = models_from_args(args, settings.file if settings is not None else Path("orgtree.toml"), tell=True)
-    uses_models = program is None or any(u.split(".")[0] == "llm" for u in program.uses) or \
-        any(code.ambiguous for code in program.pipelines.values())
-    if uses_models:
-        for spec in dict.fromkeys(s for s in (models.author_spec, models.review_spec) if s):
-            if is_offline(spec):
-                print(f"{getattr(args, 'verb', 'pipe run')}: model answers come from {spec}, not from a live model",
-                      file=sys.stderr)
-                args.scripted_models = True
-    return models
 
 
 class RunSession:
@@ -186,16 +116,27 @@ class RunSession:
         self.run_id = run_id
         self.printed: list[str] = []
         self.progress = _ProgressLine() if sys.stderr.isatty() else None
+        self.machine = None  # the finished run's, after `report`
 
     def options(self, **fields):
+        """The run's RunOptions: what the arguments say (models, export, trace, executor), how it reports back
+        (printer, progress, notices), and `fields`."""
+        from orgtree_lang.cli.options import choices_from_args
         from orgtree_lang.run.runner import RunOptions
 
         printer = self.printed.append if self.args.json else _echo
         trace = getattr(self.args, "trace", None)
         fields.setdefault("executor", getattr(self.args, "executor", None))
-        return RunOptions(printer=printer, progress=self.progress, run_id=self.run_id,
+        return RunOptions(printer=printer, progress=self.progress, run_id=self.run_id, notice=self.notice,
                           trace=Path(trace) if trace else None, trace_level=getattr(self.args, "trace_level", None),
-                          tree_listener=self._tree_progress, **fields)
+                          tree_listener=self._tree_progress, choices=choices_from_args(self.args), **fields)
+
+    def notice(self, text: str, kind: str = "note") -> None:
+        """What the run says on the side, on stderr as `pipe VERB: text`."""
+        if kind == "offline models":
+            self.args.scripted_models = True  # told in the --json envelope too
+        self._clear()
+        print(f"{self.args.verb}: {text}", file=sys.stderr, flush=True)
 
     def _tree_progress(self, event: str, node) -> None:
         """Live progress of the org tree on stderr: one line as each ambiguous block opens, moves on, and ends;
@@ -223,7 +164,7 @@ class RunSession:
         handler with the program's text and, for a saved run, how to resume it."""
         args = self.args
         try:
-            machine = attempt()
+            machine = self.machine = attempt()
         except PipeRuntimeError as err:
             state = getattr(err, "state", None)
             if args.json:

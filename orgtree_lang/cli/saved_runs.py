@@ -207,22 +207,14 @@ def run_tree(root: Path, run_id: str) -> dict:
 
 def _attempt(args, action, source_for_errors) -> int:
     """Run a resume/retry/fork attempt through the same reporting as `pipe run`."""
-    from orgtree_lang.cli.run import RunSession, make_decomposer, otel_export
+    from orgtree_lang.cli.run import RunSession
     from orgtree_lang.run.registries import workspace_registry
     from orgtree_lang.run.settings import RunSettings
 
-    root = Path(args.workspace).resolve()
-    settings = RunSettings.load(root)
+    settings = RunSettings.load(Path(args.workspace).resolve())
     registry = workspace_registry(Path(args.workspace), config=settings.file)
-    run_id = getattr(args, "new_run_id", None) or args.run
-    session = RunSession(args, run_id)
-
-    def decomposer_for(program, source: str, file: str):
-        return make_decomposer(args, program, source, file, root, registry, settings=settings)
-
-    options = session.options(registry=registry, budget=budget_from_args(args), durable=True,
-                              decomposer_factory=decomposer_for, otel=otel_export(args, settings), settings=settings,
-                              models=models_from_args(args, settings.file, tell=True))
+    session = RunSession(args, getattr(args, "new_run_id", None) or args.run)
+    options = session.options(registry=registry, budget=budget_from_args(args), durable=True, settings=settings)
     return session.report(lambda: action(Path(args.workspace), registry, options), source_for_errors(),
                           resumable=True, workspace=Path(args.workspace))
 
@@ -250,8 +242,7 @@ def command_resume(args) -> int:
 
     return _attempt(args, lambda root, registry, options: durable_runs.resume(
         root, args.run, registry, options, from_scratch=args.from_scratch,
-        program_path=Path(args.program) if args.program else None,
-        notice=lambda text: print(f"pipe resume: {text}", file=sys.stderr, flush=True)), _current_source(args))
+        program_path=Path(args.program) if args.program else None), _current_source(args))
 
 
 def command_retry(args) -> int:
@@ -271,7 +262,7 @@ def command_fork(args) -> int:
         if not sep:
             raise UsageError(f"-i expects NAME=VALUE, got {pair!r}")
         changes[key] = value
-    args.new_run_id = new_run_id()
+    args.new_run_id = new_run_id()  # the fork's run id, chosen here so that its messages can name it
     forked = f"forked run {args.run} at step {args.at} into run {args.new_run_id}"
     try:
         code = _attempt(args, lambda root, registry, options: durable_runs.fork(

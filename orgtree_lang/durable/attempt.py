@@ -7,7 +7,7 @@ import errno
 import json
 import os
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol
@@ -25,13 +25,15 @@ if TYPE_CHECKING:
 TRACE_FILE = "trace.jsonl"
 
 
-class RunBuilder(Protocol):
-    """Builds the machine of one attempt (run.factory.build_run): the durable layer never wires machines itself.
+class AssembledRun(Protocol):
+    """What run/ hands the durable layer for one attempt (run.assemble.AssembledRun): a machine built over this
+    layer's EffectLog, the trace it writes, and `close()` (its trace, org tree recorder, executor and export).
+    The durable layer opens journals and runs machines; it never assembles one."""
 
-    Returns parts with `.machine`, `.tracer` and `.close()` (which closes the trace and the org tree recorder)."""
+    machine: Machine
+    tracer: Any
 
-    def __call__(self, program, root: Path, registry, options, run_id: str, *, effects=None, trace: Path | None = None,
-                 tree: bool = True, tracer=None) -> Any: ...
+    def close(self) -> None: ...
 
 
 def program_hash(source: str) -> str:
@@ -39,13 +41,6 @@ def program_hash(source: str) -> str:
     from orgtree_lang.compile.api import source_hash
 
     return source_hash(source)
-
-
-def with_decomposer(options, program, source: str, path):
-    """Options whose decomposer is made for this program by `options.decomposer_factory` (resume, retry, fork)."""
-    if options.decomposer is not None or options.decomposer_factory is None:
-        return options
-    return dataclasses.replace(options, decomposer=options.decomposer_factory(program, source, str(path)))
 
 
 def begin(machine: Machine, entry: str, inputs: dict[str, Any], run_id: str, fork_changes=(), until: int | None = None):
@@ -194,32 +189,53 @@ def _finish(journal: Journal, machine, status: str, err: PipeRuntimeError | None
 # ---- a new run, or another attempt of one ------------------------------------------------
 
 
-def start(program, root: Path, registry, options, source: str, program_path: Path, *, build: RunBuilder):
-    """A new durable run: create its folder and journal, hold its lock, run it."""
-    run_id = options.run_id
-    run_dir = runs_dir(root) / run_id
-    digest = program_hash(source)
-    budget = dataclasses.asdict(options.budget)
-    settings = options.settings  # run.settings.RunSettings, read once by the run's starter
-    journal = Journal.create(run_dir, {
-        "run_id": run_id, "program": str(Path(program_path).resolve()), "file": program.file,
-        "entry": program.entry(options.entry).name,
-        "inputs": encode(options.inputs), "source_hash": digest, "sources": {digest: source}, "budget": budget,
-        # The parameters the run took from their defaults: shown by `pipe show`, kept apart so resume is unchanged.
-        "defaults": encode({p.name: p.default for p in program.entry(options.entry).params
-                            if p.has_default and p.name not in options.inputs}),
-        "created": time.time(), "status": "running", "attempts": 0, "workspace": str(root),
-        "durability": options.durability, "group": settings.durable, "trace_level": options.trace_level,
-    }, inline_bytes=settings.inline_bytes)
-    with RunLock(run_dir):
+class NewRun:
+    """A new durable run, its folder and journal created and its lock held: assemble its machine over `effects`
+    (writing `trace`), then `run` it. A context manager: inside it no room to write stops the run as the
+    environment's fault (full_disk_stops); leaving it closes the journal and the lock."""
+
+    def __init__(self, root: Path, program, *, run_id: str, entry: str | None, inputs: dict[str, Any], source: str,
+                 program_path: Path, budget, durability: str, trace_level: str | None, settings,
+                 trace: Path | None = None) -> None:
+        run_dir = runs_dir(root) / run_id
+        self.digest, self.source, self.run_id = program_hash(source), source, run_id
+        code = program.entry(entry)
+        self.start = (entry, inputs, run_id)
+        self.trace = trace or run_dir / TRACE_FILE
+        self.journal = Journal.create(run_dir, {
+            "run_id": run_id, "program": str(Path(program_path).resolve()), "file": program.file,
+            "entry": code.name, "inputs": encode(inputs), "source_hash": self.digest,
+            "sources": {self.digest: source}, "budget": dataclasses.asdict(budget),
+            # The parameters the run took from their defaults: shown by `pipe show`, kept apart so resume is unchanged.
+            "defaults": encode({p.name: p.default for p in code.params if p.has_default and p.name not in inputs}),
+            "created": time.time(), "status": "running", "attempts": 0, "workspace": str(root),
+            "durability": durability, "group": settings.durable, "trace_level": trace_level,
+        }, inline_bytes=settings.inline_bytes)
         try:
-            with full_disk_stops(journal, run_id):
-                effects = EffectLog(journal, run_id, "live", source_hash=digest, sources={digest: source})
-                parts = build(program, root, registry, options, run_id, effects=effects,
-                              trace=options.trace or run_dir / TRACE_FILE)
-                return attempt(parts, journal, (options.entry, options.inputs, run_id))
-        finally:
-            journal.close()
+            self.lock = RunLock(run_dir).acquire()
+        except BaseException:
+            self.journal.close()
+            raise
+
+    def __enter__(self) -> NewRun:
+        with ExitStack() as stack:
+            stack.callback(self.close)
+            stack.enter_context(full_disk_stops(self.journal, self.run_id))
+            self.effects = EffectLog(self.journal, self.run_id, "live", source_hash=self.digest,
+                                     sources={self.digest: self.source})
+            self._held = stack.pop_all()
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        return self._held.__exit__(*exc)
+
+    def run(self, parts: AssembledRun):
+        """The run's first attempt, on the machine assembled for it."""
+        return attempt(parts, self.journal, self.start)
+
+    def close(self) -> None:
+        self.journal.close()
+        self.lock.release()
 
 
 @dataclass
@@ -277,12 +293,11 @@ def current_program(opened: Opened, registry, program_path: Path | None):
     return compile_source(source, name, registry).program, source, path
 
 
-def merged_budget(options, meta: dict[str, Any]):
+def merged_budget(given, meta: dict[str, Any]):
     """Limits given on this command line win; otherwise the run keeps the limits it was started with."""
     from orgtree_lang.vm.budget import Budget
 
     recorded = Budget(**meta.get("budget", {}))
-    given = options.budget
     default = Budget()
     return Budget(**{f.name: getattr(given, f.name) if getattr(given, f.name) != getattr(default, f.name)
                      else getattr(recorded, f.name) for f in dataclasses.fields(Budget)})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Callable
 
 from orgtree_lang.vm.effects import Effects
@@ -9,6 +10,9 @@ from orgtree_lang.vm.observe import RunObserver
 
 # Statements between checks of whether a checkpoint is due (the check reads the clock).
 CHECK_EVERY = 256
+# How often a running run's figures (steps, seconds, printed lines) are written for the views when no checkpoint
+# is (a loop that prints but calls nothing journaled): `pipe serve` and `pipe runs` show them live.
+PROGRESS_SECONDS = 1.0
 
 
 class Checkpoints(RunObserver):
@@ -24,6 +28,7 @@ class Checkpoints(RunObserver):
         self.effects = effects
         self.before = before
         self._saved: tuple[int, int] | None = None  # (steps, journaled steps) of the last checkpoint saved
+        self._shown = (0, time.monotonic())  # (steps, monotonic time) of the figures last written for the views
 
     def run_started(self, state, fresh, span) -> None:
         if state.steps == 0:
@@ -35,6 +40,9 @@ class Checkpoints(RunObserver):
     def at_statement(self, state, frame) -> None:
         if self.effects.checkpoint_due(state.steps, state.effect_seq):
             self._save(state)
+        elif state.steps != self._shown[0] and time.monotonic() - self._shown[1] >= PROGRESS_SECONDS:
+            self.effects.record_progress(state)
+            self._shown = (state.steps, time.monotonic())
 
     def waiting_long(self, state, whole) -> None:
         # A long wait comes before the next statement boundary: record what was done since the last checkpoint
@@ -56,3 +64,4 @@ class Checkpoints(RunObserver):
             self.before()
         self.effects.checkpoint(state)
         self._saved = (state.steps, state.effect_seq)
+        self._shown = (state.steps, time.monotonic())

@@ -115,21 +115,23 @@ def list_runs(workspace: Path) -> list[RunSummary]:
 
 
 def view_meta(run_dir: Path, journal: Journal) -> dict[str, Any]:
-    """The run's metadata as the views show it: for a run whose process died, the counters and printed lines
-    of its last checkpoint, or of the long wait for a call it was in (`progress`), whichever is later, since the
-    metadata is only brought up to date when an attempt ends."""
+    """The run's metadata as the views show it. The metadata is only brought up to date when an attempt ends, so
+    for a run still running, or whose process died, the counters and printed lines are those of its last
+    checkpoint or of the figures it wrote meanwhile (`progress`: while it waited long for a call, and about once a
+    second otherwise), whichever is later."""
     meta = journal.meta()
-    if effective_status(run_dir, meta) != "crashed":
+    if effective_status(run_dir, meta) not in ("running", "crashed"):
         return meta
-    checkpoint = journal.latest_checkpoint()
-    state = json.loads(checkpoint[2]) if checkpoint is not None else {}
-    if checkpoint is not None:
-        state["taken"] = journal.db.execute("SELECT created FROM checkpoints ORDER BY id DESC LIMIT 1").fetchone()[0]
-    # A run that waited long for a call inside an instruction left its figures as `progress` (durable/effects.py).
-    latest = max((state, meta.get("progress") or {}), key=lambda figures: figures.get("steps", 0))
+    progress = meta.get("progress") or {}
+    # Only the newer of the two is read whole: a checkpoint holds the run's entire state.
+    row = journal.db.execute("SELECT steps, created FROM checkpoints ORDER BY id DESC LIMIT 1").fetchone()
+    latest = progress
+    if row is not None and row[0] > progress.get("steps", 0):
+        checkpoint = journal.latest_checkpoint()
+        latest = {**json.loads(checkpoint[2]), "taken": row[1]} if checkpoint is not None else progress
     if latest.get("steps", 0) <= meta.get("steps", 0):
         return meta
-    # The state's own clock only counts stretches that ended; the time it was taken covers the one that crashed.
+    # The state's own clock only counts stretches that ended; the time it was taken covers the one still going.
     taken = latest.get("taken", meta.get("created", 0.0))
     elapsed = max(latest.get("elapsed", 0.0), meta.get("elapsed", 0.0) + taken - meta.get("created", taken))
     return {**meta, "steps": latest["steps"], "elapsed": elapsed,

@@ -120,11 +120,15 @@ def _schema(ptype, program, depth: int = 0) -> dict:
 
 
 def run_tool(tool: ExposedTool, arguments: dict[str, Any], root: Path, registry, printer=None,
-             services=None) -> ToolOutcome:
+             options=None) -> ToolOutcome:
     """Run the tool's pipeline with `arguments` as a durable run of the workspace (listed by `pipe runs`); a bad
     argument or a failed run is an outcome with the .pipe error message, never an exception.
 
-    `services(tool)` gives the run's models and decomposer (as `pipe run` makes them), fresh for each call."""
+    `options` (run.options.RunOptions) are those of every call (`pipe mcp serve`'s models, settings, notices);
+    each call's models and decomposer are assembled fresh from them, as `pipe run` makes them."""
+    import dataclasses
+
+    from orgtree_lang.durable.runs import runs_dir
     from orgtree_lang.run.runner import RunOptions, new_run_id, run_program
     from orgtree_lang.runtime.errors import PipeError
     from orgtree_lang.runtime.inputs import check_inputs
@@ -136,18 +140,16 @@ def run_tool(tool: ExposedTool, arguments: dict[str, Any], root: Path, registry,
     except PipeError as err:
         return ToolOutcome(None, error=_message(err, tool))
     run_id = new_run_id()
-    try:
-        models, decomposer = services(tool) if services is not None else (None, None)
-    except PipeError as err:
-        return ToolOutcome(None, error=_message(err, tool))
-    options = RunOptions(entry=tool.entry, inputs=dict(arguments), workspace=root, registry=registry,
-                         run_id=run_id, durable=True, printer=printer, models=models, decomposer=decomposer)
+    options = dataclasses.replace(options or RunOptions(), entry=tool.entry, inputs=dict(arguments), workspace=root,
+                                  registry=registry, run_id=run_id, durable=True, printer=printer)
     if tool.budget is not None:
         options.budget = tool.budget
     try:
         machine = run_program(tool.program, root, registry, options, source=tool.source, program_path=tool.path)
     except PipeError as err:
-        return ToolOutcome(run_id, error=_message(err, tool))
+        # Refused before it started (its models or settings), a call names no run.
+        started = (runs_dir(root) / run_id).is_dir()
+        return ToolOutcome(run_id if started else None, error=_message(err, tool))
     state = machine.state
     if state.status == "waiting":
         return ToolOutcome(run_id, error=f"run {run_id} waits for a person's answer: answer it with `pipe reply`, "

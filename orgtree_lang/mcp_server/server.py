@@ -11,9 +11,9 @@ from orgtree_lang.mcp_server.catalog import ExposedTool, run_tool
 SERVER_NAME = "orgtree"
 
 
-def build_server(tools: list[ExposedTool], root: Path, registry, services=None):
-    """An MCP server listing `tools` and running each call as a durable run of workspace `root` (with the models
-    and decomposer `services(tool)` gives)."""
+def build_server(tools: list[ExposedTool], root: Path, registry, options=None):
+    """An MCP server listing `tools` and running each call as a durable run of workspace `root`, assembled from
+    `options` (run.options.RunOptions: the models, settings and notices of every call)."""
     import anyio
     import mcp_types as types
     from mcp.server.lowlevel import Server
@@ -34,7 +34,7 @@ def build_server(tools: list[ExposedTool], root: Path, registry, services=None):
             return _error(f"no tool `{params.name}` here; the tools are: {known}")
         # A run blocks on its skills and its journal: it gets a worker thread, the event loop serves other calls.
         outcome = await anyio.to_thread.run_sync(run_tool, tool, dict(params.arguments or {}), root, registry,
-                                                 _to_stderr, services)
+                                                 _to_stderr, options)
         meta = {"orgtree/run_id": outcome.run_id} if outcome.run_id else None
         if outcome.error is not None:
             return _error(outcome.error, meta)

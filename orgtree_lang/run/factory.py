@@ -1,11 +1,12 @@
-"""Build every machine of a run: the top-level one (run, resume, replay, retry, fork) and each generated child."""
+"""MachineFactory: the parts of one run tree in, its top-level machine and each generated child's machine out.
+
+run/assemble.py decides the parts (from a run's options and settings); this module only wires them."""
 
 from __future__ import annotations
 
 import dataclasses
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 from orgtree_lang.org.scheduler import Scheduler
@@ -13,7 +14,7 @@ from orgtree_lang.vm.budget import Budget
 from orgtree_lang.vm.machine import Machine
 from orgtree_lang.vm.observe import ProgressObserver
 from orgtree_lang.vm.services import Services
-from orgtree_lang.vm.trace import Tracer, TraceSettings
+from orgtree_lang.vm.trace import Tracer
 
 
 @dataclass(frozen=True)
@@ -76,124 +77,6 @@ class MachineFactory:
         from orgtree_lang.runlog.observer import TreeObserver
 
         return TreeObserver(self.recorder)
-
-
-@dataclass
-class RunParts:
-    """A run's top-level machine and what was opened for it (its trace, its org tree recorder)."""
-
-    machine: Machine
-    tracer: Tracer
-    recorder: Any = None
-    spans: Any = None  # telemetry.otel.SpanObserver
-
-    def close(self) -> None:
-        executor = self.machine.services.executor
-        if executor is not None:
-            executor.close()
-        self.tracer.close()
-        if self.recorder is not None:
-            self.recorder.finish()
-        if self.spans is not None:
-            self.spans.close()
-
-
-def build_run(program, root: Path, registry, options, run_id: str, *, effects=None, trace: Path | None = None,
-              tree: bool = True, tracer: Tracer | None = None) -> RunParts:
-    """The machine for one attempt of a run in workspace `root`, wired as `options` (run.runner.RunOptions) say.
-
-    `trace` is the trace file (default: the run's folder); `tree=False` records no org tree (a replay
-    re-executes a run whose tree is already recorded); `tracer` continues an open trace instead (a fork)."""
-    from orgtree_lang.runtime.skills import SkillContext
-    from orgtree_lang.runtime.workspace import Workspace
-
-    settings = settings_of(options, root)
-    if tracer is None:
-        trace = trace or Path(root) / ".orgtree" / "runs" / run_id / "trace.jsonl"
-        tracer = Tracer(trace, run_id, settings.trace(options.trace_level))
-    recorder = None
-    if tree and options.tree:
-        from orgtree_lang.runlog.recorder import recorder_for
-
-        recorder = recorder_for(root, options.tree_listener)
-    from orgtree_lang.executors.table import make_executor
-
-    spans = options.otel.observer(run_id) if getattr(options, "otel", None) is not None else None
-    routes = settings.routes
-    executor = make_executor(options.executor, settings.executor)
-    context = SkillContext(Workspace.for_run(root, settings.file), run_id=run_id, models=options.models,
-                           config=settings.file)
-    factory = MachineFactory(
-        registry=registry, context=context,
-        budget=options.budget, resolver=options.decomposer, printer=_synced(options.printer, effects), effects=effects,
-        tracer=tracer, recorder=recorder, progress=options.progress, executor=executor, spans=spans, routes=routes,
-        notify=_note_poster(root, run_id), inbound=_inbound(effects), remote_nodes=bool(settings.executor.get("remote_nodes")),
-        agents=_agents(options, settings, root))
-    return RunParts(factory.top(program), tracer, recorder, spans)
-
-
-def _agents(options, settings, root: Path):
-    """The organization's agents (they route by meaning and read messages for nodes that read none), or None when no
-    model is configured. Nothing is built or imported until one is asked."""
-    models = getattr(options, "models", None)
-    if models is None or not models.configured:
-        if "message_agent" not in settings.table("org"):
-            return None
-    from orgtree_lang.decompose.run_agents import RunAgents
-
-    return RunAgents.for_run(models, settings.file, Path(root))
-
-
-def _inbound(effects):
-    """A durable run's queue of messages from outside (none for a replay: it reads every decision back)."""
-    if effects is None or effects.mode == "replay":
-        return None
-    from orgtree_lang.durable.inbound import Inbound
-
-    return Inbound(effects.journal.path.parent, effects.journal)
-
-
-def _note_poster(root: Path, run_id: str) -> Callable[[dict, str], None]:
-    """How the run's `send "human", value` notes reach the workspace's inbox (once per key)."""
-
-    def post(note: dict, key: str) -> None:
-        from orgtree_lang.runlog.inbox import Inbox
-
-        with Inbox.for_workspace(root) as inbox:
-            inbox.note(key, note["text"], run_id=run_id, node=note["node"], topic=note["topic"], file=note["file"],
-                       line=note["line"])
-
-    return post
-
-
-def settings_of(options, root: Path):
-    """The run's RunSettings: those the options carry (read once by whoever started the run), else read now."""
-    if getattr(options, "settings", None) is not None:
-        return options.settings
-    from orgtree_lang.run.settings import RunSettings
-
-    return RunSettings.load(root)
-
-
-def trace_settings(root: Path, level: str | None = None) -> TraceSettings:
-    """The trace settings of a run in workspace `root`: its orgtree.toml's `[trace]`, with `level` (the
-    --trace-level flag) winning over the file's."""
-    from orgtree_lang.run.settings import RunSettings
-
-    return RunSettings.load(root).trace(level)
-
-
-def _synced(printer, effects):
-    """The printer of a durable run: the journal is made durable before a line reaches the user (group commit)."""
-    sync = getattr(effects, "sync", None)
-    if printer is None or sync is None:
-        return printer
-
-    def show(line: str) -> None:
-        sync()
-        printer(line)
-
-    return show
 
 
 def plain_machine(program, registry=None, context=None, budget: Budget | None = None, **fields) -> Machine:

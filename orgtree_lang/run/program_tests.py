@@ -6,8 +6,9 @@ import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from orgtree_lang.run.assemble import assemble, decomposer_for, settle, tell_offline_models
+from orgtree_lang.run.options import RunOptions
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.vm.budget import Budget
 
@@ -30,33 +31,37 @@ class TestOutcome:
         return self.error is None
 
 
-def run_tests(program, root: Path, registry, *, budget: Budget | None = None, models: Any = None,
-              resolver: Any = None, routes: dict | None = None, source: str | None = None,
+def run_tests(program, root: Path, registry, options: RunOptions | None = None, *, source: str | None = None,
               only: str | None = None) -> list[TestOutcome]:
-    """Run each test of `program` (those whose name contains `only`, if given) in workspace `root`, as `pipe run`
-    runs a program: with the module's routes and orgtree.toml's (`routes`), and the decomposer `resolver` (which
-    reuses saved modules for ambiguous blocks, and writes new ones when it has a model)."""
-    from orgtree_lang.run.factory import plain_machine
-    from orgtree_lang.runtime.skills import SkillContext
-    from orgtree_lang.runtime.workspace import Workspace
+    """Run each test of `program` (those whose name contains `only`, if given) in workspace `root`, each on a
+    machine assemble() builds from `options` (default: TEST_BUDGET), untraced, unjournaled, with no org tree, as
+    `pipe run` runs a program: the module's routes and orgtree.toml's, and (with the options' choices) the models
+    and a decomposer that reuses saved modules for ambiguous blocks and writes new ones when it has a model."""
 
+    options = settle(options or RunOptions(budget=TEST_BUDGET), root)
+    tell_offline_models(options, program)
+    if options.decomposer is None and source is not None:
+        # One decomposer for the file's tests, as one run of it has.
+        options.decomposer = decomposer_for(options, program, source, program.file, root, registry)
     outcomes = []
     for name, code in program.tests.items():
         if only is not None and only not in name:
             continue
         # The test becomes one more pipeline of the program; its name has a space, so nothing else can call it.
+        # dataclasses.replace keeps the module's routes (a Program rebuilt by hand had none).
         runnable = dataclasses.replace(program, pipelines={**program.pipelines, name: code})
         outcome = TestOutcome(program.file, name)
-        context = SkillContext(Workspace.for_run(root), run_id=f"test-{abs(hash(name)) % 10**8}", models=models)
-        machine = plain_machine(runnable, registry, context, budget or TEST_BUDGET, resolver=resolver,
-                                routes=routes, printer=outcome.printed.append)
+        tested = dataclasses.replace(options, printer=outcome.printed.append, trace_level="off", tree=False)
+        parts = assemble(runnable, root, registry, tested, f"test-{abs(hash(name)) % 10**8}", source=source)
         started = time.perf_counter()
         try:
-            machine.start(name)
-            machine.run()
+            parts.machine.start(name)
+            parts.machine.run()
         except PipeRuntimeError as err:
             err.source = err.source or source
             outcome.error = err
+        finally:
+            parts.close()
         outcome.seconds = time.perf_counter() - started
         outcomes.append(outcome)
     return outcomes

@@ -1,42 +1,14 @@
-"""Run a .pipe program end to end: compile it, set up the workspace, trace and budgets, and execute it."""
+"""Run a .pipe program end to end: compile it, settle its options, assemble its machine and execute it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
 
 from orgtree_lang.durable.runs import new_run_id
-from orgtree_lang.vm.budget import Budget
+from orgtree_lang.run.assemble import assemble, decomposer_for, settle, tell_offline_models
+from orgtree_lang.run.options import RunChoices, RunOptions
 
-__all__ = ["RunOptions", "new_run_id", "run_file", "run_program", "workspace_for"]
-
-
-@dataclass
-class RunOptions:
-    """How to run a program; every field has a sensible default for `pipe run`."""
-
-    entry: str | None = None
-    inputs: dict[str, Any] = field(default_factory=dict)
-    workspace: Path | None = None  # defaults to the program's folder
-    budget: Budget = field(default_factory=Budget)
-    trace: Path | None = None  # defaults to <workspace>/.orgtree/runs/<id>/trace.jsonl
-    trace_level: str | None = None  # off, calls or steps (vm/trace.py); None: [trace] level in orgtree.toml, or calls
-    printer: Callable[[str], None] | None = None
-    progress: Callable[..., None] | None = None  # (state, span), about once a second on long runs
-    decomposer: Any = None
-    decomposer_factory: Callable[..., Any] | None = None  # (program, source, file) -> decomposer, for resume etc.
-    models: Any = None  # RunModels (models/roles.py) for skills that need a model (llm.*, insight reviews)
-    registry: Any = None
-    run_id: str | None = None
-    use_cache: bool = True
-    durable: bool = False  # journal every side-effecting step and checkpoint the state (what `pipe run` does)
-    durability: str = "power"  # power: group commit, survives power loss (docs/durability.md); process: kill -9
-    tree: bool = True  # record the org tree (pipeline, skill and ambiguous nodes) in the workspace's state.db
-    tree_listener: Callable[..., None] | None = None  # (event, node) as pipeline and ambiguous nodes open and close
-    executor: str | None = None  # where slow skill calls run (`threads`, `threads:8`; executors/table.py)
-    otel: Any = None  # telemetry.otel.OtelExport: send the run's spans to an OpenTelemetry collector (docs/otel.md)
-    settings: Any = None  # run.settings.RunSettings, the workspace's orgtree.toml read once; None: read at the start
+__all__ = ["RunChoices", "RunOptions", "new_run_id", "run_file", "run_program", "workspace_for"]
 
 
 def workspace_for(path: Path, explicit: Path | None) -> Path:
@@ -65,24 +37,21 @@ def run_program(program, root: Path, registry, options: RunOptions, source: str 
     """Run an already compiled program in workspace `root`; returns the Machine.
 
     A durable run (options.durable) needs the program's source and path: its journal records them."""
-    if options.durable:
-        import dataclasses
-
-        from orgtree_lang.durable.attempt import start
-        from orgtree_lang.run.factory import build_run, settings_of
-
-        if source is None or program_path is None:
-            raise ValueError("a durable run needs the program's source and path")
-        settings = settings_of(options, root)
-        # The level is fixed for the run's life: its journal records it, and a replay traces at the same one.
-        options = dataclasses.replace(options, run_id=options.run_id or new_run_id(), settings=settings,
-                                      trace_level=settings.trace(options.trace_level).level)
-        return start(program, Path(root), registry, options, source, Path(program_path), build=build_run)
-    from orgtree_lang.run.factory import build_run
     from orgtree_lang.runtime.errors import PipeRuntimeError
 
+    root = Path(root)
+    if options.durable and (source is None or program_path is None):
+        raise ValueError("a durable run needs the program's source and path")
+    # Everything that can refuse the run (settings, models, export, decomposer) does so before anything is made.
+    options = settle(options, root)
+    tell_offline_models(options, program)
+    if options.decomposer is None and source is not None:
+        options.decomposer = decomposer_for(options, program, source, str(program_path or program.file), root,
+                                            registry)
     run_id = options.run_id or new_run_id()
-    parts = build_run(program, Path(root), registry, options, run_id, trace=options.trace)
+    if options.durable:
+        return _durable(program, root, registry, options, run_id, source, Path(program_path))
+    parts = assemble(program, root, registry, options, run_id, trace=options.trace)
     machine = parts.machine
     try:
         machine.start(options.entry, options.inputs, run_id=run_id)
@@ -93,3 +62,15 @@ def run_program(program, root: Path, registry, options: RunOptions, source: str 
     finally:
         parts.close()
     return machine
+
+
+def _durable(program, root: Path, registry, options: RunOptions, run_id: str, source: str, program_path: Path):
+    """A new durable run: durable/ creates its journal, this assembles its machine over it, durable/ runs it."""
+    from orgtree_lang.durable.attempt import NewRun
+
+    # The level is fixed for the run's life: its journal records it, and a replay traces at the same one.
+    options.run_id, options.trace_level = run_id, options.settings.trace(options.trace_level).level
+    with NewRun(root, program, run_id=run_id, entry=options.entry, inputs=options.inputs, source=source,
+                program_path=program_path, budget=options.budget, durability=options.durability,
+                trace_level=options.trace_level, settings=options.settings, trace=options.trace) as new:
+        return new.run(assemble(program, root, registry, options, run_id, effects=new.effects, trace=new.trace))

@@ -1,46 +1,68 @@
-"""Resume, retry, replay and fork durable runs, with their machines built by the run factory."""
+"""Resume, retry, replay and fork durable runs: durable/ opens the run, assemble() builds its machine, durable/ runs it."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
-import dataclasses
+from orgtree_lang.durable.fork import Fork
+from orgtree_lang.durable.replay import Replay, ReplayReport
+from orgtree_lang.durable.resume import Resumption, Retrial
+from orgtree_lang.durable.runs import new_run_id
+from orgtree_lang.run.assemble import assemble, decomposer_for, settle
+from orgtree_lang.run.options import RunOptions
 
-from orgtree_lang.run.factory import build_run, settings_of
 
-
-def resume(root: Path, ref: str, registry, options, *, from_scratch: bool = False, program_path: Path | None = None,
-           notice=None):
+def resume(root: Path, ref: str, registry, options: RunOptions, *, from_scratch: bool = False,
+           program_path: Path | None = None):
     """Continue a crashed, killed, stopped or failed run without redoing its journaled steps; returns the Machine.
-    `notice(text)` hears which lines of a killed run are printed again (durable/resume.py)."""
-    from orgtree_lang.durable import resume as durable
+    `options.tell` hears which lines of a killed run are printed again (durable/resume.py)."""
+    options = settle(options, root)
+    with Resumption(root, ref, registry, budget=options.budget, trace_level=options.trace_level,
+                    inline_bytes=options.settings.inline_bytes, trace=options.trace, tree=options.tree,
+                    from_scratch=from_scratch, program_path=program_path, notice=options.tell) as opened:
+        return opened.run(_assembled(opened, root, registry, options, effects=opened.effects, trace=opened.trace))
 
-    return durable.resume(root, ref, registry, _settled(options, root), build=build_run, from_scratch=from_scratch,
-                          program_path=program_path, notice=notice)
 
-
-def retry(root: Path, ref: str, registry, options, node: str):
+def retry(root: Path, ref: str, registry, options: RunOptions, node: str):
     """Run one node (and what depends on it) again, reusing the journaled results of everything else."""
-    from orgtree_lang.durable import resume as durable
+    options = settle(options, root)
+    with Retrial(root, ref, registry, node, budget=options.budget, trace_level=options.trace_level,
+                 inline_bytes=options.settings.inline_bytes, trace=options.trace) as opened:
+        return opened.run(_assembled(opened, root, registry, options, effects=opened.effects, trace=opened.trace))
 
-    return durable.retry(root, ref, registry, _settled(options, root), node, build=build_run)
 
-
-def replay(root: Path, ref: str, registry, printer=None, options=None):
+def replay(root: Path, ref: str, registry, printer=None, options: RunOptions | None = None) -> ReplayReport:
     """Re-execute a run from its journal with no outside calls; a ReplayReport of what differs."""
-    from orgtree_lang.durable import replay as durable
-    from orgtree_lang.run.runner import RunOptions
+    options = settle(options or RunOptions(printer=printer), root)
+    with Replay(root, ref, registry, budget=options.budget, inline_bytes=options.settings.inline_bytes) as opened:
+        # The sealed registry: a side-effecting skill refuses (and is counted) instead of running.
+        return opened.run(_assembled(opened, root, opened.registry, options, effects=opened.effects,
+                                     trace=opened.trace, tree=False))
 
-    return durable.replay(root, ref, registry, _settled(options or RunOptions(printer=printer), root), build=build_run)
 
-
-def fork(root: Path, ref: str, registry, options, at_step: int, changes: dict[str, str]):
+def fork(root: Path, ref: str, registry, options: RunOptions, at_step: int, changes: dict[str, str]):
     """A new run that starts from step `at_step` of run `ref`, with some variables or inputs changed."""
-    from orgtree_lang.durable import fork as durable
+    options = settle(options, root)
+    with Fork(root, ref, registry, at_step, changes, run_id=options.run_id or new_run_id(), budget=options.budget,
+              trace_level=options.trace_level, inline_bytes=options.settings.inline_bytes) as opened:
+        options = _for(opened, options)
+        # One decomposer for both machines: the replay's up to the fork point and the live one after it.
+        if options.decomposer is None:
+            options.decomposer = decomposer_for(options, opened.program, opened.source, opened.file, root, registry)
+        replayed = assemble(opened.program, root, opened.registry, dataclasses.replace(options, printer=None),
+                            opened.run_id, effects=opened.replaying, trace=opened.trace, tree=False)
+        opened.reach(replayed)
+        return opened.run(assemble(opened.program, root, registry, options, opened.run_id, effects=opened.effects,
+                                   tracer=replayed.tracer))
 
-    return durable.fork(root, ref, registry, _settled(options, root), at_step, changes, build=build_run)
+
+def _for(opened, options: RunOptions) -> RunOptions:
+    """The options of the attempt durable/ opened: its run id, merged budget and trace level."""
+    return dataclasses.replace(options, run_id=opened.run_id, budget=opened.budget, trace_level=opened.trace_level)
 
 
-def _settled(options, root: Path):
-    """The options with the run's settings in them, read once here when the caller did not read them."""
-    return dataclasses.replace(options, settings=settings_of(options, root))
+def _assembled(opened, root: Path, registry, options: RunOptions, **where):
+    """The machine of the attempt durable/ opened, with a decomposer made for its program as it is now."""
+    return assemble(opened.program, root, registry, _for(opened, options), opened.run_id, source=opened.source,
+                    file=opened.file, **where)

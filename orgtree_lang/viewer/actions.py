@@ -16,6 +16,7 @@ from orgtree_lang.runtime.inputs import load_json
 from orgtree_lang.viewer.page import Site
 
 RESUME_LOG = "serve-resume.log"  # in the run's folder: what the resumed `pipe resume` printed
+SETTLE_SECONDS = 10.0  # how long a reply waits for the process of a run that just began to wait to let go of it
 
 
 class Refused(UsageError):
@@ -72,9 +73,32 @@ def reply(site: Site, run: str, message: str | None, text: str) -> str:
         raise Pointless("a reply needs the run and a non-empty answer")
     from orgtree_lang.viewer.runs import run_ref
 
+    _let_go(site, run_ref(run))
     done = record_reply(site.workspace, run_ref(run), message or None, text)
     shown = json.dumps(done.value) if not isinstance(done.value, str) else repr(done.value)
     return f"answered {done.question.ref} of run {done.run_id} with {shown}"
+
+
+def _let_go(site: Site, run: str) -> None:
+    """Wait (a moment) until the process of a run that has just begun to wait for a person lets go of the run:
+    the page shows the question as soon as the journal says so, while that process is still closing it."""
+    import time
+
+    from orgtree_lang.durable.journal import Journal, JournalError
+    from orgtree_lang.durable.runs import find_run, is_locked
+
+    try:
+        run_dir = find_run(site.workspace, run)
+        journal = Journal.open(run_dir)
+    except JournalError:
+        return  # record_reply says what is wrong
+    try:
+        waiting = journal.meta().get("status") == "waiting"
+    finally:
+        journal.close()
+    deadline = time.monotonic() + SETTLE_SECONDS
+    while waiting and is_locked(run_dir) and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def resume(site: Site, run: str, running: list[subprocess.Popen]) -> str:

@@ -55,27 +55,44 @@ def _module_link(workspace: Path, node) -> str:
 
 
 def node_events(workspace: Path, node) -> list[dict]:
-    """The trace events of `node`'s run that fall in its time and are its own: a skill node's call, an
-    ambiguous block's model calls, a pipeline's events in its own frame (and the messages it sent or took)."""
+    """The trace events of `node`: those that name it as their node (its call, prints, errors, the messages it
+    sent or took, an ambiguous block's model calls) and the messages sent to it. Events are matched by node, not
+    by time, so concurrent branches of one pipeline never show each other's; a trace written before events
+    carried their node (node "root") is matched by the node's time and frame instead."""
     top = node.run_id.split("/", 1)[0]
     folder = Path(workspace) / ".orgtree" / "runs" / top
-    end = node.started_at + node.duration_ms / 1000 if node.duration_ms is not None else time.time()
+    path = node.id[len(top) + 1:]
     found = []
-    for path in sorted(folder.glob("trace*.jsonl")):
-        with path.open(encoding="utf-8", errors="replace") as lines:
+    for trace in sorted(folder.glob("trace*.jsonl")):
+        with trace.open(encoding="utf-8", errors="replace") as lines:
             for line in lines:
+                if path not in line and '"root"' not in line:
+                    continue  # most lines of a big trace are another node's: skip them unparsed
                 try:
                     event = json.loads(line)
                 except json.JSONDecodeError:  # the line a running run is writing now
                     continue
-                # An ambiguous block's model calls are traced in its child run's file, under the child's run id.
-                if event.get("run") in (node.run_id, node.id) and _is_own(event, node) \
-                        and node.started_at - _SLACK <= event.get("time", 0) <= end + _SLACK:
+                if _is_own(event, node):
                     found.append(event)
-    return sorted(found, key=lambda e: e["time"])
+    return sorted(found, key=lambda e: e.get("time", 0))
 
 
 def _is_own(event: dict, node) -> bool:
+    owner = event.get("node")
+    if owner == "root":
+        return _is_own_by_time(event, node)
+    if owner == node.id:
+        return True
+    # A message is the sender's event; the node it was sent to shows it too.
+    return event.get("event") == "message.send" and f"{node.run_id}/{event.get('to')}" == node.id
+
+
+def _is_own_by_time(event: dict, node) -> bool:
+    """How events of a trace from before they named their node are matched: the node's run, its time, its kind."""
+    end = node.started_at + node.duration_ms / 1000 if node.duration_ms is not None else time.time()
+    if event.get("run") not in (node.run_id, node.id) \
+            or not node.started_at - _SLACK <= event.get("time", 0) <= end + _SLACK:
+        return False
     kind = event.get("event")
     if node.kind == "skill":
         return kind == "skill" and event.get("skill") == node.name

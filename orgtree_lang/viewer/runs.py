@@ -106,8 +106,11 @@ def _summary(view: RunView) -> str:
     given += [f"{k}={display(v, True)} (default)" for k, v in to_plain(decode(meta.get("defaults", {}))).items()]
     rows = [("status", status_badge(view.status)), ("program", esc(meta.get("program"))),
             ("pipeline", esc(meta.get("entry"))), ("started", esc(when(meta.get("created"))))]
-    if view.status != "running":  # the journal's counters are brought up to date when an attempt ends
-        rows += [("seconds", esc(f"{meta.get('elapsed', 0.0):.2f}")), ("steps", esc(meta.get("steps", 0)))]
+    if view.status == "running":  # the figures the run wrote last (durable/runs.py view_meta), about a second old
+        rows.append(("steps", f'<span class="steps">{esc(meta.get("steps", 0))}</span> so far'))
+    else:
+        rows += [("seconds", esc(f"{meta.get('elapsed', 0.0):.2f}")),
+                 ("steps", f'<span class="steps">{esc(meta.get("steps", 0))}</span>')]
     rows += [("attempts", esc(meta.get("attempts", 0))), ("inputs", esc(", ".join(given) or "(none)"))]
     if meta.get("parent_run"):
         rows.append(("forked from", f'<a href="/runs/{esc(meta["parent_run"])}">{esc(meta["parent_run"])}</a> '

@@ -95,10 +95,13 @@ class Tracer(RunObserver):
             self._handle = open(self.path, "a", encoding="utf-8")
             self._size = self._handle.tell()
 
-    def emit(self, event: str, span: Span | None = None, frame: str | None = None, **fields: Any) -> None:
+    def emit(self, event: str, span: Span | None = None, frame: str | None = None, *, node: str | None = None,
+             **fields: Any) -> None:
+        """Append one event; `node` is the org tree node it belongs to (a pipeline call, a branch, a skill call,
+        an ambiguous block), by its id as `pipe tree` shows it, so a viewer never matches events by time."""
         if self._handle is None:
             return
-        record = {"time": round(time.time(), 6), "run": self.run_id, "node": "root", "event": event}
+        record = {"time": round(time.time(), 6), "run": self.run_id, "node": node or self.run_id, "event": event}
         if frame is not None:
             record["frame"] = frame
         if span is not None:
@@ -153,44 +156,52 @@ class Tracer(RunObserver):
 
     def run_started(self, state, fresh, span) -> None:
         if fresh:
-            self.emit("run.start", span, state.entry, entry=state.entry)
+            self.emit("run.start", span, state.entry, node=_top(state), entry=state.entry)
 
     def run_stopped(self, state, error) -> None:
         if error is not None:
-            self.emit("run.end", error.span, None, outcome="error", error=error.message, steps=state.steps)
+            self.emit("run.end", error.span, None, node=_top(state), outcome="error", error=error.message,
+                      steps=state.steps)
         elif state.status == "done":
-            self.emit("run.end", None, None, outcome="ok", result=summarize(state.result), steps=state.steps,
-                      skill_calls=state.skill_calls)
+            self.emit("run.end", None, None, node=_top(state), outcome="ok", result=summarize(state.result),
+                      steps=state.steps, skill_calls=state.skill_calls)
 
     def at_statement(self, state, frame) -> None:
         if self.steps:
-            self.emit("step", frame.code.span_at(frame.pc), frame.pipeline, step=state.steps + 1)
+            self.emit("step", frame.code.span_at(frame.pc), frame.pipeline, node=_node(state, frame.node),
+                      step=state.steps + 1)
 
     def pipeline_called(self, state, caller, frame) -> None:
-        self.emit("pipeline.call", caller.code.span_at(caller.pc - 1), caller.pipeline, pipeline=frame.pipeline)
+        self.emit("pipeline.call", caller.code.span_at(caller.pc - 1), caller.pipeline,
+                  node=_node(state, caller.node), pipeline=frame.pipeline, callee=_node(state, frame.node))
 
     def pipeline_returned(self, state, frame, value, finished) -> None:
         if not finished:
-            self.emit("pipeline.return", None, frame.pipeline, result=summarize(value))
+            self.emit("pipeline.return", None, frame.pipeline, node=_node(state, frame.node),
+                      result=summarize(value))
 
     def skill_called(self, state, frame, name, args, kwargs, outcome, result, failure, started, spend,
                      where=None) -> None:
         # `where` stays out of the trace: a replay, which calls nothing, must give the same trace.
-        self.emit("skill", frame.code.span_at(frame.pc - 1), frame.pipeline, skill=name,
+        # The node id is the one the org tree gives this call (runlog/observer.py): caller, skill, call count.
+        self.emit("skill", frame.code.span_at(frame.pc - 1), frame.pipeline,
+                  node=_node(state, f"{frame.node}/{name}#s{state.skill_calls}"), skill=name,
                   args=[summarize(a, 80) for a in args], kwargs={k: summarize(v, 80) for k, v in kwargs.items()},
                   result=summarize(result) if outcome == "ok" else None,
                   duration_ms=round((time.perf_counter() - started) * 1000, 3), outcome=outcome)
 
     def printed(self, state, frame, line) -> None:
-        self.emit("print", frame.code.span_at(frame.pc - 1), frame.pipeline, text=line[:SUMMARY_CHARS])
+        self.emit("print", frame.code.span_at(frame.pc - 1), frame.pipeline, node=_node(state, frame.node),
+                  text=line[:SUMMARY_CHARS])
 
     def error_raised(self, state, error, caught) -> None:
-        self.emit("error", error.span, state.frames[-1].pipeline, kind=error.kind, error=error.message,
+        self.emit("error", error.span, state.frames[-1].pipeline, node=_node(state, state.frames[-1].node),
+                  kind=error.kind, error=error.message,
                   outcome="caught" if caught else "raised")
 
     def block_started(self, state, frame, spec, inputs, node_id) -> None:
         self._blocks.add(node_id)
-        self.emit("ambiguous", spec.span, frame.pipeline, block=spec.name,
+        self.emit("ambiguous", spec.span, frame.pipeline, node=node_id, block=spec.name,
                   inputs={k: summarize(v, 80) for k, v in inputs.items()})
 
     def block_ended(self, node_id, outputs, error) -> None:
@@ -205,39 +216,56 @@ class Tracer(RunObserver):
             frames = machine.state.frames if machine.state is not None else []
             node_id = machine.node_id(frames[-1].node) if frames else None
         target = self.for_child(node_id, self.run_id) if node_id in self._blocks else self
-        target.emit("model", None, None, for_node=node_id, model=model, tokens=input_tokens + output_tokens,
+        target.emit("model", None, None, node=node_id, for_node=node_id, model=model, tokens=input_tokens + output_tokens,
                     input_tokens=input_tokens, output_tokens=output_tokens, cost=cost,
                     duration_ms=round((time.time() - started) * 1000, 3),
                     outcome="error" if error is not None else "ok")
 
     def task_started(self, state, task, frame) -> None:
-        self.emit("node.spawn", task.frames[0].code.span_at(task.frames[0].pc), frame.pipeline, task=task.id,
+        self.emit("node.spawn", task.frames[0].code.span_at(task.frames[0].pc), frame.pipeline,
+                  node=_node(state, frame.node), task=task.id,
                   branch=task.node, label=task.label)
 
     def task_cancelled(self, state, task) -> None:
-        self.emit("node.cancel", None, None, task=task.id, branch=task.node, label=task.label)
+        self.emit("node.cancel", None, None, node=_node(state, task.node), task=task.id, branch=task.node, label=task.label)
 
     def task_ended(self, state, task) -> None:
-        self.emit("node.end", None, None, task=task.id, branch=task.node, outcome=task.status,
+        self.emit("node.end", None, None, node=_node(state, task.node), task=task.id, branch=task.node, outcome=task.status,
                   error=task.error["message"] if task.error else None)
 
     def human_waiting(self, state, question) -> None:
-        self.emit("human.ask", None, None, asker=question.node, kind=question.kind, step=question.seq,
+        self.emit("human.ask", None, None, node=_asker(state, question), asker=question.node, kind=question.kind, step=question.seq,
                   question=question.text[:SUMMARY_CHARS], at=f"{question.file}:{question.line}")
 
     def message_sent(self, state, message) -> None:
-        self.emit("message.send", None, None, message=message["id"], sender=message["sender"], to=message["to"],
+        self.emit("message.send", None, None, node=_node(state, message["sender"]), message=message["id"], sender=message["sender"], to=message["to"],
                   topic=message["topic"], body=summarize(decode(message["body"]), 80))
 
     def message_received(self, state, message) -> None:
-        self.emit("message.receive", None, None, message=message["id"], by=message["to"], sender=message["sender"])
+        self.emit("message.receive", None, None, node=_node(state, message["to"]), message=message["id"], by=message["to"], sender=message["sender"])
 
     def interrupted(self, state, node, message, span) -> None:
-        self.emit("interrupt", span, None, task=node, message=message["id"])
+        self.emit("interrupt", span, None, node=_node(state, node), task=node, message=message["id"])
 
     def human_answered(self, state, question, answer) -> None:
-        self.emit("human.answer", None, None, asker=question.node, kind=question.kind, step=question.seq,
+        self.emit("human.answer", None, None, node=_asker(state, question), asker=question.node, kind=question.kind, step=question.seq,
                   answer=summarize(answer))
 
     def released(self) -> None:
         self.close()
+
+
+def _node(state, path: str) -> str:
+    """The org tree id of the node at `path` (a frame's or a task's node) in `state`'s run."""
+    return f"{state.run_id}/{path}"
+
+
+def _top(state) -> str:
+    """The node of the run's entry pipeline (its first frame), or the run itself once no frame is left."""
+    return _node(state, state.frames[0].node) if state.frames else state.run_id
+
+
+def _asker(state, question) -> str:
+    """The org tree id of the node that asked `question`: its node is a path from the top run (a generated
+    child's nodes sit under their ambiguous node, vm/machine.py `effect_node`)."""
+    return f"{state.run_id.split('/', 1)[0]}/{question.node}"
