@@ -120,7 +120,8 @@ def parse_input(name: str, text: str, ptype) -> Any:
 def check_inputs(code, inputs: dict[str, Any], records) -> None:
     """Raise InputError for the first input problem of a call of `code` (a CodeObject) with `inputs`.
 
-    Unknown names, missing parameters without a default, and values that do not fit their parameter's type
+    Unknown names, missing parameters without a default, values nested deeper than MAX_INPUT_DEPTH (an MCP
+    client's arguments too), and values that do not fit their parameter's type
     (records built field by field with `records`, a RecordTypes) are found here, before the run starts."""
     from orgtree_lang.syntax.diagnostics import did_you_mean
 
@@ -137,7 +138,7 @@ def check_inputs(code, inputs: dict[str, Any], records) -> None:
                 raise InputError(f"pipeline {code.name} needs input `{param.name}` ({param.type}): "
                                  f"pass it with -i {param.name}=VALUE")
             continue
-        value = inputs[param.name]
+        value = check_depth(param.name, inputs[param.name])  # what -i and --inputs check, for every caller
         try:
             converted = records.from_plain(value, param.type)
         except PipeRuntimeError as err:
