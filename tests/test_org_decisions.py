@@ -198,13 +198,15 @@ def test_deciding_is_metered_against_the_run_trees_token_budget(tmp_path: Path) 
 
     (tmp_path / "a").mkdir()
     author, reviewer = models(tmp_path / "a", ASKS, [decision("answer", answer="UPPER")])
-    spent = run(tmp_path / "a", PROGRAM, author, reviewer).meter.tokens
+    # Outputs not reviewed, so that the decision is the run's last model call.
+    spent = run(tmp_path / "a", PROGRAM, author, reviewer, review_outputs="off").meter.tokens
     (tmp_path / "b").mkdir()
     author, reviewer = models(tmp_path / "b", ASKS, [decision("answer", answer="UPPER")])
     registry = stdlib_registry()
     program = compile_source(PROGRAM, "prog.pipe", registry).program
     decomposer = Decomposer(author=author, reviewer=reviewer, registry=registry, workspace=tmp_path / "b",
-                            parent_file="prog.pipe", parent_source=PROGRAM, settings=DecomposeSettings(protocol=False))
+                            parent_file="prog.pipe", parent_source=PROGRAM,
+                            settings=DecomposeSettings(protocol=False, review_outputs="off"))
     machine = plain_machine(program, registry=registry, context=SkillContext(Workspace(tmp_path / "b")),
                             resolver=decomposer, budget=Budget(max_tokens=spent - 1))
     machine.start(None, {"text": "hi"})
