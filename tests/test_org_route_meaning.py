@@ -154,14 +154,3 @@ def test_the_viewer_shows_the_decision_node_and_the_edges_it_made(tmp_path: Path
     main = page.split(f'data-node="{run_id}/main"', 1)[1].split("</li>", 1)[0]
     assert "→ main/worker#1 &quot;yes, in twos&quot;" in main
 
-
-def test_with_no_model_a_run_says_once_that_agents_are_off_and_its_replay_says_nothing(tmp_path: Path) -> None:
-    (tmp_path / "twice.pipe").write_text(SUPERVISED.replace(
-        "    w = spawn worker(3)\n    return await w",
-        "    w = spawn worker(3)\n    v = spawn worker(4)\n    return await w + await v"), encoding="utf-8")
-    ran = pipe("run", "twice.pipe", cwd=tmp_path)
-    assert ran.returncode == 0, ran.stderr
-    assert ran.stderr.count("run-time agents are off (no model configured)") == 1
-    replayed = pipe("replay", only_run_id(tmp_path), cwd=tmp_path)
-    assert replayed.returncode == 0 and "identical" in replayed.stderr
-    assert "run-time agents are off" not in replayed.stderr

@@ -22,32 +22,10 @@ send then fails). Answer with one JSON object and nothing else: {{"topic": "<one
 REPAIR = "Your answer cannot be used: {problem}\nAnswer again with one JSON object as your instructions say."
 
 
-OFF = ("note: run-time agents are off (no model configured): a message to a node that reads none waits in its "
-       "mailbox, and a send to a topic no route declares is not routed by meaning")
-
-
-class AgentsOff:
-    """The organization's agents of a run with no model configured: they decide nothing, and say so once."""
-
-    on = False
-
-    def __init__(self, notice: Callable[[str], None] | None = None) -> None:
-        self.notice = notice
-        self.told = False
-
-    def tell_off(self) -> None:
-        if not self.told and self.notice is not None:
-            self.told = True
-            self.notice(OFF)
-
-
 class RunAgents:
     """The organization's agents for one run: `model()` gives the model they ask (built when first needed)."""
 
     on = True
-
-    def tell_off(self) -> None:
-        pass
 
     def __init__(self, model: Callable[[], Any], workspace: Path | None = None) -> None:
         self._model = model

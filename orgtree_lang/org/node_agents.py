@@ -40,12 +40,10 @@ class NodeAgents:
             return False
         if any(reads_messages(frame, machine.program.pipelines) for frame in target.frames):
             return False
-        agents = machine.services.agents
-        if agents_on(agents):
+        if agents_on(machine.services.agents):
             return True
-        if agents is not None:
-            agents.tell_off()
-        # Agents off: the message goes to the mailbox, as it always did; a durable run journals that it did (`read`).
+        # Agents off: the message goes to the mailbox, as it always did (and nothing is said: a program may leave
+        # messages unread on purpose); a durable run journals that it did (`read`).
         return machine.services.effects is not None
 
     def read(self, frame: Frame, target: Task, body: Any, topic: str) -> None:

@@ -77,8 +77,6 @@ class Routing:
         on = agents_on(agents)
         if not candidates or (not on and effects is None):
             self.agents_off = not on
-            if candidates and agents is not None:
-                agents.tell_off()
             return None
         span = frame.code.span_at(frame.pc - 1)
         shown = display_short(body, 2000)
@@ -88,8 +86,6 @@ class Routing:
 
         def pick(_key: str | None) -> dict[str, Any]:
             if not on:
-                if agents is not None:
-                    agents.tell_off()
                 return {"topic": None, "off": True}  # run-time agents are off: the send fails as it always did
             machine.meter.check_model(machine.budget, what)
             return agents.pick_route(topic, shown, candidates)

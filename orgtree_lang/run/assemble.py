@@ -8,7 +8,6 @@ handed what this builds; it never builds a machine itself."""
 from __future__ import annotations
 
 import dataclasses
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -93,7 +92,7 @@ def assemble(program, root: Path, registry, options: RunOptions, run_id: str, *,
         printer=_synced(options.printer, effects), effects=effects, tracer=tracer, recorder=recorder,
         progress=options.progress, executor=make_executor(options.executor, settings.executor), spans=spans,
         routes=settings.routes, notify=_note_poster(root, run_id), inbound=_inbound(effects),
-        remote_nodes=bool(settings.executor.get("remote_nodes")), agents=_agents(options, settings, root, effects))
+        remote_nodes=bool(settings.executor.get("remote_nodes")), agents=_agents(options, settings, root))
     return AssembledRun(factory.top(program), tracer, recorder, spans)
 
 
@@ -179,17 +178,15 @@ def _otel_export(choices: RunChoices, settings):
     return export
 
 
-def _agents(options: RunOptions, settings, root: Path, effects=None):
-    """The organization's agents (they route by meaning and read messages for nodes that read none); with no model
-    configured, agents that are off and say so once. No model is built until one is asked."""
+def _agents(options: RunOptions, settings, root: Path):
+    """The organization's agents (they route by meaning and read messages for nodes that read none), or None when no
+    model is configured. No model is built until one is asked."""
     models = options.models
-    from orgtree_lang.decompose.run_agents import AgentsOff, RunAgents
-
     if models is None or not models.configured:
         if "message_agent" not in settings.table("org"):
-            # Off, and said once; a replay takes every decision from the journal, and says nothing.
-            replay = effects is not None and effects.mode == "replay"
-            return AgentsOff(None if replay else lambda text: print(text, file=sys.stderr))
+            return None  # off: a send to an unknown topic says so in its error's hint
+    from orgtree_lang.decompose.run_agents import RunAgents
+
     return RunAgents.for_run(models, settings.file, Path(root))
 
 
