@@ -135,7 +135,9 @@ def test_a_resolver_gets_a_block_context_and_never_the_machine(tmp_path: Path) -
     fields = set(vars(block))
     assert fields == {"spec", "inputs", "node", "budget", "records", "spend", "effects", "context", "observer",
                       "journal_node", "numbering", "statement", "children", "seconds_used", "steps_used", "answered",
-                      "executor", "concurrent", "printed"}
+                      "executor", "concurrent", "printed",
+                      # the block node's messages: whether the pipeline reads any, its desk, what its child sent up
+                      "reads_messages", "desk", "upward"}
     assert not any(value is machine for value in vars(block).values()), "a field holds the machine itself"
     # Its steps go under its node in the journal, stamped with the statement at which the run reached it.
     assert block.journal_node == block.node.removeprefix("r/")
