@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from orgtree_lang.runtime.errors import PipeRuntimeError
@@ -33,23 +34,15 @@ def json_nesting_depth(text: str) -> int:
     """How deep arrays and objects nest in JSON `text`, read from its brackets outside strings, before any parse
     (json.loads itself fails with a RecursionError on text nested about a thousand deep)."""
     deepest = depth = 0
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in "]}":
-            depth -= 1
+    for bracket in _BRACKETS.findall(_STRINGS.sub("", text)):
+        depth += 1 if bracket in "[{" else -1
+        deepest = max(deepest, depth)
     return deepest
+
+
+# A JSON string (escapes included), and a bracket: what is left of a JSON text that counts for its nesting.
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_BRACKETS = re.compile(r"[\[\]{}]")
 
 
 def nesting_problem(what: str, depth: int) -> str | None:
