@@ -14,7 +14,6 @@ from orgtree_lang.decompose.store import ModuleStore
 from orgtree_lang.review.ledger import ConcernLedger
 from orgtree_lang.runtime.errors import PipeRuntimeError
 
-pytestmark = pytest.mark.fast
 
 PARENT = '''use text
 
