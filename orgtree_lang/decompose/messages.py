@@ -74,7 +74,7 @@ class MessageReader:
         node_id = f"{block.node}/decision#{view.number + 1}"
         if events.DecisionStarted in block.observer.hears:
             block.observer.on(events.DecisionStarted(run_id=block.node, node_id=node_id, parent_id=block.node,
-                                                     name=f'message from {view.sender}'))
+                                                     name=f"message from {view.sender}"))
         spend = NodeSpend(block.spend.meter, block.budget, block.observer, node_id, block.spend.lock)
         model = MeteredModel(self.model, spend=spend, what=f"deciding on a message to block `{spec.name}`",
                              journal=journaled_calls(block))
@@ -107,11 +107,11 @@ class MessageReader:
                                      f"{view.sender} means: {err}", kind="model", catchable=False,
                                      hint=getattr(err, "hint", None))
             if events.DecisionEnded in block.observer.hears:
-                block.observer.on(events.DecisionEnded(node_id=node_id, detail='', error=error))
+                block.observer.on(events.DecisionEnded(node_id=node_id, detail="", error=error))
             raise error from err
         except PipeRuntimeError as err:
             if events.DecisionEnded in block.observer.hears:
-                block.observer.on(events.DecisionEnded(node_id=node_id, detail='', error=err))
+                block.observer.on(events.DecisionEnded(node_id=node_id, detail="", error=err))
             raise
         if decision["kind"] == "ignore":
             self._note(agent, view, decision["note"])

@@ -111,10 +111,9 @@ class BlockCalls:
                 org.track(call, Finished(error=exc))
                 return
             if reused:
+                outputs = found.get("outputs:") if isinstance(found, dict) else found
                 if events.BlockEnded in machine.observer.hears:
-                    machine.observer.on(events.BlockEnded(node_id=node_id,
-                                                          outputs=found.get('outputs:') if isinstance(found, dict) else found,
-                                                          error=None))
+                    machine.observer.on(events.BlockEnded(node_id=node_id, outputs=outputs, error=None))
                 org.track(call, Finished(found))
                 return
         run = BlockRun(org, call, spec, step)

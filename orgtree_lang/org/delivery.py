@@ -137,11 +137,11 @@ class Delivery:
         ran = (call.finished or time.perf_counter()) - call.started
         if events.SkillCalled in machine.observer.hears:
             machine.observer.on(events.SkillCalled(state=state, frame=frame, name=call.name, args=call.args,
-                                                   kwargs=call.kwargs, outcome='ok' if failure is None else 'error',
+                                                   kwargs=call.kwargs, outcome="ok" if failure is None else "error",
                                                    result=value,
                                                    failure=None if error is None else failure_text(error),
                                                    started=time.perf_counter() - ran, spend=spend,
-                                                   where=getattr(pending, 'where', None)))
+                                                   where=getattr(pending, "where", None)))
         if failure is not None:
             raise failure
         if machine.budget.max_memory is not None:

@@ -85,12 +85,12 @@ class NodeAgents:
         observer = machine.observer
         if events.DecisionStarted in observer.hears:
             observer.on(events.DecisionStarted(run_id=state.run_id, node_id=decision_node, parent_id=node,
-                                               name=f'message from {view.sender}'))
+                                               name=f"message from {view.sender}"))
         if events.NodeAnnotated in observer.hears:
-            observer.on(events.NodeAnnotated(node_id=decision_node, tokens=decision['tokens'], cost=decision['cost']))
+            observer.on(events.NodeAnnotated(node_id=decision_node, tokens=decision["tokens"], cost=decision["cost"]))
         machine.meter.charge_model(machine.budget, decision["tokens"], decision["cost"], what)
         if events.DecisionEnded in observer.hears:
-            observer.on(events.DecisionEnded(node_id=decision_node, detail=decision['detail'], error=None))
+            observer.on(events.DecisionEnded(node_id=decision_node, detail=decision["detail"], error=None))
         kind = decision["kind"]
         if kind == "answer" and me is not None:
             mail.deliver(frame, me, decision["answer"], "answer", sender=target.node)

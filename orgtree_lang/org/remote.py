@@ -181,15 +181,15 @@ class RemoteNodes:
             for made in value["calls"]:
                 state.skill_calls += 1
                 if events.SkillCalled in observer.hears:
-                    observer.on(events.SkillCalled(state=state, frame=child, name=made['name'], args=made['args'],
-                                                   kwargs=made['kwargs'], outcome=made['outcome'],
-                                                   result=made['result'], failure=made['failure'],
-                                                   started=now - made['ms'] / 1000, spend=None, where=where))
+                    observer.on(events.SkillCalled(state=state, frame=child, name=made["name"], args=made["args"],
+                                                   kwargs=made["kwargs"], outcome=made["outcome"],
+                                                   result=made["result"], failure=made["failure"],
+                                                   started=now - made["ms"] / 1000, spend=None, where=where))
             machine.meter.add({"steps": value["steps"]})
             failure = value["error"]
         if failure is None:
             if events.PipelineReturned in observer.hears:
-                observer.on(events.PipelineReturned(state=state, frame=child, value=value['value'], finished=False))
+                observer.on(events.PipelineReturned(state=state, frame=child, value=value["value"], finished=False))
             org.finish(task, "done", result=value["value"])
         else:
             org.finish(task, "cancelled" if failure["kind"] == "cancelled" else "failed",

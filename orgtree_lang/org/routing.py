@@ -102,15 +102,14 @@ class Routing:
         observer = machine.observer
         if events.DecisionStarted in observer.hears:
             observer.on(events.DecisionStarted(run_id=state.run_id, node_id=decision, parent_id=node,
-                                               name=f'route `{topic}`'))
+                                               name=f"route `{topic}`"))
         if events.NodeAnnotated in observer.hears:
-            observer.on(events.NodeAnnotated(node_id=decision, tokens=chosen['tokens'], cost=chosen['cost']))
+            observer.on(events.NodeAnnotated(node_id=decision, tokens=chosen["tokens"], cost=chosen["cost"]))
         machine.meter.charge_model(machine.budget, chosen["tokens"], chosen["cost"], what)
         picked = chosen["topic"]
+        detail = f"to {picked}: {chosen['why']}" if picked else f"none: {chosen['why']}"
         if events.DecisionEnded in observer.hears:
-            observer.on(events.DecisionEnded(node_id=decision,
-                                             detail=f"to {picked}: {chosen['why']}" if picked else f"none: {chosen['why']}",
-                                             error=None))
+            observer.on(events.DecisionEnded(node_id=decision, detail=detail, error=None))
         return picked
 
     def _start_route_node(self, topic: str, pipeline: str, message: dict[str, Any]) -> Task:

@@ -253,6 +253,7 @@ def await_call(m: Machine, pending, seconds_left: Callable[[], float | None], wh
             with m.run_lock.released():
                 return pending.result(timeout=WAIT_NOTICE)
         except concurrent.futures.TimeoutError:
+            # The run lock is held again: the state stays as it is.
             if events.WaitingLong in m.observer.hears:
                 m.observer.on(events.WaitingLong(state=m.state, whole=whole))
     with m.run_lock.released():
