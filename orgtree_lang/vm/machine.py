@@ -274,5 +274,5 @@ class Machine:
                 self.observer.on(events.Suspending(state=state))
             return True
         if events.AtStatement in self.observer.hears:
-            self.observer.on(events.AtStatement(state=state, frame=frame))
+            self.observer.on(events.AtStatement(state, frame))
         return False

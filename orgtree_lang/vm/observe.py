@@ -62,11 +62,20 @@ class FanOut(RunObserver):
         self.observers = list(observers)
         self.step_interval = min(o.step_interval for o in self.observers)
         self.hears = frozenset().union(*(o.hears for o in self.observers))
-        self._by_kind = {kind: tuple(o for o in self.observers if kind in o.hears) for kind in self.hears}
+        # Each kind's receivers, in order: an observer's own handler, bound (one call, no lookup, per event).
+        self._by_kind = {kind: tuple(_receiver(o, kind) for o in self.observers if kind in o.hears)
+                         for kind in self.hears}
 
     def on(self, event: Event) -> None:
-        for observer in self._by_kind.get(type(event), ()):
-            observer.on(event)
+        for receive in self._by_kind.get(type(event), ()):
+            receive(event)
+
+
+def _receiver(observer: RunObserver, kind: type[Event]) -> Callable[[Event], None]:
+    """What hears events of `kind` for `observer`: its handler, bound, unless it has an `on` of its own."""
+    if type(observer).on is not RunObserver.on:
+        return observer.on
+    return observer.handlers[kind].__get__(observer)
 
 
 def observe(observers) -> RunObserver:
