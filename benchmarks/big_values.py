@@ -69,7 +69,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / "triage.pipe").write_text(PROGRAM)
-        (root / "author.json").write_text(json.dumps([{"match": {"contains": "Write a module"}, "reply": MODULE}]))
+        # The context tree's summaries are the run's model's (docs/memory.md): a short one for each.
+        (root / "author.json").write_text(json.dumps([{"match": {"contains": "Write a module"}, "reply": MODULE},
+                                                      {"match": {"contains": "Summarize the text below"},
+                                                       "reply": "Reports of the editor crashing on start."}]))
         (root / "reviewer.json").write_text(json.dumps([{"reply": REVIEW}]))
         (root / "inputs.json").write_text(json.dumps({"report": text}))
         done = pipe(root, "run", "triage.pipe", "--inputs", "inputs.json", "--model", "scripted:author.json",

@@ -1,4 +1,4 @@
-"""Measure the decomposer on tasks scored by hidden cases: today's flow ("before") against the data-driven one ("after").
+"""Measure the decomposer on tasks scored by hidden cases: the classic flow ("before"), the data-driven one ("after"), and the data-driven one repairing its modules on real data ("repair").
 
 Each task folder (benchmarks/decompose_tasks/ by default) holds `task.pipe` (a program whose `ambiguous` block is
 the task), `run.json` (the inputs of the writing run: the only values the author sees), `hidden.json` (cases the
@@ -28,6 +28,13 @@ Figures, per flow (how each is read):
   reviewer told apart by model name, divided by the blocks solved (modules saved);
 - hidden cases passed.
 
+The repair flow (LIVE) then runs the task with the models on each hidden case's inputs in turn, as real data
+(`real_data.log`): a module that fails on one, or whose outputs fail their review, is repaired there and the block
+runs again. Its table shows, per task: solved (every hidden case passes at the end), the hidden cases the modules
+as first written pass (each module put back at its version 1 of state.db's `module_versions`) and those passed
+after the repairs (both scored with no model), the repairs (versions after the first), and the calls and tokens of
+the writing run and the real-data runs together.
+
 Prints one table per flow and writes OUT/results.json with the raw figures (`--score-only` measures the
 workspaces of an earlier run again without calling a model).
 """
@@ -48,7 +55,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 TASKS = HERE / "decompose_tasks"
-FLOWS = {"before": False, "after": True}  # flow name: [decompose] data_driven
+FLOWS = {"before": False, "after": True, "repair": True}  # flow name: [decompose] data_driven
+# Flows whose hidden cases are real data: run with the models after the writing run, one `pipe run` per case in
+# order, so a module that fails on one is repaired there ([decompose] max_run_repairs) and the next case meets
+# the repaired one. The other flows measure the writing alone: their outputs are not reviewed.
+LIVE = {"repair"}
 CODE_PHASES = ("write", "simulate", "revise")  # attempt-log phases that hold a module (not a design)
 
 
@@ -77,8 +88,11 @@ def prepare(out: Path, flow: str, task: str, tasks: Path, child_seconds: float) 
     workspace.mkdir(parents=True)
     shutil.copy(tasks / task / "task.pipe", workspace / "task.pipe")
     shutil.copy(tasks / task / "run.json", workspace / "run.json")
+    # The repair flow reviews the outputs of each new or revised module's first run (the default), and no sample
+    # of the others, so that its figures do not depend on the run ids drawn.
+    review = 'review_outputs = "first"\nreview_sample = 0\n' if flow in LIVE else 'review_outputs = "off"\n'
     (workspace / "orgtree.toml").write_text(f"[decompose]\ndata_driven = {str(FLOWS[flow]).lower()}\n"
-                                            f"child_max_seconds = {child_seconds:g}\n", encoding="utf-8")
+                                            f"child_max_seconds = {child_seconds:g}\n{review}", encoding="utf-8")
     return workspace
 
 
@@ -103,6 +117,20 @@ def write_modules(workspace: Path, pipe: list[str], model_args: list[str], env: 
                                        f"{proc.stderr}", encoding="utf-8")
     last = [line for line in proc.stderr.splitlines() if line.strip()][-1:] if proc.returncode else []
     return {"exit": proc.returncode, "seconds": seconds, "error": last[0] if last else ""}
+
+
+def real_data(workspace: Path, cases: list[dict], pipe: list[str], model_args: list[str], env: dict) -> list[int]:
+    """Run the task with the models on each hidden case's inputs, in order (the models never see the expected
+    values); every run's exit code, and its output in real_data.log."""
+    exits, log = [], []
+    for number, case in enumerate(cases, 1):
+        (workspace / f"case{number}.json").write_text(json.dumps(case["inputs"]), encoding="utf-8")
+        proc = subprocess.run([*pipe, "run", "task.pipe", "--inputs", f"case{number}.json", "--workspace", ".",
+                               *model_args], cwd=workspace, capture_output=True, text=True, env=env)
+        exits.append(proc.returncode)
+        log.append(f"=== case {number}: exit {proc.returncode}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}")
+    (workspace / "real_data.log").write_text("\n".join(log), encoding="utf-8")
+    return exits
 
 
 # ---- reading what the run left -----------------------------------------------------------------
@@ -198,6 +226,24 @@ def model_calls(workspace: Path, author: str, reviewer: str) -> dict:
 
 # ---- hidden cases ----------------------------------------------------------------------------
 
+def versions(workspace: Path) -> list[dict]:
+    """Every version of every module (state.db `module_versions`): module, number, why it was made."""
+    return _rows(workspace, "SELECT module, version, reason, text FROM module_versions ORDER BY module, version")
+
+
+def first_modules_passed(workspace: Path, cases: list[dict]) -> tuple[int, list[str]]:
+    """The hidden cases the modules as first written pass: a copy of the workspace with each module put back at
+    its version 1 (a nested module that only a repair's split asked for is there, but nothing calls it)."""
+    rows = versions(workspace)
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / "ws"
+        shutil.copytree(workspace, copy, ignore=shutil.ignore_patterns("runs", "*.lock"))
+        for row in rows:
+            if row["version"] == 1:
+                (copy / row["module"]).write_text(row["text"], encoding="utf-8")
+        return hidden_cases(copy, cases)
+
+
 def hidden_cases(workspace: Path, cases: list[dict]) -> tuple[int, list[str]]:
     """Run the task on each case with no model, in a copy of the workspace (so the figures above stay the run's):
     every block reuses the module the run saved, and a block the run never reached has none and fails."""
@@ -245,7 +291,7 @@ def hidden_cases(workspace: Path, cases: list[dict]) -> tuple[int, list[str]]:
 
 # ---- figures and tables ------------------------------------------------------------------------
 
-def measure(workspace: Path, cases: list[dict], author: str, reviewer: str, run: dict) -> dict:
+def measure(workspace: Path, cases: list[dict], author: str, reviewer: str, run: dict, live: bool = False) -> dict:
     modules = saved_modules(workspace)
     solved = {m["block"] for m in modules}
     attempts = writings(workspace)
@@ -257,7 +303,13 @@ def measure(workspace: Path, cases: list[dict], author: str, reviewer: str, run:
                      **ledger.get(b, {"simulation_before_review": 0, "simulation_after_review": 0,
                                       "review_concerns": 0, "design_concerns": 0})} for b in blocks}
     passed, failures = hidden_cases(workspace, cases)
-    return {"run": run, "blocks": per_block, "modules": modules, "calls": model_calls(workspace, author, reviewer),
+    repair = {}
+    if live:
+        first_passed, _ = first_modules_passed(workspace, cases)
+        repair = {"first_module_passed": first_passed,
+                  "repairs": sum(row["version"] > 1 for row in versions(workspace)),
+                  "real_data_exits": run.get("real_data", [])}
+    return {**repair, "run": run, "blocks": per_block, "modules": modules, "calls": model_calls(workspace, author, reviewer),
             "levels": max((m["depth"] for m in modules), default=0),
             "pipelines": sum(m["pipelines"] for m in modules), "hidden_passed": passed, "hidden_cases": len(cases),
             "hidden_failures": failures}
@@ -295,6 +347,30 @@ def table(flow: str, results: dict[str, dict]) -> str:
     return "\n".join(rows)
 
 
+def repair_table(flow: str, results: dict[str, dict]) -> str:
+    """A live flow's figures: hidden cases the first modules pass and those passed after the repairs on real data,
+    repairs per task, model calls and tokens per task (the writing run's and the real data's)."""
+    head = (f"{'task':<18} {'exit':>4} {'solved':>6} {'first module':>12} {'after repair':>12} {'repairs':>7} "
+            f"{'calls a+r':>9} {'tokens':>9}")
+    rows = [f"flow: {flow} (data_driven = true; hidden cases run with the models, repairs on real data)", head]
+    total = {"first": 0, "after": 0, "cases": 0, "repairs": 0, "tokens": 0, "tasks": 0, "solved": 0}
+    for task, r in results.items():
+        solved = r["hidden_passed"] == r["hidden_cases"]
+        tokens = r["calls"]["prompt_tokens"] + r["calls"]["completion_tokens"]
+        rows.append(f"{task:<18} {r['run']['exit']:>4} {'yes' if solved else 'no':>6} "
+                    f"{r['first_module_passed']:>6}/{r['hidden_cases']:<5} {r['hidden_passed']:>6}/{r['hidden_cases']:<5} "
+                    f"{r['repairs']:>7} {r['calls']['author_calls']:>5}+{r['calls']['reviewer_calls']:<3} {tokens:>9,}")
+        for key, value in (("first", r["first_module_passed"]), ("after", r["hidden_passed"]),
+                           ("cases", r["hidden_cases"]), ("repairs", r["repairs"]), ("tokens", tokens),
+                           ("tasks", 1), ("solved", solved)):
+            total[key] += value
+    tasks = total["tasks"] or 1
+    rows.append(f"{'all':<18} {'':>4} {total['solved']:>2}/{total['tasks']:<3} {total['first']:>6}/{total['cases']:<5} "
+                f"{total['after']:>6}/{total['cases']:<5} {total['repairs'] / tasks:>7.1f} {'':>9} "
+                f"{total['tokens'] / tasks:>9,.0f}  (repairs and tokens per task)")
+    return "\n".join(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -309,14 +385,15 @@ def main(argv: list[str] | None = None) -> int:
                              "take minutes, and a module's limit counts the writing of its nested blocks)")
     parser.add_argument("--tasks", type=Path, default=TASKS, help="the folder of task folders (default: %(default)s)")
     parser.add_argument("--only", help="comma-separated task names (default: every task)")
-    parser.add_argument("--flows", default="before,after", help="comma-separated: before, after (default: both)")
+    parser.add_argument("--flows", default="before,after,repair",
+                        help="comma-separated: before, after, repair (default: all three)")
     parser.add_argument("--score-only", action="store_true", help="measure OUT's workspaces again; call no model")
     parser.add_argument("--pipe", default=f"{sys.executable} -m orgtree_lang.cli.main",
                         help="the command that runs `pipe` (default: this Python's orgtree_lang)")
     args = parser.parse_args(argv)
     flows = [f for f in args.flows.split(",") if f]
     if set(flows) - set(FLOWS):
-        parser.error(f"--flows takes before and after, got {args.flows}")
+        parser.error(f"--flows takes before, after and repair, got {args.flows}")
     if not args.score_only and not args.model:
         parser.error("--model is required (or --score-only to measure an earlier run)")
     names = task_names(args.tasks, args.only.split(",") if args.only else None)
@@ -346,16 +423,21 @@ def main(argv: list[str] | None = None) -> int:
         def one(job):
             runs[job] = write_modules(workspaces[job], args.pipe.split(), model_args, env)
             print(f"  {job[0]}/{job[1]}: exit {runs[job]['exit']} in {runs[job]['seconds']} s", flush=True)
+            if job[0] in LIVE:
+                cases = json.loads((args.tasks / job[1] / "hidden.json").read_text(encoding="utf-8"))
+                runs[job]["real_data"] = real_data(workspaces[job], cases, args.pipe.split(), model_args, env)
+                print(f"  {job[0]}/{job[1]}: real data exits {runs[job]['real_data']}", flush=True)
 
         with ThreadPoolExecutor(len(jobs)) as pool:
             list(pool.map(one, jobs))
     results: dict[str, dict] = {flow: {} for flow in flows}
     for flow, task in jobs:
         cases = json.loads((args.tasks / task / "hidden.json").read_text(encoding="utf-8"))
-        results[flow][task] = measure(args.out / flow / task, cases, author, reviewer, runs[flow, task])
+        results[flow][task] = measure(args.out / flow / task, cases, author, reviewer, runs[flow, task],
+                                      live=flow in LIVE)
     for flow in flows:
         print()
-        print(table(flow, results[flow]))
+        print(repair_table(flow, results[flow]) if flow in LIVE else table(flow, results[flow]))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps({"author": author, "reviewer": reviewer,
                                                        "api_base": args.api_base, "flows": results}, indent=1),

@@ -5,7 +5,8 @@ command's logic is the subject. Keep a real subprocess where the process is: the
 `pipe --help` imports, crashes and kills (see tests/durable_testing.py).
 
 `pipe(...)` changes the current folder and environment for the call only and puts them back after, and gives
-the command fresh text streams for stdout and stderr (not terminals, like a subprocess's pipes).
+the command fresh text streams for stdout and stderr (not terminals, like a subprocess's pipes). When the command
+ends, the MCP servers it started are stopped, as the end of its process would stop them.
 """
 
 from __future__ import annotations
@@ -42,7 +43,16 @@ def pipe(*args: str | Path, cwd: Path | str | None = None, env: Mapping[str, str
             code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 2)
             if not isinstance(stop.code, (int, type(None))):
                 print(stop.code, file=sys.stderr)
+        finally:
+            _end_of_process()
     return PipeResult(argv, code, out.getvalue(), err.getvalue())
+
+
+def _end_of_process() -> None:
+    """What the end of a `pipe` process does beyond the command: the MCP servers it started are stopped."""
+    connection = sys.modules.get("orgtree_lang.mcp_client.connection")
+    if connection is not None:
+        connection.close_all()
 
 
 @contextlib.contextmanager

@@ -88,7 +88,11 @@ def scripted(folder: Path, name: str, rules: list[dict], role: str) -> Recording
 
 def run_decomposed(workspace: Path, source: str, inputs: dict, author, reviewer, *, file: str = "prog.pipe",
                    registry=None, human=None, **settings):
-    """Compile `source`, run its `main` on `inputs` with a decomposer of these models, and return the result."""
+    """Compile `source`, run its `main` on `inputs` with a decomposer of these models, and return the result.
+
+    Outputs are not reviewed unless `review_outputs` is given: these tests are about writing a module (the
+    default, "first", is tested in tests/test_decompose_repair.py)."""
+    settings.setdefault("review_outputs", "off")
     registry = registry or stdlib_registry()
     program = compile_source(source, file, registry).program
     decomposer = Decomposer(author=author, reviewer=reviewer, registry=registry, workspace=workspace,

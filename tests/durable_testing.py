@@ -27,6 +27,8 @@ HERE = Path(__file__).resolve()
 EXEC_LOG_ENV = "PIPE_TEST_EXEC_LOG"
 KILL_AFTER_ENV = "PIPE_TEST_KILL_AFTER"  # "SKILL:N", see counting_registry (needs PIPE_TEST_EXEC_LOG)
 SYNC_COPY_ENV = "PIPE_TEST_SYNC_COPY"  # "1": keep a copy of each journal's WAL as of its last fsync
+MODEL_LOG_ENV = "PIPE_TEST_MODEL_LOG"  # a file: one line per scripted model call really made (not from a journal)
+KILL_AT_MODEL_ENV = "PIPE_TEST_KILL_AT_MODEL"  # "NEEDLE:N": SIGKILL once the N-th call asking NEEDLE has answered
 TIMEOUT = 60  # seconds for any one CLI call
 
 
@@ -190,9 +192,38 @@ def copy_at_each_sync() -> None:
     Journal.sync = sync
 
 
+def logging_models(log_path: str, kill_at: str | None = None) -> None:
+    """Every call a scripted model really answers appends `<role> <sha256 of its messages> <first words>` to
+    `log_path` (a call repeated word for word logs the same hash twice); with `kill_at` = "NEEDLE:N" the process
+    SIGKILLs itself right after the N-th call whose last message contains NEEDLE has its answer, before the journal
+    records it: a crash with that model step in flight."""
+    import hashlib
+
+    from orgtree_lang.models.scripted import ScriptedModel
+
+    needle, _, count = (kill_at or "").rpartition(":")
+    seen = [0]
+    original = ScriptedModel._complete
+
+    def complete(self, messages, **kwargs):
+        answer = original(self, messages, **kwargs)
+        digest = hashlib.sha256(json.dumps([m.to_dict() for m in messages]).encode()).hexdigest()[:16]
+        last = messages[-1].content
+        _log_line(log_path, f"{self.role} {digest} {' '.join(last.split())[:80]}\n")
+        if needle and needle in last:
+            seen[0] += 1
+            if seen[0] == int(count):
+                os.kill(os.getpid(), signal.SIGKILL)
+        return answer
+
+    ScriptedModel._complete = complete
+
+
 def main() -> int:
     if os.environ.get(SYNC_COPY_ENV):
         copy_at_each_sync()
+    if os.environ.get(MODEL_LOG_ENV):
+        logging_models(os.environ[MODEL_LOG_ENV], os.environ.get(KILL_AT_MODEL_ENV))
     log = os.environ.get(EXEC_LOG_ENV)
     if log:
         from orgtree_lang.run import registries

@@ -157,9 +157,10 @@ def output_reviewed(tmp_path, verdict: str):
 
 
 def test_an_output_reviewer_that_rejects_the_outputs_fails_the_block_with_its_concern(tmp_path):
+    # With no repair allowed the rejection is the block's error (tests/test_decompose_repair.py: with repairs).
     author, reviewer = output_reviewed(tmp_path, WRONG_OUTPUT)
     with pytest.raises(PipeRuntimeError) as failed:
-        run(tmp_path, author, reviewer, "CRASH on exit", data_driven=False, review_outputs=True)
+        run(tmp_path, author, reviewer, "CRASH on exit", data_driven=False, review_outputs=True, max_run_repairs=0)
     assert failed.value.kind == "ambiguous" and failed.value.catchable
     assert "a reviewer rejected its outputs for these inputs: o1 (bug if it mentions a crash)" in failed.value.message
     asked = reviewer.prompts[-1]

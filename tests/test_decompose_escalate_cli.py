@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from cli_testing import pipe as run_pipe
-from decompose_testing import GOOD, ONE_CONCERN
+from decompose_testing import GOOD, NO_CONCERNS, ONE_CONCERN
 
 PROGRAM = '''use text
 
@@ -25,7 +25,9 @@ def test_a_disagreement_waits_for_a_person_and_the_resumed_run_takes_the_ruling(
     (tmp_path / "triage.pipe").write_text(PROGRAM)
     (tmp_path / "orgtree.toml").write_text("[decompose]\nmax_review_rounds = 1\n")
     (tmp_path / "author.json").write_text(json.dumps([{"reply": GOOD}]))
-    (tmp_path / "reviewer.json").write_text(json.dumps([{"reply": ONE_CONCERN}]))
+    # The first run of the new module has its outputs reviewed too (docs/decomposer.md, "Output review").
+    (tmp_path / "reviewer.json").write_text(json.dumps([{"match": {"contains": "Output review of"},
+                                                         "reply": NO_CONCERNS}, {"reply": ONE_CONCERN}]))
     models = ["--model", "scripted:author.json", "--review-model", "scripted:reviewer.json"]
     waiting = pipe("run", "triage.pipe", "-i", "report=It crashed", *models, cwd=tmp_path)
     assert waiting.returncode == 75, waiting.stderr

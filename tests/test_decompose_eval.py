@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -206,3 +207,77 @@ def test_a_nested_module_counts_as_a_second_level(tmp_path) -> None:
     modules = {m["block"]: m for m in evaluation.saved_modules(workspace)}
     assert (modules["outer"]["depth"], modules["inner"]["depth"]) == (1, 2)
     assert (modules["outer"]["pipelines"], modules["inner"]["pipelines"]) == (2, 1)
+
+
+# ---- the repair flow: hidden cases as real data, with the models ---------------------------------
+
+PRICE_TASK = '''use text
+
+pipeline main(item: str) -> int:
+    """Read a price."""
+    ambiguous cents(item: str) -> amount: int:
+        """The amount in cents of a price written with a dot, like "3.50"; a price may have no cents part."""
+    return amount
+'''
+PRICE_HIDDEN = [{"inputs": {"item": "3.25"}, "expected": 325}, {"inputs": {"item": "12"}, "expected": 1200},
+                {"inputs": {"item": "4.00"}, "expected": 400}, {"inputs": {"item": "7"}, "expected": 700}]
+PRICE_DESIGN = '```pipe\nexamples:\n    cents("3.50") -> 350\nexpect amount >= 0, "a price"\n```'
+# Right for prices with a dot (the only kind the writing run and the design show), an error for "12".
+PRICE_FIRST = '''```pipe
+use text
+
+pipeline main(item: str) -> int:
+    parts = text.split(item, ".")
+    return int(parts[0]) * 100 + int(parts[1])
+```'''
+PRICE_FIXED = '''```pipe
+use text
+
+pipeline main(item: str) -> int:
+    parts = text.split(item, ".")
+    if len(parts) == 1:
+        return int(parts[0]) * 100
+    return int(parts[0]) * 100 + int(parts[1])
+```'''
+
+
+class PriceEndpoint(Endpoint):
+    """The author writes a module that meets everything it was shown, and fixes it when a run shows it "12"."""
+
+    def answer(self, body: dict) -> str:
+        if body["model"] == "bridge-reviewer":
+            return ACCEPT
+        last = [m["content"] for m in body["messages"] if m["role"] == "user"][-1]
+        if "First, the design" in last:
+            return PRICE_DESIGN
+        return PRICE_FIXED if "This is a repair" in last else PRICE_FIRST
+
+
+def test_the_repair_flow_runs_the_hidden_cases_as_real_data_and_counts_the_repairs(tmp_path, capsys,
+                                                                                   monkeypatch) -> None:
+    tasks = tmp_path / "tasks"
+    (tasks / "cents").mkdir(parents=True)
+    (tasks / "cents" / "task.pipe").write_text(PRICE_TASK, encoding="utf-8")
+    (tasks / "cents" / "run.json").write_text('{"item": "3.50"}', encoding="utf-8")
+    (tasks / "cents" / "hidden.json").write_text(json.dumps(PRICE_HIDDEN), encoding="utf-8")
+    monkeypatch.delenv("PIPE_MODEL", raising=False)
+    monkeypatch.delenv("PIPE_REVIEW_MODEL", raising=False)
+    endpoint = PriceEndpoint()
+    try:
+        code = evaluation.main([str(tmp_path / "out"), "--tasks", str(tasks), "--flows", "repair", "--model",
+                                "openai/bridge-author", "--review-model", "openai/bridge-reviewer", "--api-base",
+                                endpoint.base, "--model-timeout", "60"])
+    finally:
+        endpoint.close()
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    result = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))["flows"]["repair"]["cents"]
+    # "12" fails the first module at run time; it is repaired there, and "7" then passes with no second repair.
+    assert result["real_data_exits"] == [0, 0, 0, 0] and result["repairs"] == 1
+    assert (result["first_module_passed"], result["hidden_passed"]) == (2, 4)
+    settings = (tmp_path / "out" / "repair" / "cents" / "orgtree.toml").read_text(encoding="utf-8")
+    assert 'review_outputs = "first"' in settings and "review_sample = 0" in settings
+    repair_table = printed[printed.index("flow: repair"):]
+    # Author: design, module, repair. Reviewer: design, code, the first run's outputs, the repair's code and its
+    # first run's outputs.
+    assert re.search(r"\ncents +0 +yes +2/4 +4/4 +1 +3\+5 ", repair_table), repair_table

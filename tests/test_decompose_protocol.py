@@ -219,7 +219,8 @@ def test_a_durable_run_journals_each_turn_so_replay_writes_no_note_and_asks_no_m
                      "--review-model", "scripted:reviewer.json", cwd=tmp_path, env=env)
     assert first.returncode == 0, first.stderr
     before = notes(tmp_path)
-    assert [n.text for n in before][:1] == ["lower-case, then look for crash"] and len(before) == 2
+    # The author's, the reviewer's, and the output reviewer's of the new module's first run.
+    assert [n.text for n in before][:1] == ["lower-case, then look for crash"] and len(before) == 3
     replayed = run_pipe("replay", json.loads(first.stdout)["run_id"], cwd=tmp_path, env=env)
     assert replayed.returncode == 0, replayed.stderr
     assert "0 outside call(s)" in replayed.stderr and "identical" in replayed.stderr

@@ -14,7 +14,6 @@ from orgtree_lang.decompose.store import ModuleStore
 from orgtree_lang.review.ledger import ConcernLedger
 from orgtree_lang.runtime.errors import PipeRuntimeError
 
-pytestmark = pytest.mark.fast
 
 PARENT = '''use text
 
@@ -108,7 +107,9 @@ def test_pipe_run_with_scripted_models_writes_and_then_reuses_the_child(tmp_path
     saved = tmp_path / ".orgtree" / "modules" / "triage" / "classify.pipe"
     assert saved.is_file()
     assert pipe("check", str(saved)).returncode == 0
-    # A model that answers nothing the second time: any call would fail, and none is made.
+    # A model that answers nothing the second time: any call would fail, and none is made (no sampled review of
+    # the reused module's outputs either).
+    (tmp_path / "orgtree.toml").write_text("[decompose]\nreview_sample = 0\n")
     (tmp_path / "silent.json").write_text(json.dumps([{"match": {"contains": "never asked"}, "reply": "x"}]))
     second = pipe("run", "triage.pipe", "-i", "report=how do I log in", "--model", "scripted:silent.json")
     assert second.returncode == 0, second.stderr
@@ -185,8 +186,9 @@ def test_the_decomposers_model_calls_are_traced_in_the_blocks_child_trace(tmp_pa
     child = [json.loads(line) for line in (run_dir / "trace.main.classify.jsonl").read_text().splitlines()]
     assert not [e for e in parent if e["event"] == "model"]
     models = [e for e in child if e["event"] == "model"]
-    # The author wrote the module and the reviewer read it: two calls, each with its tokens.
-    assert len(models) == 2 and all(e["tokens"] > 0 for e in models)
+    # The author wrote the module and the reviewer read it, then its outputs (the new module's first run): three
+    # calls, each with its tokens.
+    assert len(models) == 3 and all(e["tokens"] > 0 for e in models)
     assert {e["for_node"] for e in models} == {f"{run_dir.name}/main/classify@1"}
     assert "author" in models[0]["model"] and "reviewer" in models[1]["model"]
 

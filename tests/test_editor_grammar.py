@@ -205,3 +205,11 @@ console.log(JSON.stringify([
     default, chosen = json.loads(done.stdout)
     assert (default["command"], default["args"]) == ("pipe", ["lsp"])
     assert (chosen["command"], chosen["args"]) == ("/opt/venv/bin/pipe", ["lsp"])
+
+
+def test_the_vscode_extension_does_not_start_the_server_in_an_untrusted_workspace():
+    """`pipe lsp` imports the workspace's own skills (skills/*.py): code a cloned repository brings. VS Code's
+    Restricted Mode must keep the extension off (the grammar, declarative, still colours the files)."""
+    package = json.loads((ROOT / "editors" / "vscode" / "package.json").read_text(encoding="utf-8"))
+    assert package["capabilities"]["untrustedWorkspaces"]["supported"] is False
+    assert package["contributes"]["grammars"][0]["language"] == "pipe"

@@ -24,7 +24,9 @@ from orgtree_lang.syntax.spans import Span
 NOT_FOR_USERS = {"orgtree_lang.compile.stack.StackError", "orgtree_lang.decompose.coerce._NoCoercion",
                  "orgtree_lang.vm.questions.WaitingForHuman", "orgtree_lang.org.runlock.RunClosed",
                  "orgtree_lang.syntax.lalr.Rejected", "orgtree_lang.syntax.lalr.Unsupported",
-                 "orgtree_lang.vm.blocks.Replan"}
+                 "orgtree_lang.vm.blocks.Replan",
+                 # the stdio MCP session's failure: McpConnection turns it into the call's SkillError
+                 "orgtree_lang.mcp_client.stdio.McpProtocolError"}
 PACKAGE = Path(orgtree_lang.__file__).parent
 
 

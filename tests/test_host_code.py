@@ -4,11 +4,10 @@ what it leaves writable, and what a person may open with `[fs] writable`."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_testing import PipeResult, pipe
 
 from orgtree_lang.runtime.workspace import Workspace
 
@@ -19,9 +18,9 @@ pipeline main(name: str) -> int:
 '''
 
 
-def pipe_in(folder: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "orgtree_lang.cli.main", *args], cwd=folder, timeout=120,
-                          capture_output=True, text=True, env=dict(os.environ, PIPE_NO_PLUGINS="1"))
+def pipe_in(folder: Path, *args: str) -> PipeResult:
+    """`pipe ARGS` in `folder`, in this process (what is protected is the workspace's files, not a process)."""
+    return pipe(*args, cwd=folder, env={"PIPE_NO_PLUGINS": "1"})
 
 
 @pytest.fixture

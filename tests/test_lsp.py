@@ -362,3 +362,28 @@ def test_pipe_lsp_without_pygls_says_which_extra_to_install(tmp_path):
     result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert "pip install 'orgtree-lang[lsp]'" in result.stderr
+
+
+def test_the_workspace_skills_are_known_and_one_that_cannot_load_is_said_at_the_top(client, tmp_path):
+    skills = tmp_path / "skills"
+    skills.mkdir()
+    (skills / "weather.py").write_text(textwrap.dedent('''\
+        from orgtree_lang.runtime.skills import skill
+
+
+        @skill(pure=True)
+        def feels(temp_f: float) -> str:
+            """Say how a Fahrenheit temperature feels."""
+            return "mild"
+        '''))
+    (skills / "broken.py").write_text("import a_module_nobody_has\n")
+    path = tmp_path / "uses.pipe"
+    path.write_text('use weather\n\npipeline main() -> str:\n    return weather.feels(70.0)\n', encoding="utf-8")
+    published = client.open(path)
+    assert [(d["range"]["start"]["line"], d["message"]) for d in published["diagnostics"]] == [
+        (0, "workspace skill module skills/broken.py:1 failed to load: ModuleNotFoundError: No module named "
+            "'a_module_nobody_has'\nhint: fix it, or move it out of the skills folder (a name starting with `_` is "
+            "a helper, not a skill module); `pipe skills` loads it again")]
+    hover = client.request("textDocument/hover", {"textDocument": {"uri": path.resolve().as_uri()},
+                                                  "position": {"line": 3, "character": 17}})
+    assert "Say how a Fahrenheit temperature feels." in hover["contents"]["value"]

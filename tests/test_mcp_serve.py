@@ -123,9 +123,12 @@ def test_bad_arguments_and_unknown_tools_are_tool_errors(workspace):
     async def work(client):
         return [await client.call_tool("triage", {"report": 3}),
                 await client.call_tool("triage", {"reprot": "x"}),
-                await client.call_tool("nope", {})]
+                await client.call_tool("nope", {}),
+                await client.call_tool("triage", {"report": json.loads("[" * 120 + "]" * 120)})]
 
-    wrong_type, misspelled, unknown = session(serve_command(workspace, "tools/triage.pipe"), work)
+    wrong_type, misspelled, unknown, deep = session(serve_command(workspace, "tools/triage.pipe"), work)
+    assert deep.is_error and "input `report` nests lists or dicts 120 deep: expected at most 100 levels" in \
+        deep.content[0].text
     assert wrong_type.is_error and "input `report` (str): got 3" in wrong_type.content[0].text
     assert misspelled.is_error and "did you mean `report`?" in misspelled.content[0].text
     assert unknown.is_error and "no tool `nope` here; the tools are: triage" in unknown.content[0].text

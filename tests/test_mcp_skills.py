@@ -15,6 +15,9 @@ import pytest
 
 pytest.importorskip("mcp")
 
+from cli_testing import PipeResult  # noqa: E402
+from cli_testing import pipe as run_pipe  # noqa: E402
+
 SERVER = Path(__file__).resolve().parent / "mcp_servers" / "notes_server.py"
 
 PROGRAM = '''use mcp.notes
@@ -26,10 +29,9 @@ pipeline main(text: str) -> str:
 '''
 
 
-def pipe(*args, cwd: Path) -> subprocess.CompletedProcess:
-    """The real `pipe` command in a process of its own (the MCP server it starts ends with it)."""
-    return subprocess.run([sys.executable, "-m", "orgtree_lang.cli.main", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
+def pipe(*args, cwd: Path) -> PipeResult:
+    """The `pipe` command in this process; the MCP servers it starts are real processes and stop when it ends."""
+    return run_pipe(*args, cwd=cwd)
 
 
 def calls(root: Path) -> list[str]:

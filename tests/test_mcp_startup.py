@@ -78,3 +78,45 @@ def test_the_early_start_reads_the_use_lines_at_the_top_only(tmp_path):
     program.write_text("use mcp.a, mcp.b  # two\n\npipeline main() -> int:\n    return 1\n")
     assert used_namespaces(program) == ["mcp.a", "mcp.b"]
     assert used_namespaces(tmp_path / "missing.pipe") == []
+
+
+RAW_SERVER = Path(__file__).resolve().parent / "mcp_servers" / "raw_server.py"
+
+
+@pytest.fixture
+def raw_workspace(tmp_path: Path) -> Path:
+    command = json.dumps([sys.executable, str(RAW_SERVER)])
+    (tmp_path / "orgtree.toml").write_text(f"[mcp.servers.raw]\ncommand = {command}\n")
+    return tmp_path
+
+
+def _run(root: Path, body: str) -> subprocess.CompletedProcess:
+    (root / "p.pipe").write_text(f"use mcp.raw\n\npipeline main() -> int:\n{body}")
+    return pipe("run", "p.pipe", "--no-journal", cwd=root)
+
+
+def test_the_stdio_client_answers_a_servers_ping_and_reads_a_result_longer_than_a_stream_buffer(raw_workspace):
+    result = _run(raw_workspace, "    return len(mcp.raw.big(300000))\n")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "300000\n"
+
+
+def test_a_json_rpc_error_is_the_calls_error_with_the_servers_message(raw_workspace):
+    result = _run(raw_workspace, "    return len(mcp.raw.refuse(7))\n")
+    assert result.returncode == 70
+    assert "failed to run the tool `refuse`" in result.stderr and "no thanks to 7" in result.stderr
+
+
+def test_a_server_that_exits_mid_call_fails_the_call_instead_of_hanging(raw_workspace):
+    result = _run(raw_workspace, "    return len(mcp.raw.die(1))\n")
+    assert result.returncode == 70
+    assert "failed to run the tool `die`" in result.stderr and "exit status 3" in result.stderr
+
+
+def test_a_stdio_server_is_called_without_importing_the_mcp_sdk(raw_workspace):
+    (raw_workspace / "p.pipe").write_text("use mcp.raw\n\npipeline main() -> int:\n    return len(mcp.raw.big(5))\n")
+    script = ("import sys\nfrom orgtree_lang.cli.main import main\ncode = main(['run', 'p.pipe', '--no-journal'])\n"
+              "print('SDK' if any(m == 'mcp' or m.startswith('mcp.') for m in sys.modules) else 'no SDK')\n")
+    ran = subprocess.run([sys.executable, "-c", script], cwd=raw_workspace, capture_output=True, text=True,
+                         timeout=120)
+    assert ran.stdout.split() == ["5", "no", "SDK"], ran.stderr

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 
 import pytest
+from cli_testing import pipe as run_pipe
 from pipe_testing import run_source
 
 from orgtree_lang.vm.budget import Budget
@@ -42,9 +41,7 @@ def test_pipe_run_takes_max_memory_with_a_unit(tmp_path):
                                         '        s = s + s\n    return len(s)\n')
 
     def pipe(*args):
-        return subprocess.run([sys.executable, "-m", "orgtree_lang.cli.main", "run", "grow.pipe", *args],
-                              cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                              env=dict(os.environ, PIPE_NO_PLUGINS="1"))
+        return run_pipe("run", "grow.pipe", *args, cwd=tmp_path, env={"PIPE_NO_PLUGINS": "1"})
 
     stopped = pipe("--max-memory", "50M")
     assert stopped.returncode == 70

@@ -4,11 +4,9 @@ again on every reuse, and every child runs within default limits."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
+from cli_testing import PipeResult, pipe
 from decompose_testing import GOOD, NO_CONCERNS
 
 from orgtree_lang.compile.api import compile_source
@@ -45,9 +43,9 @@ pipeline main(target: str) -> str:
 SETTINGS = "[decompose]\nmax_repairs = 1\n"
 
 
-def pipe_in(folder, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "orgtree_lang.cli.main", *args], cwd=folder, timeout=120,
-                          capture_output=True, text=True, env=dict(os.environ, PIPE_NO_PLUGINS="1"))
+def pipe_in(folder, *args) -> PipeResult:
+    """`pipe ARGS` in `folder`, in this process: what is contained is the generated module, not a process."""
+    return pipe(*args, cwd=folder, env={"PIPE_NO_PLUGINS": "1"})
 
 
 def write_rules(path, reply: str):

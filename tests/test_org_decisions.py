@@ -182,3 +182,69 @@ def test_with_no_model_the_message_goes_to_the_pipelines_mailbox_and_says_once_t
     assert [(m["to"], m["received"]) for m in machine.state.messages] == [("main", None), ("main", None)]
     err = capsys.readouterr().err
     assert err.count("run-time agents are off (no model configured)") == 1
+
+
+def test_the_message_agent_of_orgtree_toml_decides_instead_of_the_author(tmp_path: Path) -> None:
+    (tmp_path / "decider.json").write_text(json.dumps([{"reply": decision("answer", answer="Title")}]))
+    (tmp_path / "orgtree.toml").write_text(f'[org]\nmessage_agent = "scripted:{tmp_path / "decider.json"}"\n')
+    author, reviewer = models(tmp_path, ASKS, [decision("answer", answer="UPPER")])
+    machine = run(tmp_path, PROGRAM, author, reviewer)
+    assert machine.state.result == "Title: hi"
+    assert asked(author) == []
+
+
+def test_deciding_is_metered_against_the_run_trees_token_budget(tmp_path: Path) -> None:
+    from orgtree_lang.vm.budget import Budget
+
+    (tmp_path / "a").mkdir()
+    author, reviewer = models(tmp_path / "a", ASKS, [decision("answer", answer="UPPER")])
+    # Outputs not reviewed, so that the decision is the run's last model call.
+    spent = run(tmp_path / "a", PROGRAM, author, reviewer, review_outputs="off").meter.tokens
+    (tmp_path / "b").mkdir()
+    author, reviewer = models(tmp_path / "b", ASKS, [decision("answer", answer="UPPER")])
+    registry = stdlib_registry()
+    program = compile_source(PROGRAM, "prog.pipe", registry).program
+    decomposer = Decomposer(author=author, reviewer=reviewer, registry=registry, workspace=tmp_path / "b",
+                            parent_file="prog.pipe", parent_source=PROGRAM,
+                            settings=DecomposeSettings(protocol=False, review_outputs="off"))
+    machine = plain_machine(program, registry=registry, context=SkillContext(Workspace(tmp_path / "b")),
+                            resolver=decomposer, budget=Budget(max_tokens=spent - 1))
+    machine.start(None, {"text": "hi"})
+    with pytest.raises(PipeRuntimeError) as caught:  # the one token short is the decision's, the last call
+        machine.run()
+    assert caught.value.kind == "budget"
+    assert "stopped after a call of" in caught.value.message
+    assert "for deciding on a message to block `shout`" in caught.value.message
+
+
+PARALLEL = '''pipeline main(text: str) -> str:
+    heard = []
+    on message m:
+        heard = heard + [m.sender]
+    parallel:
+        ambiguous shout(text: str) -> loud: str:
+            """Say the text loudly, in the case the reader wants."""
+        ambiguous whisper(text: str) -> soft: str:
+            """Say the text softly, in the case the reader wants."""
+    return f"{loud} | {soft} | {len(heard)}"
+'''
+
+
+def test_blocks_resolved_concurrently_deliver_their_childrens_messages_with_their_outputs(tmp_path: Path) -> None:
+    from orgtree_lang.run.runner import RunOptions, run_program
+
+    author, reviewer = models(tmp_path, ASKS, [decision("answer", answer="UPPER")])
+    registry = stdlib_registry()
+    decomposer = Decomposer(author=author, reviewer=reviewer, registry=registry, workspace=tmp_path,
+                            parent_file="par.pipe", parent_source=PARALLEL, settings=DecomposeSettings(protocol=False))
+    options = RunOptions(printer=lambda line: None, durable=True, durability="process", executor="threads:4",
+                         decomposer=decomposer, inputs={"text": "hi"})
+    (tmp_path / "par.pipe").write_text(PARALLEL, encoding="utf-8")
+    machine = run_program(compile_source(PARALLEL, "par.pipe", registry).program, tmp_path, registry, options,
+                          source=PARALLEL, program_path=tmp_path / "par.pipe")
+    # main reads messages (its handler), so each child's question reaches it, and no agent is asked.
+    assert machine.state.result == "no answer: hi | no answer: hi | 2"
+    assert asked(author) == []
+    senders = [m["sender"] for m in machine.state.messages]
+    assert [s.split("@")[0] for s in senders] == ["main/parallel#1.1/shout", "main/parallel#1.2/whisper"]
+    assert all(m["to"] == "main" for m in machine.state.messages)

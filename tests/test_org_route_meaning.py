@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from durable_testing import only_run_id, pipe
 
 ROUTER = '''route "billing" -> billing_desk
@@ -135,3 +136,21 @@ def test_with_no_model_a_message_to_a_pipeline_that_reads_none_waits_in_its_mail
     assert ran.stdout.strip() == "worker got no answer"
     shown = pipe("messages", only_run_id(tmp_path), "--json", cwd=tmp_path)
     assert [(m["to"], m["received"]) for m in json.loads(shown.stdout)] == [("main", None)]
+
+
+def test_the_viewer_shows_the_decision_node_and_the_edges_it_made(tmp_path: Path) -> None:
+    pytest.importorskip("starlette", reason="`pipe serve` needs the [viewer] extra")
+    pytest.importorskip("uvicorn", reason="`pipe serve` needs the [viewer] extra")
+    from viewer_testing import Server
+
+    models = supervised(tmp_path, {"kind": "answer", "note": "twos are faster", "answer": "yes, in twos"})
+    assert pipe("run", "sup.pipe", *models, cwd=tmp_path).returncode == 0
+    run_id = only_run_id(tmp_path)
+    with Server(tmp_path) as server:
+        page = server.http.get(f"{server.url}runs/{run_id}").text
+    assert f'data-node="{run_id}/main/decision#' in page and '<span class="kind">decision</span>' in page
+    worker = page.split(f'data-node="{run_id}/main/worker#1"', 1)[1].split("</li>", 1)[0]
+    assert "→ main &quot;should I count in twos?&quot;" in worker
+    main = page.split(f'data-node="{run_id}/main"', 1)[1].split("</li>", 1)[0]
+    assert "→ main/worker#1 &quot;yes, in twos&quot;" in main
+

@@ -16,7 +16,7 @@ from decompose_testing import NO_CONCERNS
 from durable_testing import cli_command, cli_env
 
 from orgtree_lang.compile.api import compile_source
-from orgtree_lang.decompose.decomposer import Decomposer
+from orgtree_lang.decompose.decomposer import DecomposeSettings, Decomposer
 from orgtree_lang.durable.journal import Journal
 from orgtree_lang.durable.runs import find_run, list_runs
 from orgtree_lang.run import runs as durable_runs
@@ -77,6 +77,9 @@ pipeline main(text: str) -> str:
     return a + " " + b + " " + c
 """
 WORDS = {"first": "one", "second": "two", "third": "three"}
+# These tests count the calls of writing the modules; the review of their first run's outputs is tested on its own
+# (tests/test_decompose_repair.py).
+WRITING_ONLY = DecomposeSettings(review_outputs="off")
 
 
 def run(folder: Path, source: str, log: list, executor: str | None = "threads:4", together: int = 0):
@@ -86,7 +89,7 @@ def run(folder: Path, source: str, log: list, executor: str | None = "threads:4"
     author = SlowModel("author", {f"`{block}`": module_for(word) for block, word in WORDS.items()}, log, together)
     reviewer = SlowModel("reviewer", {}, log, together)
     decomposer = Decomposer(author=author, reviewer=reviewer, registry=REGISTRY, workspace=folder,
-                            parent_file="par.pipe", parent_source=source)
+                            parent_file="par.pipe", parent_source=source, settings=WRITING_ONLY)
     printed: list[str] = []
     options = RunOptions(printer=printed.append, durable=True, durability="process", executor=executor,
                          decomposer=decomposer, inputs={"text": "hi"})
@@ -113,7 +116,7 @@ def test_a_machine_without_an_executor_resolves_the_blocks_in_turn_with_the_same
     author = SlowModel("author", {f"`{block}`": module_for(word) for block, word in WORDS.items()}, log)
     reviewer = SlowModel("reviewer", {}, log)
     decomposer = Decomposer(author=author, reviewer=reviewer, registry=REGISTRY, workspace=tmp_path,
-                            parent_file="par.pipe", parent_source=BLOCKS)
+                            parent_file="par.pipe", parent_source=BLOCKS, settings=WRITING_ONLY)
     printed: list[str] = []
     machine = plain_machine(compile_source(BLOCKS, "par.pipe", REGISTRY).program, registry=REGISTRY,
                             context=SkillContext(Workspace(tmp_path)), resolver=decomposer, printer=printed.append)
@@ -253,10 +256,11 @@ def test_a_resume_after_kill_9_redoes_no_finished_decomposition_and_replay_calls
                                  capture_output=True, text=True, timeout=300)
         assert resumed.returncode == 0, resumed.stderr
         assert resumed.stdout.strip().splitlines()[-1] == "one:hi two:hi three:hi"
-        # The finished decompositions were not asked again; the one in flight was.
-        assert server.counts == Counter({("author", "first"): 1, ("reviewer", "first"): 1,
-                                         ("author", "second"): 1, ("reviewer", "second"): 1,
-                                         ("author", "third"): 2, ("reviewer", "third"): 1})
+        # The finished decompositions were not asked again; the one in flight was. (Each block's reviewer read the
+        # module, then the outputs of its first run.)
+        assert server.counts == Counter({("author", "first"): 1, ("reviewer", "first"): 2,
+                                         ("author", "second"): 1, ("reviewer", "second"): 2,
+                                         ("author", "third"): 2, ("reviewer", "third"): 2})
         asked = sum(server.counts.values())
         replayed = subprocess.run(cli_command("replay", run_id), cwd=tmp_path, env=env, capture_output=True,
                                   text=True, timeout=300)

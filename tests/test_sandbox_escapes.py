@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_testing import PipeResult, pipe
 from sandbox_testing import local_server, quick_settings
 
 from orgtree_lang.sandbox.backends import choose_backend, run_code
@@ -313,11 +314,10 @@ def _tree(root: Path) -> dict[str, bytes]:
     return found
 
 
-def _pipe(root: Path, *args: str) -> subprocess.CompletedProcess:
-    import sys
-
-    return subprocess.run([sys.executable, "-m", "orgtree_lang.cli.main", *args], cwd=root, capture_output=True,
-                          text=True, timeout=120, env=dict(os.environ, PIPE_NO_PLUGINS="1"))
+def _pipe(root: Path, *args: str) -> PipeResult:
+    """`pipe ARGS` in `root`, in this process: the servers a run starts are the host processes the corpus aims at,
+    started afresh by each run and stopped when it ends."""
+    return pipe(*args, cwd=root, env={"PIPE_NO_PLUGINS": "1"})
 
 
 def _processes_in(root: Path) -> list[str]:

@@ -38,7 +38,7 @@ def test_every_stdlib_skill_documents_every_parameter(registry: SkillRegistry) -
             assert p.doc, f"{s.name}: {p.name}"
 
 
-def test_only_fs_time_kv_random_ids_code_http_and_llm_skills_are_impure(registry: SkillRegistry) -> None:
+def test_only_fs_time_kv_random_ids_code_http_llm_and_research_skills_are_impure(registry: SkillRegistry) -> None:
     impure = {s.name for s in registry if not s.pure}
     assert impure == {
         "fs.read", "fs.write", "fs.append", "fs.list", "fs.exists", "time.now", "time.sleep",
@@ -48,6 +48,7 @@ def test_only_fs_time_kv_random_ids_code_http_and_llm_skills_are_impure(registry
         "ctx.add", "ctx.fit", "ctx.expand", "ctx.search",
         "pad.note", "pad.context", "pad.focus", "insight.propose", "insight.remove", "insight.relevant",
         "llm.ask", "llm.extract", "llm.summarize", "llm.classify",
+        "research.plan", "research.judge", "research.experiment",  # the research agent's model calls
     }
 
 

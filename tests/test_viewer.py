@@ -53,7 +53,8 @@ def test_a_run_page_shows_its_tree_result_and_generated_child(server, runs):
 def test_a_node_panel_shows_its_figures_trace_events_and_the_module_it_wrote(server, runs):
     panel = server.http.get(f"{server.url}runs/{runs.triage}/node", params={"id": f"{runs.triage}/main/classify@3"}).text
     assert '<a class="module-link" href="/modules/ambiguous_triage/classify.pipe">' in panel
-    assert panel.count("<td>model</td>") == 4  # the author wrote twice, the reviewer read twice (2 review rounds)
+    # The author wrote twice, the reviewer read twice (2 review rounds), then the outputs of the module's first run.
+    assert panel.count("<td>model</td>") == 5
     assert "scripted:models/triage_reviewer.yaml" in panel
 
 

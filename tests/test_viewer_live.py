@@ -39,6 +39,7 @@ def test_a_running_run_page_shows_what_it_printed_and_its_steps_so_far(tmp_path)
             done = wait_for(lambda: (lambda p: p if "status-done" in p else None)(server.http.get(page_url).text),
                             "the run's end")
             assert "so far" not in done and _steps(done) >= _steps(later)
+            run.wait(timeout=60)  # done in its journal; the process then closes the run and exits
     finally:
         out, err = stop(run)
     assert run.returncode == 0, err

@@ -71,6 +71,8 @@ def test_each_branch_call_shows_only_its_own_prints_and_skill_calls(branches):
     assert "text=working on left" in left and "working on right" not in left
     assert "text=working on right" in right and "working on left" not in right
     assert "result=&quot;LEFT&quot;" in left and "RIGHT" not in left  # its return, not the other branch's
+    assert left.count("<td>pipeline.call</td>") == right.count("<td>pipeline.call</td>") == 1  # the call of it
+    assert "branches.pipe:12" in left and "branches.pipe:13" in right
 
 
 def test_a_skill_node_shows_its_own_call_not_the_same_skill_of_the_other_branch(branches):

@@ -148,12 +148,14 @@ def test_a_resolver_gets_a_block_context_and_never_the_machine(tmp_path: Path) -
     fields = set(vars(block))
     assert fields == {"spec", "inputs", "node", "budget", "records", "spend", "effects", "context", "observer",
                       "journal_node", "numbering", "statement", "children", "seconds_used", "steps_used", "answered",
-                      "executor", "concurrent", "printed"}
+                      "executor", "concurrent", "printed", "reads_messages", "desk", "upward"}
     assert not any(value is machine for value in vars(block).values()), "a field holds the machine itself"
     # Its steps go under its node in the journal, stamped with the statement at which the run reached it.
     assert block.journal_node == block.node.removeprefix("r/")
     assert block.statement == int(block.node.rsplit("@", 1)[1])
     assert block.numbering is machine.state and not block.concurrent and block.printed is None
+    # One tree: its pipeline reads no messages, no node is set for it yet (the resolver sets one), nothing goes up.
+    assert not block.reads_messages and block.desk is None and block.upward == []
 
 
 def test_no_observers_is_the_no_op_one_and_several_fan_out() -> None:

@@ -22,11 +22,14 @@ def register(commands) -> None:
     show = add_verb(actions, "show", handler=command_show, help="a module's source with its provenance header",
                     description="Print a saved module's source with its provenance header, and on request its "
                                 "review ledger and the author's attempts.",
-                    examples=["pipe modules show classify", "pipe modules show triage/classify --attempts"])
+                    examples=["pipe modules show classify", "pipe modules show triage/classify --attempts",
+                              "pipe modules show classify --history"])
     show.add_argument("name", metavar="NAME", help="a block name, PARENT/BLOCK, or the module's path")
     show.add_argument("--review", action="store_true", help="also print the module's concern ledger")
     show.add_argument("--attempts", action="store_true",
                       help="also print every answer the author gave while writing it, with its problems")
+    show.add_argument("--history", action="store_true",
+                      help="also print its versions: as written, and each repair after it failed on real data")
     add_workspace_option(show)
     accept = add_verb(actions, "accept", handler=command_accept,
                       help="approve a module edited since its review, so runs reuse it again",
@@ -101,7 +104,36 @@ def command_show(args) -> int:
             verdict = "accepted" if row["accepted"] else "not accepted: " + " | ".join(
                 p.splitlines()[0] for p in row["problems"])
             print(f"# {row['phase']} attempt {row['attempt']} by {row['model']}: {verdict}")
+    if args.history:
+        _print_history(Path(args.workspace), module)
     return EXIT_OK
+
+
+def _print_history(workspace: Path, module) -> None:
+    """One block per version, oldest first: number, when, why, the cases it was simulated on, and how its module
+    differs from the version before (a unified diff, without the header and the examples' tests)."""
+    import difflib
+    import time
+
+    from orgtree_lang.decompose.simulate import module_part
+    from orgtree_lang.decompose.store import HEADER, split_header
+    from orgtree_lang.decompose.versions import ModuleVersions
+
+    with ModuleVersions(workspace) as versions:
+        rows = versions.history(module.path)
+    print(f"\n# versions ({len(rows)})")
+    before = ""
+    for row in rows:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row.at))
+        runs = sum(c.source == "run" for c in row.cases)
+        print(f"# version {row.version}  {when}  {row.reason}" + (f"  (run {row.run_id})" if row.run_id else ""))
+        print(f"#   {len(row.cases)} example(s) simulated, {runs} from real inputs a run failed on")
+        body = module_part(split_header(row.text, HEADER)[1])  # the author's module, not its examples as tests
+        if before:
+            for line in difflib.unified_diff(before.splitlines(), body.splitlines(), f"version {row.version - 1}",
+                                             f"version {row.version}", lineterm="", n=1):
+                print(f"#   {line}")
+        before = body
 
 
 def command_accept(args) -> int:

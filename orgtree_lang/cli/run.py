@@ -27,6 +27,8 @@ def register(commands) -> None:
                      help="an input of the entry pipeline, parsed by the parameter's type (repeatable)")
     run.add_argument("--inputs", dest="inputs_file", metavar="FILE.json", help="inputs as a JSON object")
     run.add_argument("--entry", metavar="NAME", help="the pipeline to run (default: main, or the only pipeline)")
+    run.add_argument("--run-id", metavar="ID", help="the new run's id (letters, digits, - and _; default: a new "
+                                                  "one), so that whoever starts the run can follow it by name")
     add_budget_options(run)
     run.add_argument("--trace", metavar="FILE", help="write the JSONL trace here "
                                                      "(default: WORKSPACE/.orgtree/runs/<id>/trace.jsonl)")
@@ -48,6 +50,24 @@ def register(commands) -> None:
                      help="do not journal the run (it then cannot be resumed, replayed or forked)")
     add_executor_option(run)
     add_otel_options(run)
+
+
+def chosen_run_id(run_id: str | None, root: Path) -> str | None:
+    """The id --run-id gave, if it can name a new run of the workspace `root`: letters, digits, - and _ (never a
+    path), and no run of that id there yet."""
+    import re
+
+    from orgtree_lang.durable.journal import JOURNAL_FILE
+    from orgtree_lang.durable.runs import runs_dir
+
+    if run_id is None:
+        return None
+    if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", run_id):
+        raise UsageError(f"--run-id expects letters, digits, - and _ (at most 64), got {run_id!r}")
+    if (runs_dir(root) / run_id / JOURNAL_FILE).exists():
+        raise UsageError(f"there is a run {run_id} in {root} already",
+                         hint="pick another id, or leave --run-id out for a new one")
+    return run_id
 
 
 def add_otel_options(parser) -> None:
@@ -75,6 +95,7 @@ def command_run(args) -> int:
 
     path = program_file(args.file, args.verb)
     root = workspace_for(path, Path(args.workspace) if args.workspace else None)
+    run_id = chosen_run_id(args.run_id, root)
     settings = RunSettings.load(root)
     registry = workspace_registry(root, config=settings.file)
     registry.warm_lazy(used_namespaces(path))  # an MCP server the program uses starts while it compiles
@@ -93,7 +114,7 @@ def command_run(args) -> int:
         raise UsageError(f"{path} has no `main` pipeline and several others ({names}); pick one with --entry") \
             from None
     inputs = collect_inputs(code, args.inputs, args.inputs_file, program)
-    session = RunSession(args, new_run_id())
+    session = RunSession(args, run_id or new_run_id())
     options = session.options(entry=code.name, inputs=inputs, workspace=root, registry=registry,
                               durable=not args.no_journal, durability=args.durability,
                               budget=budget_from_args(args), tree=not args.no_tree, settings=settings)

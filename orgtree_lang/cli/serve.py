@@ -15,9 +15,10 @@ def register(commands) -> None:
         commands, "serve", handler=command_serve, help="browse a workspace's runs in a web page, live",
         description="Serve a small web app over the workspace: its runs; a run's org tree, updated live while it "
                     "runs, with each node's inputs, outputs, time, tokens, cost and trace events; messages; "
-                    "waiting questions; generated modules with highlighted source, provenance and concern ledger; "
-                    "the scratchpad and insights. Every page needs the token in the URL it prints (kept in a "
-                    "cookie). Read-only unless --allow-actions. Needs the [viewer] extra (docs/viewer.md).",
+                    "waiting questions; the workspace's programs; skills with their docs and call history; generated "
+                    "modules with highlighted source, provenance and concern ledger; the scratchpad and insights. "
+                    "Every page needs the token in the URL it prints (kept in a cookie). Read-only unless "
+                    "--allow-actions. Needs the [viewer] extra (docs/viewer.md).",
         examples=["pipe serve", "pipe serve --workspace examples --port 8800",
                   "pipe serve --allow-actions   # then open the URL it prints"])
     add_workspace_option(serve, help="the workspace whose .orgtree to show (default: this folder)")
@@ -29,7 +30,8 @@ def register(commands) -> None:
                        help="also answer requests for this host name (a proxy's, say); with --host 0.0.0.0 or :: "
                             "only this machine's own names and addresses are answered otherwise")
     serve.add_argument("--allow-actions", action="store_true",
-                       help="let the page answer questions and resume runs, each with the token printed at start")
+                       help="let the page start runs of the workspace's programs, answer questions and resume "
+                            "runs, each with the token printed at start")
 
 
 def command_serve(args) -> int:

@@ -21,14 +21,20 @@ Reply with the corrected module in one ```pipe block, then one line per concern:
 `ID: rejected: why` if the example itself contradicts the spec (not for an example the program states: the
 program is the spec, and only a module that passes it settles it)."""
 NOT_REJECTED = "{id}: your rejection does not count: the program states this example, so the module must pass it."
+# Where a case that binds the module came from: the program's examples, and the real inputs a run failed on.
+BINDING = ("spec", "run")
 
 
 class ExampleFlow:
     """One writing of a module, seen through its examples. Inert (every method a pass-through) when the block has
     no examples and `[decompose] data_driven` is off, so the classic flow is unchanged."""
 
-    def __init__(self, decomposer, spec: AmbiguousSpec, context) -> None:
+    def __init__(self, decomposer, spec: AmbiguousSpec, context, carried: list[Case] | None = None) -> None:
+        """`carried`, for a repair (decompose/repair.py): the cases of the module's earlier versions besides the
+        program's own (the design's, the reviewers', and the run-time failures), which the revision must pass too."""
         self.spec = spec
+        self.repairing = carried is not None
+        self.carried = [c for c in carried or () if c.source != "spec"]
         self.registry = decomposer.registry
         self.settings = decomposer.settings
         self.workspace = decomposer.workspace
@@ -49,12 +55,12 @@ class ExampleFlow:
 
     @property
     def designs(self) -> bool:
-        return bool(self.settings.data_driven)
+        return bool(self.settings.data_driven) and not self.repairing  # a repair keeps the design it had
 
     @property
     def cases(self) -> list[Case]:
         return [Case(dict(e.inputs), dict(e.outputs), source, e.fails)
-                for e, source in zip(self.design.examples, self.design.sources)]
+                for e, source in zip(self.design.examples, self.design.sources)] + self.carried
 
     @property
     def checked_spec(self) -> AmbiguousSpec:
@@ -183,7 +189,7 @@ class ExampleFlow:
         """Whether the concern is a failing example the program states: the spec itself, which neither the author
         nor a judge may reject (decompose/escalate.py asks)."""
         result = self._result(concern_id)
-        return result is not None and result.case.source == "spec"
+        return result is not None and result.case.source in BINDING
 
     def _result(self, concern_id: str) -> CaseResult | None:
         return next((r for r in self.results if f"example-{r.number}" == concern_id), None)
@@ -193,7 +199,7 @@ class ExampleFlow:
         ran it): a guard at the save, whatever settled the review."""
         from orgtree_lang.runtime.errors import PipeRuntimeError
 
-        failing = [r for r in self.results if r.outcome == "failed" and r.case.source == "spec"]
+        failing = [r for r in self.results if r.outcome == "failed" and r.case.source in BINDING]
         if failing:
             raise PipeRuntimeError(
                 f"ambiguous block `{self.spec.name}`: the module fails example(s) the program states, so it is not "
@@ -254,7 +260,8 @@ class ExampleFlow:
         sources = [c.source for c in self.cases]
         counts = {k: sum(r.outcome == k for r in self.results) for k in ("passed", "failed", "inconclusive")}
         found = {"examples": f"{len(sources)} ({sources.count('spec')} from the program, {sources.count('design')} "
-                             f"from the design, {sources.count('reviewer')} from the reviewer)",
+                             f"from the design, {sources.count('reviewer')} from the reviewer"
+                             + (f", {sources.count('run')} from runs" if "run" in sources else "") + ")",
                  "simulation": f"{self.simulations} run(s); last: " + ", ".join(f"{k} {v}" for k, v in counts.items())
                                + f"; failures caught before code review: {self.caught}"}
         if self.design_subject:

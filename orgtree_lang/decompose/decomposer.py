@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from orgtree_lang.compile.code import AmbiguousSpec
-from orgtree_lang.decompose.design import spec_with_contracts
 from orgtree_lang.decompose.goal import Goal
 from orgtree_lang.decompose.inputs import MEMORY_THRESHOLD, remember_inputs
 from orgtree_lang.decompose.size import MAX_STATEMENTS
 from orgtree_lang.decompose.limits import ChildLimits, output_size
 from orgtree_lang.decompose.messages import block_node, replanned
 from orgtree_lang.decompose.prompt import CONTEXT_SHARE
+from orgtree_lang.decompose.repair import run_repaired
 from orgtree_lang.decompose.reuse import (SIMILARITY, ReuseRefused, ask_reuse, checked_for_reuse,
                                          similar_modules)
 from orgtree_lang.decompose.spec import OUTPUTS_RECORD, spec_hash
@@ -47,7 +47,12 @@ class DecomposeSettings:
     research_module: str = ""  # the research child's source; "" is the stdlib's research.pipe
     data_driven: bool = False  # design (examples, expectations) and its review before the code (decompose/dataflow.py)
     simulation_rounds: int = 2  # failed simulations sent back to the author before the code review
-    review_outputs: bool = False  # a reviewer checks each block's outputs at run time (decompose/output_review.py)
+    # Which runs of a block's module get an output review (decompose/output_review.py): "off", "first" (the first
+    # run of each new or revised module, a run whose outputs fail an expectation, and a `review_sample` share of
+    # the others) or "all".
+    review_outputs: str = "first"
+    review_sample: float = 0.1
+    max_run_repairs: int = 2  # repairs of a module on real data per run (decompose/repair.py), before escalating
 
     @property
     def limits(self) -> ChildLimits:
@@ -63,10 +68,20 @@ class DecomposeSettings:
             "max_output_chars": int, "child_max_memory": int, "max_statements": int,
             "memory_threshold": int, "protocol": bool, "ask_human": bool,
             "max_research": int, "research_module": str, "data_driven": bool, "simulation_rounds": int,
-            "review_outputs": bool})
-        if section.get("simulation_rounds", 0) < 0:
-            raise ConfigError(f"{path}: [decompose] simulation_rounds must be 0 or more, got "
-                              f"{section['simulation_rounds']!r}")
+            "review_outputs": (bool, str), "review_sample": (int, float), "max_run_repairs": int})
+        from orgtree_lang.decompose.output_review import MODES, review_mode
+
+        for key in ("simulation_rounds", "max_run_repairs"):
+            if section.get(key, 0) < 0:
+                raise ConfigError(f"{path}: [decompose] {key} must be 0 or more, got {section[key]!r}")
+        if "review_outputs" in section:
+            section["review_outputs"] = review_mode(section["review_outputs"])
+            if section["review_outputs"] not in MODES:
+                raise ConfigError(f"{path}: [decompose] review_outputs must be one of "
+                                  f"{', '.join(repr(m) for m in MODES)}, got {section['review_outputs']!r}")
+        if not 0 <= section.get("review_sample", 0) <= 1:
+            raise ConfigError(f"{path}: [decompose] review_sample must be a share from 0 to 1, got "
+                              f"{section['review_sample']!r}")
         for key in ("child_max_steps", "child_max_seconds", "max_output_chars", "child_max_memory", "max_statements",
                     "memory_threshold"):
             if key in section and section[key] <= 0:
@@ -88,6 +103,12 @@ class Decomposer:
         `config` is the run's orgtree.toml as read at its start (runtime.config.ConfigSnapshot; its `[web]` says
         whether research may search the web); None reads the workspace's file when asked."""
         settings = settings or DecomposeSettings()
+        from orgtree_lang.decompose.output_review import review_mode
+
+        if not isinstance(settings.review_outputs, str):  # true/false, as callers of earlier versions say it
+            import dataclasses
+
+            settings = dataclasses.replace(settings, review_outputs=review_mode(settings.review_outputs))
         overrides = {k: v for k, v in (("max_repairs", max_repairs), ("max_review_rounds", max_review_rounds),
                                        ("max_depth", max_depth)) if v is not None}
         if overrides:
@@ -113,6 +134,7 @@ class Decomposer:
         self.notices = notices if notices is not None else set()  # what this run tree said once (shared by children)
         self._messages = None  # decompose.messages.MessageSettings, read from `[org]` when a child first runs
         self._programs: dict[str, tuple[SavedModule, Any]] = {}  # spec hash -> module and program, this run
+        self.repairs: dict[str, int] = {}  # spec hash -> repairs made on real data in this run (decompose/repair.py)
 
     @property
     def max_depth(self) -> int:
@@ -128,12 +150,16 @@ class Decomposer:
                                         "yourself or raise the limit ([decompose] max_depth in orgtree.toml)")
         digest = spec_hash(spec)
         self._await_writer(digest, block)
-        if digest in self._programs:  # reached again in this run: no file is read, nothing is compiled again
-            saved, program = self._programs[digest]
-            block.note(f"reused {saved.path}")
-            return self._run_child(program, block, saved, self._metered(block)[0])
         saved, program = self._module(block, digest)
-        return self._run_child(program, block, saved, self._metered(block)[0])
+        return run_repaired(self, program, block, saved, self.metered(block)[0])
+
+    def remember(self, digest: str, saved: SavedModule, program) -> None:
+        """Later reaches of the block in this run run `program` (a repaired or re-planned module's)."""
+        self._programs[digest] = (saved, program)
+
+    def current(self, digest: str) -> tuple[SavedModule, Any] | None:
+        """The module (and program) this run runs for the spec `digest` now, if it has found or written one."""
+        return self._programs.get(digest)
 
     def _module(self, block, digest: str) -> tuple[SavedModule, Any]:
         """The module for `block` and its program: found or written, as `_find_or_write`. In a durable run that is a
@@ -142,13 +168,15 @@ class Decomposer:
         was written (model answers, scratchpad turns) keep their numbers."""
         if block.effects is None or block.effects.mode == "retry":
             # A retry runs the module as the store has it now: a person may have fixed it (docs/durability.md).
-            return self._find_or_write(block, digest)
+            return self._this_runs(block, digest) or self._find_or_write(block, digest)
         numbering = block.numbering
+        # Every reach of the block takes this step, a block reached again in the run too: a resume that stops
+        # inside that reach (with no earlier reach run again in its process) then asks the journal in the same order.
         step = block.effect_step("module", f"module for {block.spec.name}", [digest], {})
         ran: list[tuple[SavedModule, Any]] = []
 
         def find(_key: str | None) -> dict[str, Any]:
-            ran.append(self._find_or_write(block, digest))
+            ran.append(self._this_runs(block, digest) or self._find_or_write(block, digest))
             saved = ran[0][0]
             return {"path": str(saved.path), "provenance": saved.provenance, "body": saved.body, "text": saved.text,
                     "effects:": numbering.effect_seq - step.seq}
@@ -159,10 +187,21 @@ class Decomposer:
         numbering.effect_seq = max(numbering.effect_seq, step.seq + found["effects:"])
         from orgtree_lang.compile.api import compile_source
 
+        known = self._programs.get(digest)
+        if known is not None and known[0].text == found["text"]:
+            return known  # compiled already by an earlier reach of this resumed run
         saved = SavedModule(Path(found["path"]), found["provenance"], found["body"], found["text"])
         program = compile_source(saved.text, str(saved.path), self.registry).program
         self._programs[digest] = (saved, program)
         return saved, program
+
+    def _this_runs(self, block, digest: str) -> tuple[SavedModule, Any] | None:
+        """The module an earlier reach of the block in this run found, wrote or repaired: no file is read and
+        nothing compiled again."""
+        known = self._programs.get(digest)
+        if known is not None:
+            block.note(f"reused {known[0].path}")
+        return known
 
     def _find_or_write(self, block, digest: str) -> tuple[SavedModule, Any]:
         """A saved module for `block`'s spec that may be reused, else one written for it; with its program."""
@@ -175,7 +214,7 @@ class Decomposer:
         self._writing[digest] = (block.node, writing)
         try:
             saved = self.store.find(digest)
-            author, reviewer = self._metered(block)
+            author, reviewer = self.metered(block)
             program = None
             if saved is not None:
                 try:
@@ -234,7 +273,7 @@ class Decomposer:
                 return
             block.spend.away(writing.wait)
 
-    def _metered(self, block):
+    def metered(self, block):
         """The author and reviewer, their calls counted against the run tree's budget and charged to the block."""
         from orgtree_lang.durable.model_steps import journaled_calls
         from orgtree_lang.models.metered import MeteredModel
@@ -245,7 +284,7 @@ class Decomposer:
         return (MeteredModel(self.author, spend=spend, what=f"writing block `{spec.name}`", journal=journal),
                 MeteredModel(self.reviewer, spend=spend, what=f"reviewing block `{spec.name}`", journal=journal))
 
-    def _agent(self, block, role: str, model):
+    def agent(self, block, role: str, model):
         """`model` as the agent `<role> of <block>`, taking its turn on the scratchpad (unless `protocol = false`);
         the insights it offers are reviewed by the block's reviewer."""
         if not self.settings.protocol:
@@ -253,15 +292,17 @@ class Decomposer:
         from orgtree_lang.decompose.protocol import pad_summarizer, take_turns, task_of
 
         return take_turns(model, block, agent=f"{role} of {block.spec.name}", task=task_of(block.spec),
-                          workspace=self.workspace, reviewer=self._metered(block)[1],
-                          summarizer=pad_summarizer(block, self._metered(block)[0], self.workspace))
+                          workspace=self.workspace, reviewer=self.metered(block)[1],
+                          summarizer=pad_summarizer(block, self.metered(block)[0], self.workspace))
+
+    _metered = metered  # the name decompose/messages.py knows
 
     # ---- reusing a module made for another block ----------------------------------
 
     def _reuse_similar(self, spec: AmbiguousSpec, digest: str, reviewer, block,
                        candidates: list[SavedModule]) -> SavedModule | None:
         """A saved module of a similar block that fits this one and that a reviewer accepts, saved for this block."""
-        reviewer = self._agent(block, "reuse reviewer", reviewer) if candidates else reviewer
+        reviewer = self.agent(block, "reuse reviewer", reviewer) if candidates else reviewer
         for module in candidates[:2]:
             block.note(f"asking a reviewer whether {module.path.name} can be reused")
             conversation = uuid.uuid4().hex
@@ -292,7 +333,9 @@ class Decomposer:
 
     # ---- running it ------------------------------------------------------------
 
-    def _run_child(self, program, block, saved: SavedModule, author):
+    def run_child(self, program, block, saved: SavedModule, author, name: str = ""):
+        """The outputs of one run of `saved` for `block`, fitted to its outputs' types (no review: see
+        decompose/repair.py); `name` tells a run again after a repair apart (`<block node>/<name>`)."""
         from orgtree_lang.decompose.coerce import fit_outputs, model_reshaper
         from orgtree_lang.vm.blocks import ChildOverLimit, Replan
 
@@ -317,7 +360,7 @@ class Decomposer:
                     # Every child runs within a generated module's limits, even when the parent has none, and its
                     # workspace keeps program sources read-only whatever the settings say.
                     result = block.run_child(program, child_decomposer, context=generated_context(block.context),
-                                             limits=limits.budget())
+                                             limits=limits.budget(), name=name)
                     break
                 except Replan as replan:
                     replans += 1
@@ -344,16 +387,7 @@ class Decomposer:
         if limits.output_chars is not None and output_size(outputs, limits.output_chars) > limits.output_chars:
             raise self._over_limits(spec, saved, limits.describe("output"), None)
         reshaper = model_reshaper(author, block.records, uuid.uuid4().hex) if author is not None else None
-        outputs = fit_outputs(outputs, spec, block.records, reshaper)
-        if self.settings.review_outputs and self.reviewer is not None:
-            from orgtree_lang.decompose.output_review import outputs_subject, review_outputs
-
-            block.note("reviewing its outputs")
-            review_outputs(self._agent(block, "output reviewer", self._metered(block)[1]), spec, block.inputs, outputs,
-                           spec_text=spec_with_contracts(f"The step `{spec.name}`:\n{spec.doc}", spec),
-                           workspace=self.workspace,
-                           subject=outputs_subject(self.parent_file, spec, spec_hash(spec)), node=block.node)
-        return outputs
+        return fit_outputs(outputs, spec, block.records, reshaper)
 
     def _over_limits(self, spec: AmbiguousSpec, saved: SavedModule, limit: str, err: PipeRuntimeError | None):
         """The error for a child that went over a generated module's limit, after marking its module so that later

@@ -1,8 +1,10 @@
-"""Leaf output review (`[decompose] review_outputs = true`): after a block ran, an independent reviewer red-teams
-its outputs against its spec for these inputs; blocking concerns fail the block."""
+"""Output review: after a block's module ran, an independent reviewer red-teams its outputs (inputs, outputs and
+spec, never the code) for these inputs; `[decompose] review_outputs` and `review_sample` say which runs get one, and
+a rejection is evidence for a repair (decompose/repair.py)."""
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from pathlib import Path
 from typing import Any
@@ -28,10 +30,31 @@ Rules:
 """
 
 
+MODES = ("off", "first", "all")
+
+
+def review_mode(value: object) -> str:
+    """`review_outputs` as one of MODES (true and false, as older files say it, are "all" and "off")."""
+    if value is True:
+        return "all"
+    if value is False:
+        return "off"
+    return str(value)
+
+
+def sampled(node: str, share: float) -> bool:
+    """Whether the block reach `node` (its id names the run) is in the `share` of later runs that are reviewed: the
+    same answer every time the run reaches it, so a resumed or replayed run asks for the same reviews."""
+    if share <= 0:
+        return False
+    draw = int(hashlib.sha256(node.encode("utf-8")).hexdigest()[:8], 16) / 0x100000000
+    return draw < share
+
+
 def review_outputs(reviewer, spec: AmbiguousSpec, inputs: dict[str, Any], outputs: dict[str, Any], *,
-                   spec_text: str, workspace: Path, subject: str, node: str) -> None:
+                   spec_text: str, workspace: Path, subject: str, node: str) -> list:
     """Ask `reviewer` (journaled and metered by the caller) about `outputs`; record its concerns under `subject`;
-    raise a catchable error naming the blocking ones."""
+    the blocking ones (with a spec basis), empty when the outputs are accepted."""
     from orgtree_lang.models.base import Message
     from orgtree_lang.review.concerns import VERDICT_SCHEMA, Verdict
     from orgtree_lang.review.ledger import ConcernLedger
@@ -56,13 +79,19 @@ def review_outputs(reviewer, spec: AmbiguousSpec, inputs: dict[str, Any], output
                             concerns=len(verdict.concerns), summary=verdict.summary)
         for concern in verdict.concerns:
             ledger.raise_concern(subject, round_, concern, f"run:{node}", conversation)
-    blocking = [c for c in verdict.concerns if c.severity == "blocking" and c.spec_basis]
-    if blocking:
-        listing = "; ".join(f"{c.id} ({c.spec_basis}): {c.evidence}" for c in blocking)
-        raise PipeRuntimeError(
-            f"ambiguous block `{spec.name}`: a reviewer rejected its outputs for these inputs: {listing}",
-            kind="ambiguous", hint=f"the concerns are in the ledger under {subject} (`pipe modules show NAME "
-                                   "--review` lists a module's review); fix the module, or catch this error")
+    return [c for c in verdict.concerns if c.severity == "blocking" and c.spec_basis]
+
+
+def rejection(spec: AmbiguousSpec, blocking: list, subject: str) -> PipeRuntimeError:
+    """The catchable error a rejection of a block's outputs is, when no repair is made for it."""
+    return PipeRuntimeError(
+        f"ambiguous block `{spec.name}`: a reviewer rejected its outputs for these inputs: {listing(blocking)}",
+        kind="ambiguous", hint=f"the concerns are in the ledger under {subject} (`pipe modules show NAME "
+                               "--review` lists a module's review); fix the module, or catch this error")
+
+
+def listing(blocking: list) -> str:
+    return "; ".join(f"{c.id} ({c.spec_basis}): {c.evidence}" for c in blocking)
 
 
 def outputs_subject(parent_file: str, spec: AmbiguousSpec, digest: str) -> str:

@@ -37,10 +37,13 @@ MODULE_HINT = "make the block's docstring more precise, or write this step yours
 
 
 def write_module(decomposer, spec: AmbiguousSpec, inputs: dict[str, Any], digest: str, author, reviewer, block,
-                 similar: list[SavedModule], evidence: str = "") -> SavedModule:
+                 similar: list[SavedModule], evidence: str = "", repair=None) -> SavedModule:
     """Have the author write a module for `block` (with its design and simulation when the flow is data-driven),
-    repaired until valid, reviewed (escalating a disagreement), and save it; the saved module. `evidence` (why an
-    earlier module must be revised: a re-plan, docs/org.md "Decisions") ends the first request."""
+    repaired until valid, reviewed (escalating a disagreement), and save it as the module's next version; the saved
+    module. `evidence` (why an earlier module must be revised: a re-plan, docs/org.md "Decisions") ends the first
+    request. `repair` (decompose/evidence.py RepairRequest) makes it a revision of the module after it failed on
+    real data: its request follows the usual one, and its cases are simulated with the spec's."""
+    from orgtree_lang.decompose.versions import ModuleVersions
     from orgtree_lang.decompose.attempts import AttemptLog
     from orgtree_lang.decompose.escalate import escalate, judges_for
     from orgtree_lang.decompose.journaled import review_subject
@@ -62,7 +65,8 @@ def write_module(decomposer, spec: AmbiguousSpec, inputs: dict[str, Any], digest
         # The pad and the insights take shares of the window of their own (15% and 10%), next to the request's.
         author, reviewer = seated(author, reviewer, spec, block, decomposer.workspace)
         seed = seed_tokens(window)
-    flow = ExampleFlow(decomposer, spec, generated_context(block.context))
+    flow = ExampleFlow(decomposer, spec, generated_context(block.context),
+                       carried=repair.cases if repair is not None else None)
     # The examples the program states and the design step are part of the first request: within its budget too.
     additions = flow.additions()
     extra = count_tokens("\n\n" + additions, author.name) if additions else 0
@@ -85,7 +89,8 @@ def write_module(decomposer, spec: AmbiguousSpec, inputs: dict[str, Any], digest
                         decomposer.workspace, settings.max_repairs + 1, settings.max_research,
                         research=lambda need, what: researched(decomposer, need, what, spec, block, reviewer),
                         messages=[Message("system", LANGUAGE_NOTES),
-                                  Message("user", flow.opening(request.text + (f"\n\n{evidence}" if evidence else "")))])
+                                  Message("user", flow.opening(request.text + (f"\n\n{evidence}" if evidence else ""))
+                                          + ("\n\n" + repair.text if repair is not None else ""))])
 
     def valid_module(phase: str, answers: list[str] | None = None) -> str:
         return turns.until_valid("module", phase, lambda answer: module_problems(decomposer, spec, answer),
@@ -144,6 +149,8 @@ def write_module(decomposer, spec: AmbiguousSpec, inputs: dict[str, Any], digest
                                           binding=flow.binding)
     finally:
         attempts.close()
+        if repair is not None:
+            repair.answers[:] = [m.content for m in turns.messages if m.role == "assistant"]
     flow.refuse_failing()
     provenance = {
         **decomposer.provenance_base(spec, digest),
@@ -158,9 +165,18 @@ def write_module(decomposer, spec: AmbiguousSpec, inputs: dict[str, Any], digest
                          "language card)",
         **({"escalated": "; ".join(trail)} if trail else {}),
         **flow.provenance(),
+        **(repair.provenance if repair is not None else {}),
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
-    return decomposer.store.save(parent_file, spec.name, flow.saved(outcome.artifact), provenance, registry)
+    saved = decomposer.store.save(parent_file, spec.name, flow.saved(outcome.artifact), provenance, registry)
+    run_id = block.node.split("/", 1)[0]
+    with ModuleVersions(decomposer.workspace) as versions:
+        if repair is None:
+            versions.record(f"written:{saved.provenance['body-hash']}", saved, "re-planned" if evidence else "written",
+                            flow.cases, run_id)
+        else:
+            versions.record(repair.key, saved, repair.reason, flow.cases, run_id, previous=repair.previous)
+    return saved
 
 
 def module_problems(decomposer, spec: AmbiguousSpec, answer: str) -> tuple[str, list[str]]:

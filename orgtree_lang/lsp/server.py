@@ -17,6 +17,7 @@ from orgtree_lang.lsp.analysis import Analysis, analyse, workspace_root
 from orgtree_lang.lsp.incremental import IncrementalParser
 from orgtree_lang.lsp.references import reference_at
 from orgtree_lang.lsp.skills import WorkspaceSkills
+from orgtree_lang.syntax.diagnostics import Diagnostic
 from orgtree_lang.syntax.spans import Span
 
 _SYMBOL_KINDS = {"record": lsp.SymbolKind.Struct, "field": lsp.SymbolKind.Field,
@@ -47,7 +48,11 @@ class PipeLanguageServer(LanguageServer):
         document = self.workspace.get_text_document(uri)
         file = self.document_file(document)
         parser = self.parsers.setdefault(uri, IncrementalParser())
-        analysis = analyse(document.source, str(file), self.skills.registry(workspace_root(file)), parser)
+        root = workspace_root(file)
+        analysis = analyse(document.source, str(file), self.skills.registry(root), parser)
+        # A workspace skill module that did not load is said at the top of every document of the workspace.
+        analysis.diagnostics[:0] = [Diagnostic("error", err.message, Span(str(file), 1, 1, 1, 1), err.hint)
+                                    for err in self.skills.problems(root)]
         self.analyses[uri] = analysis
         # Navigation answers from this version's declarations that parse (and the last good tree of the one being
         # typed); only when none is known does it fall back to the last version that parsed.

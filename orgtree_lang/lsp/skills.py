@@ -14,7 +14,7 @@ class WorkspaceSkills:
 
     def __init__(self) -> None:
         self._base = None
-        self._by_root: dict[Path, tuple[tuple, object]] = {}
+        self._by_root: dict[Path, tuple[tuple, object, list]] = {}
 
     def registry(self, root: Path):
         from orgtree_lang.run.registries import default_registry, workspace_registry
@@ -24,9 +24,15 @@ class WorkspaceSkills:
         stamp = _pool_stamp(root)
         known = self._by_root.get(root)
         if known is None or known[0] != stamp:
-            known = (stamp, workspace_registry(root, base=self._base))
+            problems: list = []  # a workspace skill module that cannot load blinds nothing else
+            known = (stamp, workspace_registry(root, base=self._base, skill_problems=problems), problems)
             self._by_root[root] = known
         return known[1]
+
+    def problems(self, root: Path) -> list:
+        """The SkillErrors of the workspace's own skill modules that did not load, as of the last registry()."""
+        known = self._by_root.get(root)
+        return list(known[2]) if known is not None else []
 
 
 def _pool_stamp(root: Path) -> tuple:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import shlex
 import threading
 import time
@@ -13,6 +14,19 @@ from orgtree_lang.mcp_client.settings import INSTALL_HINT, ServerSpec
 from orgtree_lang.runtime.errors import SkillError
 
 LOG_TAIL_LINES = 12
+
+# The connections this process has started and not stopped: a stdio server is stopped (not left to notice our exit)
+# when the process ends, or when `close_all` is called (a command run inside another process, as the tests do).
+_OPEN: set[McpConnection] = set()
+
+
+def close_all() -> None:
+    """Stop every MCP server this process started and has not stopped yet."""
+    for connection in list(_OPEN):
+        connection.close()
+
+
+atexit.register(close_all)
 
 
 class McpConnection:
@@ -56,6 +70,7 @@ class McpConnection:
                 self._finish_open()
 
     def close(self) -> None:
+        _OPEN.discard(self)
         loop = self._loop
         if loop is None:
             return
@@ -74,14 +89,13 @@ class McpConnection:
         self._loop = self._thread = self._client = self._held = self._opening = None
 
     def _begin_open(self) -> None:
-        import atexit
         import importlib.util
 
-        if importlib.util.find_spec("mcp") is None:
+        if self.spec.url is not None and importlib.util.find_spec("mcp") is None:
             raise SkillError(f"MCP server `{self.spec.name}`: the `mcp` Python SDK is not installed, so its tools "
                              f"cannot be called", hint=INSTALL_HINT)
 
-        atexit.register(self.close)  # a stdio server is stopped (not left to notice our exit) when the run ends
+        _OPEN.add(self)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name=f"mcp-{self.spec.name}", daemon=True)
         self._thread.start()
@@ -110,24 +124,22 @@ class McpConnection:
     async def _hold(self, ready: asyncio.Future) -> None:
         """Enter the client (and its transport) and stay in it until `close`: anyio wants one task to enter and
         leave it."""
-        from mcp import Client
-
         errlog = None
         try:
             if self.spec.url is not None:
-                target = self.spec.url
+                from mcp import Client
+
+                session = Client(self.spec.url)
             else:
-                from mcp import StdioServerParameters
-                from mcp.client.stdio import stdio_client
+                from orgtree_lang.mcp_client.stdio import StdioClient  # JSON-RPC lines: no SDK import
 
                 if self.log is not None:
                     self.log.parent.mkdir(parents=True, exist_ok=True)
                     errlog = open(self.log, "w", encoding="utf-8")  # this start's lines only, for errors to quote
                 command, *args = self.spec.command
-                params = StdioServerParameters(command=command, args=args, env=dict(self.spec.env) or None,
-                                               cwd=self.spec.cwd)
-                target = stdio_client(params, errlog=errlog) if errlog is not None else stdio_client(params)
-            async with Client(target) as client:  # each request is bounded by `_submit`
+                session = StdioClient(command, args, env=dict(self.spec.env) or None, cwd=self.spec.cwd,
+                                      errlog=errlog)
+            async with session as client:  # each request is bounded by `_submit`
                 ready.set_result(client)
                 await self._closing.wait()
         except BaseException as exc:

@@ -147,6 +147,8 @@ class ChildMessages:
         mail = org.mail
         state = org.state
         me = mail.current()
+        while me is not None and me.kind == "branch":  # a parallel branch's messages are its pipeline's node's
+            me = next(task for task in state.tasks if task.id == me.parent)
         here = me.node if me is not None else frame.node
 
         def renamed(name: str) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from orgtree_lang.org.block_node import MessageView
+from orgtree_lang.org.routing import agents_on
 from orgtree_lang.runtime.people import HUMAN
 from orgtree_lang.runtime.values import display_short
 from orgtree_lang.vm.blocks import reads_messages
@@ -36,11 +37,15 @@ class NodeAgents:
         """Whether the agent reads a message to `target` (else it goes to the mailbox): a model is configured, and
         the node is no route's (those start with their message) and its pipeline reads no messages itself."""
         machine = self.org.machine
-        if machine.services.agents is None and machine.services.effects is None:
-            return False  # nothing to journal either: the message goes to the mailbox, as it always did
         if target.route is not None or not target.frames:
             return False
-        return not any(reads_messages(frame, machine.program.pipelines) for frame in target.frames)
+        if any(reads_messages(frame, machine.program.pipelines) for frame in target.frames):
+            return False
+        if agents_on(machine.services.agents):
+            return True
+        # Agents off: the message goes to the mailbox, as it always did (and nothing is said: a program may leave
+        # messages unread on purpose); a durable run journals that it did (`read`).
+        return machine.services.effects is not None
 
     def read(self, frame: Frame, target: Task, body: Any, topic: str) -> None:
         """The agent decides what `body` means for `target`, and it is done."""
@@ -61,7 +66,7 @@ class NodeAgents:
         agents = machine.services.agents
 
         def decide(key: str | None) -> dict[str, Any]:
-            if agents is None:
+            if not agents_on(agents):
                 return {"off": True}  # run-time agents are off: the message goes to the mailbox, as it always did
             machine.meter.check_model(machine.budget, what)
             return agents.decide(view, target.node, code.doc, KINDS, key)

@@ -75,8 +75,9 @@ class Routing:
                       for name, pipeline in sorted(routes.items()) if pipeline in program.pipelines]
         effects = machine.services.effects
         agents = machine.services.agents
-        if not candidates or (agents is None and effects is None):
-            self.agents_off = agents is None
+        on = agents_on(agents)
+        if not candidates or (not on and effects is None):
+            self.agents_off = not on
             return None
         span = frame.code.span_at(frame.pc - 1)
         shown = display_short(body, 2000)
@@ -85,7 +86,7 @@ class Routing:
         decision = f"{node}/route#{state.steps}"
 
         def pick(_key: str | None) -> dict[str, Any]:
-            if agents is None:
+            if not on:
                 return {"topic": None, "off": True}  # run-time agents are off: the send fails as it always did
             machine.meter.check_model(machine.budget, what)
             return agents.pick_route(topic, shown, candidates)
@@ -181,6 +182,11 @@ class Routing:
         step = EffectStep(machine.next_effect_seq(), HUMAN, f"{HUMAN}.note", node, span,
                           [note["text"], note["topic"]], {}, state.steps)
         effects.perform(step, lambda key: notify(note, key) if notify is not None else None)
+
+
+def agents_on(agents) -> bool:
+    """Whether the organization's agents (vm.services.Services.agents) can decide: some are configured, and not off."""
+    return agents is not None and getattr(agents, "on", True)
 
 
 def _described(code) -> str:

@@ -205,6 +205,10 @@ class Scheduler:
         """Back to one task: the run costs what a run without tasks costs."""
         state = self.state
         if len(state.tasks) == 1 and state.tasks[0].id == 0 and not state.calls:
+            if self.mail.interrupt_due(state.tasks[0]):
+                # A message waits for its `on message` handler (one a block's child sent): it fires first.
+                self.expect_interrupt()
+                return
             state.tasks = []
             state.current = 0
 

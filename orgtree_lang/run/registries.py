@@ -31,7 +31,7 @@ def default_registry(*, plugins: bool | None = None) -> SkillRegistry:
 
 
 def workspace_registry(root: Path | str, base=None, *, plugins: bool | None = None, replay: bool = False,
-                       config=None):
+                       config=None, skill_problems: list | None = None):
     """`base` (default: stdlib + plugins) and the workspace's own Python skills (`skills/`, `[skills] paths`) with
     this workspace's pool applied: `skills.report_bug`, every promoted
     module as `learned.<name>`, usage notes from `modify` decisions added to descriptions, removed skills left out;
@@ -39,7 +39,8 @@ def workspace_registry(root: Path | str, base=None, *, plugins: bool | None = No
     with `replay`, not at all when the tools they listed at their last start are saved).
 
     Reads nothing (and creates nothing) when the workspace has no pool state yet. `config` is the run's
-    orgtree.toml snapshot (RunSettings.file); None reads the file."""
+    orgtree.toml snapshot (RunSettings.file); None reads the file. A workspace skill module that cannot load is a
+    SkillError, or, given a `skill_problems` list, an entry of it while the rest load (the language server)."""
     from orgtree_lang.pool.learned import LearnedStore, learned_skill
     from orgtree_lang.pool.store import PoolStore, state_db
 
@@ -54,14 +55,19 @@ def workspace_registry(root: Path | str, base=None, *, plugins: bool | None = No
             store.close()
     registry = SkillRegistry()
     own = SkillRegistry()  # the workspace's own Python skills (skills/, [skills] paths), after the installed ones
-    add_workspace_skills(own, Path(root), read_config(config if config is not None else Path(root) / CONFIG_NAME))
+    add_workspace_skills(own, Path(root), read_config(config if config is not None else Path(root) / CONFIG_NAME),
+                         skill_problems)
     for skill in [*base, *own]:
         if skill.name in removed:
             continue
         if skill.name in registry:  # only a workspace skill can meet an installed one here
-            raise SkillError(f"workspace skill {skill.name} from {skill.origin} has the name of one from "
-                             f"{registry.get(skill.name).origin}",
-                             hint='rename the function, or give it a name of its own: @skill("ns.name")')
+            clash = SkillError(f"workspace skill {skill.name} from {skill.origin} has the name of one from "
+                               f"{registry.get(skill.name).origin}",
+                               hint='rename the function, or give it a name of its own: @skill("ns.name")')
+            if skill_problems is None:
+                raise clash
+            skill_problems.append(clash)
+            continue
         if skill.name in notes:
             extra = "".join(f"\n\nUsage note: {note}" for note in notes[skill.name])
             skill = dataclasses.replace(skill, description=skill.description + extra)

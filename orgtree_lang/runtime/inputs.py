@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from orgtree_lang.runtime.errors import PipeRuntimeError
@@ -33,23 +34,15 @@ def json_nesting_depth(text: str) -> int:
     """How deep arrays and objects nest in JSON `text`, read from its brackets outside strings, before any parse
     (json.loads itself fails with a RecursionError on text nested about a thousand deep)."""
     deepest = depth = 0
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in "]}":
-            depth -= 1
+    for bracket in _BRACKETS.findall(_STRINGS.sub("", text)):
+        depth += 1 if bracket in "[{" else -1
+        deepest = max(deepest, depth)
     return deepest
+
+
+# A JSON string (escapes included), and a bracket: what is left of a JSON text that counts for its nesting.
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_BRACKETS = re.compile(r"[\[\]{}]")
 
 
 def nesting_problem(what: str, depth: int) -> str | None:
@@ -120,7 +113,8 @@ def parse_input(name: str, text: str, ptype) -> Any:
 def check_inputs(code, inputs: dict[str, Any], records) -> None:
     """Raise InputError for the first input problem of a call of `code` (a CodeObject) with `inputs`.
 
-    Unknown names, missing parameters without a default, and values that do not fit their parameter's type
+    Unknown names, missing parameters without a default, values nested deeper than MAX_INPUT_DEPTH (an MCP
+    client's arguments too), and values that do not fit their parameter's type
     (records built field by field with `records`, a RecordTypes) are found here, before the run starts."""
     from orgtree_lang.syntax.diagnostics import did_you_mean
 
@@ -137,7 +131,7 @@ def check_inputs(code, inputs: dict[str, Any], records) -> None:
                 raise InputError(f"pipeline {code.name} needs input `{param.name}` ({param.type}): "
                                  f"pass it with -i {param.name}=VALUE")
             continue
-        value = inputs[param.name]
+        value = check_depth(param.name, inputs[param.name])  # what -i and --inputs check, for every caller
         try:
             converted = records.from_plain(value, param.type)
         except PipeRuntimeError as err:

@@ -438,6 +438,23 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(7, "org tree nodes: the decision kind (a block node's agent deciding what a message means)",
               rebuilds=(Rebuild(_TREE_NODES_V7, """SELECT id, run_id, parent_id, seq, name, kind, caller, status, inputs,
     output, error, started_at, duration_ms, tokens, cost, detail FROM tree_nodes"""),)),
+    # Repair on real data (docs/decomposer.md): every version of a generated module, the first as written and each
+    # repair after a run-time failure, with the cases it must pass and the block reach that first ran it.
+    Migration(8, "generated modules' versions: written, then repaired on real data", tables=(
+        Table("module_versions", "orgtree_lang.decompose.versions", """
+    key TEXT PRIMARY KEY,             -- <module> written:<body hash> | found:<body hash> | <block node>:repair-<n>
+    module TEXT NOT NULL,             -- the module's path relative to the workspace root
+    spec_hash TEXT NOT NULL,
+    version INTEGER NOT NULL,         -- 1, 2, ... per module
+    body_hash TEXT NOT NULL,
+    previous TEXT NOT NULL DEFAULT '',-- the body hash of the version it revised ('' for the first)
+    text TEXT NOT NULL,               -- the whole file as saved, header included
+    reason TEXT NOT NULL,             -- written | found | what failed, for a repair
+    cases TEXT NOT NULL,              -- JSON: the examples this version was simulated on
+    run_id TEXT NOT NULL DEFAULT '',
+    first_run TEXT,                   -- the block node that first ran this version (its output review: "first")
+    at REAL NOT NULL
+""", indexes=(Index("module_versions_by_module", "module_versions (module, version)"),)),)),
 )
 
 

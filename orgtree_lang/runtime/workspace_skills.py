@@ -45,9 +45,10 @@ def skill_modules(folder: Path) -> list[Path]:
     return found
 
 
-def add_workspace_skills(registry, root: Path, tables: dict[str, Any]) -> list[str]:
+def add_workspace_skills(registry, root: Path, tables: dict[str, Any], problems: list | None = None) -> list[str]:
     """Register the @skill functions of every skill module of the workspace at `root` (`tables`: its orgtree.toml);
-    returns the modules' paths relative to the root. SkillError names the module that failed and why."""
+    returns the modules' paths relative to the root. SkillError names the module that failed and why; with a
+    `problems` list, each such error is put there instead and the other modules still load (the editor's way)."""
     loaded = []
     for folder, _source in skill_folders(root, tables):
         modules = skill_modules(folder)
@@ -56,13 +57,19 @@ def add_workspace_skills(registry, root: Path, tables: dict[str, Any]) -> list[s
         package = _fresh_package(folder)
         for path in modules:
             shown = path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
-            module = _import(package, path, shown)
             try:
-                registry.register_module(module, origin=f"workspace ({shown})")
-            except (TypeError, ValueError) as err:
-                raise SkillError(f"workspace skill module {shown}: {err}",
-                                 hint="rename the function, or give it a name of its own: @skill(\"ns.name\")"
-                                 ) from None
+                module = _import(package, path, shown)
+                try:
+                    registry.register_module(module, origin=f"workspace ({shown})")
+                except (TypeError, ValueError) as err:
+                    raise SkillError(f"workspace skill module {shown}: {err}",
+                                     hint="rename the function, or give it a name of its own: @skill(\"ns.name\")"
+                                     ) from None
+            except SkillError as err:
+                if problems is None:
+                    raise
+                problems.append(err)
+                continue
             loaded.append(shown)
     return loaded
 

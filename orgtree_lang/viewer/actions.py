@@ -1,7 +1,9 @@
-"""The viewer's actions, replying to a question and resuming a run: refused unless allowed and given the token.
+"""The viewer's actions, starting a run, replying to a question and resuming a run: refused unless allowed and
+given the token.
 
-A reply goes through the same code as `pipe reply` (durable/people.py). A resume starts `pipe resume` as a
-process of its own, so the run keeps going (and stays durable) whatever happens to the server."""
+A reply goes through the same code as `pipe reply` (durable/people.py). A start and a resume start `pipe run` and
+`pipe resume` as processes of their own, so the run keeps going (and stays durable) whatever happens to the
+server, and is started by the one way a run is started."""
 
 from __future__ import annotations
 
@@ -16,6 +18,9 @@ from orgtree_lang.runtime.inputs import load_json
 from orgtree_lang.viewer.page import Site
 
 RESUME_LOG = "serve-resume.log"  # in the run's folder: what the resumed `pipe resume` printed
+RUN_LOG = "serve-run.log"  # in the run's folder: what the `pipe run` a page started printed
+MAX_INPUT_CHARS = 100_000  # one input's text from a form; a command line takes no more than 128 KiB an argument
+START_SECONDS = 120.0  # how long starting a run waits for its journal before it answers anyway
 SETTLE_SECONDS = 10.0  # how long a reply waits for the process of a run that just began to wait to let go of it
 
 
@@ -124,3 +129,58 @@ def resume(site: Site, run: str, running: list[subprocess.Popen]) -> str:
                                    start_new_session=True)
     running.append(process)
     return f"resuming run {run_dir.name} (process {process.pid}; its output goes to {run_dir / RESUME_LOG})"
+
+
+class NotStarted(Refused):
+    """A run `pipe run` refused to start: the program does not compile, or its inputs do not fit its entry."""
+
+    status = 422
+
+
+def start_run(site: Site, fields: dict[str, str], running: list[subprocess.Popen]) -> dict[str, str]:
+    """Start `pipe run PROGRAM --workspace DIR --run-id ID [--entry NAME] -i NAME=VALUE ...` as a process of its
+    own, with the inputs the form gave (each read by its parameter's type, as `-i` reads it); wait until the run
+    exists (its journal) or the process has ended, and say which. The same command as a person's, so the same
+    checks, run assembly and durability; what it prints goes to the run's folder (RUN_LOG)."""
+    import time
+
+    from orgtree_lang.durable.journal import JOURNAL_FILE
+    from orgtree_lang.durable.runs import new_run_id, runs_dir
+
+    from orgtree_lang.viewer.programs import program_path
+
+    relative = fields.get("program", "")
+    path = program_path(site, relative)
+    if path is None:
+        raise Pointless(f"no program {relative!r} in this workspace", hint="the programs page lists them")
+    command = [sys.executable, "-P", "-m", "orgtree_lang.cli.main", "run", relative,
+               "--workspace", str(Path(site.workspace).resolve())]
+    if fields.get("entry"):
+        command += ["--entry", fields["entry"]]
+    for name, value in fields.items():
+        if not name.startswith("input.") or value == "":
+            continue  # an empty field: the parameter's default (or pipe run says it needs one)
+        if len(value) > MAX_INPUT_CHARS:
+            raise Malformed(f"input `{name[6:]}` is {len(value):,} characters long: at most {MAX_INPUT_CHARS:,} "
+                            "can be given here", hint="write large data to a file and read it with fs.read")
+        command += ["-i", f"{name[6:]}={value}"]
+    run_id = new_run_id()
+    run_dir = runs_dir(site.workspace) / run_id
+    command += ["--run-id", run_id]
+    run_dir.mkdir(parents=True)
+    with (run_dir / RUN_LOG).open("ab") as log:
+        process = subprocess.Popen(command, cwd=site.workspace, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                   start_new_session=True)
+    running.append(process)
+    deadline = time.monotonic() + START_SECONDS
+    while not (run_dir / JOURNAL_FILE).exists():
+        if process.poll() is not None and not (run_dir / JOURNAL_FILE).exists():
+            said = (run_dir / RUN_LOG).read_text(encoding="utf-8", errors="replace").strip()
+            (run_dir / RUN_LOG).unlink()
+            run_dir.rmdir()
+            raise NotStarted(f"the run did not start: `pipe run {relative}` said:\n{said}")
+        if time.monotonic() > deadline:
+            return {"message": f"started process {process.pid}; run {run_id} has not appeared yet "
+                               f"(the runs page shows it when it does)", "run": run_id}
+        time.sleep(0.05)
+    return {"message": f"started run {run_id} of {relative}", "run": run_id}

@@ -30,7 +30,7 @@ def build_app(site: Site, *, poll_seconds: float = POLL_SECONDS, allow_hosts: tu
     from starlette.staticfiles import StaticFiles
 
     from orgtree_lang.runtime.errors import PipeError
-    from orgtree_lang.viewer import actions, live, memory, modules, nodes, runs
+    from orgtree_lang.viewer import actions, live, memory, modules, nodes, programs, runs, skills
 
     resumes: list[subprocess.Popen] = []
 
@@ -84,6 +84,21 @@ def build_app(site: Site, *, poll_seconds: float = POLL_SECONDS, allow_hosts: tu
         html = modules.module_page(site, request.path_params["path"])
         return not_found(f"no saved module {request.path_params['path']}") if html is None else page(html)
 
+    def program_list(request):
+        return page(programs.programs_page(site))
+
+    def program(request):
+        relative = request.path_params["path"]
+        html = programs.program_page(site, relative, request.query_params.get("entry") or None)
+        return not_found(f"no program {relative} in this workspace") if html is None else page(html)
+
+    def skill_list(request):
+        return page(skills.skills_page(site))
+
+    def skill(request):
+        html = skills.skill_page(site, request.path_params["name"])
+        return not_found(f"no skill {request.path_params['name']} in this workspace") if html is None else page(html)
+
     def pad(request):
         return page(memory.pad_page(site))
 
@@ -91,7 +106,7 @@ def build_app(site: Site, *, poll_seconds: float = POLL_SECONDS, allow_hosts: tu
         return page(memory.insights_page(site))
 
     async def act(request, action):
-        for process in list(resumes):  # reap the resumes that ended
+        for process in list(resumes):  # reap the runs and resumes that ended
             if process.poll() is not None:
                 resumes.remove(process)
         try:
@@ -102,10 +117,14 @@ def build_app(site: Site, *, poll_seconds: float = POLL_SECONDS, allow_hosts: tu
             said = str(err) + (f"; {err.hint}" if err.hint else "")
             return JSONResponse({"ok": False, "message": said}, status_code=getattr(err, "status", 409),
                                 headers=_HEADERS)
-        return JSONResponse({"ok": True, "message": said}, headers=_HEADERS)
+        answer = said if isinstance(said, dict) else {"message": said}
+        return JSONResponse({"ok": True, **answer}, headers=_HEADERS)
 
     async def reply(request):
         return await act(request, lambda f: actions.reply(site, f.get("run", ""), f.get("message"), f.get("text", "")))
+
+    async def start(request):
+        return await act(request, lambda f: actions.start_run(site, f, resumes))
 
     async def resume(request):
         return await act(request, lambda f: actions.resume(site, f.get("run", ""), resumes))
@@ -113,8 +132,11 @@ def build_app(site: Site, *, poll_seconds: float = POLL_SECONDS, allow_hosts: tu
     routes = [Route("/", runs_list), Route("/live/runs", runs_live), Route("/runs/{run}", run),
               Route("/runs/{run}/live", run_live), Route("/runs/{run}/node", node),
               Route("/modules", module_list), Route("/modules/{path:path}", module),
+              Route("/programs", program_list), Route("/programs/{path:path}", program),
+              Route("/skills", skill_list), Route("/skills/{name}", skill),
               Route("/pad", pad), Route("/insights", insights),
-              Route("/actions/reply", reply, methods=["POST"]), Route("/actions/resume", resume, methods=["POST"]),
+              Route("/actions/run", start, methods=["POST"]), Route("/actions/reply", reply, methods=["POST"]),
+              Route("/actions/resume", resume, methods=["POST"]),
               Mount("/static", StaticFiles(directory=STATIC), name="static")]
     gate = Middleware(Gate, token=site.token, names=own_names(site.host, allow_hosts), carry_to_page=site.allow_actions)
     app = Starlette(routes=routes, middleware=[gate])
@@ -139,7 +161,8 @@ def serve(workspace: Path, host: str, port: int, allow_actions: bool, allow_host
         print(f"actions allowed: each needs the token {site.token} (the page opened from the link carries it)",
               flush=True)
     else:
-        print("read-only: start with --allow-actions to reply to questions and resume runs from the page", flush=True)
+        print("read-only: start with --allow-actions to start runs, reply to questions and resume runs from the "
+              "page", flush=True)
     if host not in ("127.0.0.1", "localhost", "::1"):
         print(f"warning: listening on {host}: the token travels unencrypted, so anyone who can watch this network "
               f"can read these runs",

@@ -55,8 +55,8 @@ def _module_link(workspace: Path, node) -> str:
 
 
 def node_events(workspace: Path, node) -> list[dict]:
-    """The trace events of `node`: those that name it as their node (its call, prints, errors, the messages it
-    sent or took, an ambiguous block's model calls) and the messages sent to it. Events are matched by node, not
+    """The trace events of `node`: those that name it as their node (its prints, errors, returns, the messages it
+    sent or took, an ambiguous block's model calls), the call of it and the messages sent to it. Events are matched by node, not
     by time, so concurrent branches of one pipeline never show each other's; a trace written before events
     carried their node (node "root") is matched by the node's time and frame instead."""
     top = node.run_id.split("/", 1)[0]
@@ -81,7 +81,7 @@ def _is_own(event: dict, node) -> bool:
     owner = event.get("node")
     if owner == "root":
         return _is_own_by_time(event, node)
-    if owner == node.id:
+    if owner == node.id or event.get("callee") == node.id:  # its own, or the call of it (the caller's event)
         return True
     # A message is the sender's event; the node it was sent to shows it too.
     return event.get("event") == "message.send" and f"{node.run_id}/{event.get('to')}" == node.id

@@ -12,10 +12,11 @@ from orgtree_lang.runtime.printable import printable
 
 @dataclass(frozen=True)
 class Site:
-    """What every page needs to know: the workspace it shows and whether actions (reply, resume) are allowed."""
+    """What every page needs to know: the workspace it shows and whether actions (start a run, reply, resume) are
+    allowed."""
 
     workspace: Path
-    allow_actions: bool
+    allow_actions: bool  # start runs, reply, resume
     token: str  # the secret every request carries (a cookie from the printed URL, or the X-Pipe-Token header)
     host: str = "127.0.0.1"  # the address the server listens on
 
@@ -41,7 +42,7 @@ def frame(site: Site, title: str, body: str, *, live_url: str = "") -> str:
 <body data-actions="{'on' if site.allow_actions else 'off'}"{live}>
 <nav>
   <strong>pipe serve</strong>
-  <a href="/">runs</a> <a href="/modules">modules</a> <a href="/pad">scratchpad</a> <a href="/insights">insights</a>
+  <a href="/">runs</a> <a href="/programs">programs</a> <a href="/modules">modules</a> <a href="/skills">skills</a> <a href="/pad">scratchpad</a> <a href="/insights">insights</a>
   <span class="where">{esc(site.workspace)} · {mode}</span>
 </nav>
 <main>

@@ -84,7 +84,11 @@
       headers: {"Content-Type": "application/json", "X-Pipe-Token": token()},
       body: JSON.stringify(fields),
     }).then(function (response) {
-      return response.json().then(function (answer) { say(answer.message, answer.ok); });
+      return response.json().then(function (answer) {
+        say(answer.message, answer.ok);
+        // A run started from the page: follow it on its own page, which updates live.
+        if (answer.ok && answer.run) location.assign("/runs/" + encodeURIComponent(answer.run));
+      });
     }).catch(function (error) { say(String(error), false); });
   }
 
