@@ -104,7 +104,7 @@ class ModelSpend:
 
     def ended(self, model: str, input_tokens: int, output_tokens: int, cost: float, started: float,
               error: Exception | None) -> None:
-        """One model call ended: the observers hear it with this spend, which the skill's `SkillCalled` event carries."""
+        """One model call ended: the observers hear it with this spend, which the skill's `SkillCalled` carries."""
         if events.ModelCallEnded in self.machine.observer.hears:
             self.machine.observer.on(events.ModelCallEnded(spend=self, model=model, input_tokens=input_tokens,
                                                            output_tokens=output_tokens, cost=cost, started=started,
