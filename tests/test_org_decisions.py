@@ -279,3 +279,14 @@ def test_a_forward_from_a_nested_blocks_node_reaches_the_node_of_the_block_above
     assert inner.startswith("main/shout@") and "/main/inner@" in inner
     assert asked_inner == (f"{inner}/main", inner, "question")
     assert passed_up == (inner, inner.split("/main/inner@")[0], "question")
+
+
+def test_re_plans_are_bounded_by_max_replans(tmp_path: Path) -> None:
+    (tmp_path / "orgtree.toml").write_text("[org]\nmax_replans = 1\n")
+    # The revised module asks again, and the node re-plans again: the second re-plan is one too many.
+    author, reviewer = models(tmp_path, ASKS, [decision("replan")], v2=ASKS.replace("upper or title", "which"))
+    with pytest.raises(PipeRuntimeError) as caught:
+        run(tmp_path, PROGRAM, author, reviewer)
+    assert "decided to re-plan" in caught.value.message
+    assert "it re-planned 1 time(s) already ([org] max_replans)" in caught.value.message
+    assert len([p for p in author.prompts if "New evidence from a run" in p]) == 1
