@@ -19,6 +19,7 @@ from orgtree_lang.runtime.values import display_short
 from orgtree_lang.vm.blocks import reads_messages
 from orgtree_lang.vm.effects import EffectStep
 from orgtree_lang.vm.state import LIVE, Frame, Task
+from orgtree_lang.vm import events
 
 if TYPE_CHECKING:
     from orgtree_lang.org.scheduler import Scheduler
@@ -84,12 +85,17 @@ class NodeAgents:
             return
         message = mail.new_message(frame, target.node, body, topic)
         message["received"] = float(state.steps)
-        machine.observer.message_sent(state, message)
+        if events.MessageSent in machine.observer.hears:
+            machine.observer.on(events.MessageSent(state=state, message=message))
         observer = machine.observer
-        observer.decision_started(state.run_id, decision_node, node, f"message from {view.sender}")
-        observer.annotate(decision_node, tokens=decision["tokens"], cost=decision["cost"])
+        if events.DecisionStarted in observer.hears:
+            observer.on(events.DecisionStarted(run_id=state.run_id, node_id=decision_node, parent_id=node,
+                                               name=f"message from {view.sender}"))
+        if events.NodeAnnotated in observer.hears:
+            observer.on(events.NodeAnnotated(node_id=decision_node, tokens=decision["tokens"], cost=decision["cost"]))
         machine.meter.charge_model(machine.budget, decision["tokens"], decision["cost"], what)
-        observer.decision_ended(decision_node, decision["detail"], None)
+        if events.DecisionEnded in observer.hears:
+            observer.on(events.DecisionEnded(node_id=decision_node, detail=decision["detail"], error=None))
         kind = decision["kind"]
         if kind == "answer" and me is not None:
             mail.deliver(frame, me, decision["answer"], "answer", sender=target.node)

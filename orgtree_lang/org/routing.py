@@ -14,6 +14,7 @@ from orgtree_lang.vm.calls import bind_arguments
 from orgtree_lang.vm.effects import EffectStep
 from orgtree_lang.vm.organization import RELOAD
 from orgtree_lang.vm.state import LIVE, Frame, Task
+from orgtree_lang.vm import events
 
 if TYPE_CHECKING:
     from orgtree_lang.org.scheduler import Scheduler
@@ -100,12 +101,16 @@ class Routing:
             self.agents_off = True
             return None
         observer = machine.observer
-        observer.decision_started(state.run_id, decision, node, f"route `{topic}`")
-        observer.annotate(decision, tokens=chosen["tokens"], cost=chosen["cost"])
+        if events.DecisionStarted in observer.hears:
+            observer.on(events.DecisionStarted(run_id=state.run_id, node_id=decision, parent_id=node,
+                                               name=f"route `{topic}`"))
+        if events.NodeAnnotated in observer.hears:
+            observer.on(events.NodeAnnotated(node_id=decision, tokens=chosen["tokens"], cost=chosen["cost"]))
         machine.meter.charge_model(machine.budget, chosen["tokens"], chosen["cost"], what)
         picked = chosen["topic"]
-        observer.decision_ended(decision, f"to {picked}: {chosen['why']}" if picked else f"none: {chosen['why']}",
-                                None)
+        detail = f"to {picked}: {chosen['why']}" if picked else f"none: {chosen['why']}"
+        if events.DecisionEnded in observer.hears:
+            observer.on(events.DecisionEnded(node_id=decision, detail=detail, error=None))
         return picked
 
     def _start_route_node(self, topic: str, pipeline: str, message: dict[str, Any]) -> Task:
@@ -130,8 +135,10 @@ class Routing:
                                       route=topic)
         message["to"] = task.node
         observer = org.machine.observer
-        observer.message_sent(state, message)
-        observer.message_received(state, message)
+        if events.MessageSent in observer.hears:
+            observer.on(events.MessageSent(state=state, message=message))
+        if events.MessageReceived in observer.hears:
+            observer.on(events.MessageReceived(state=state, message=message))
         return task
 
     def node_ended(self, task: Task) -> None:
@@ -160,7 +167,8 @@ class Routing:
         state = org.state
         message = org.mail.new_message(frame, HUMAN, body, topic or "note", sender)
         message["received"] = float(state.steps)
-        machine.observer.message_sent(state, message)
+        if events.MessageSent in machine.observer.hears:
+            machine.observer.on(events.MessageSent(state=state, message=message))
         span = frame.code.span_at(frame.pc - 1)
         node = machine.effect_node(sender or frame.node)
         note = {"text": display(body), "topic": message["topic"], "node": node, "file": span.file,
