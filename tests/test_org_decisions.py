@@ -248,3 +248,45 @@ def test_blocks_resolved_concurrently_deliver_their_childrens_messages_with_thei
     senders = [m["sender"] for m in machine.state.messages]
     assert [s.split("@")[0] for s in senders] == ["main/parallel#1.1/shout", "main/parallel#1.2/whisper"]
     assert all(m["to"] == "main" for m in machine.state.messages)
+
+
+# A module with a block of its own: the inner block's module asks, the inner node forwards, the outer node decides.
+OUTER = '''```pipe
+pipeline main(text: str) -> str:
+    ambiguous inner(text: str) -> done: str:
+        """Say the text in the case the reader wants."""
+    return "outer: " + done
+```'''
+
+
+def test_a_forward_from_a_nested_blocks_node_reaches_the_node_of_the_block_above(tmp_path: Path) -> None:
+    author = scripted(tmp_path, "author", [
+        {"match": {"contains": "Write a module for the step `shout`"}, "reply": OUTER},
+        {"match": {"contains": "Write a module for the step `inner`"}, "reply": ASKS},
+        {"match": {"contains": "A message reached the node of step `inner`"}, "reply": decision("forward")},
+        {"match": {"contains": "A message reached the node of step `shout`"},
+         "reply": decision("ignore", note="the outer step has no say in the case")},
+    ], "author")
+    reviewer = scripted(tmp_path, "reviewer", [{"reply": NO_CONCERNS}], "reviewer")
+    (tmp_path / "orgtree.toml").write_text("[memory]\nvectors = false\n")  # reuse searches by keyword: no embedder
+    machine = run(tmp_path, PROGRAM, author, reviewer)
+    assert machine.state.result == "outer: no answer: hi"
+    (outer,) = [p for p in author.prompts if "A message reached the node of step `shout`" in p]
+    assert "upper or title case?" in outer and "from: main/inner@" in outer
+    # The child's question to the inner node, then the inner node passing it to the outer node (which ignored it).
+    (asked_inner, passed_up) = edges(machine)
+    inner = asked_inner[1]
+    assert inner.startswith("main/shout@") and "/main/inner@" in inner
+    assert asked_inner == (f"{inner}/main", inner, "question")
+    assert passed_up == (inner, inner.split("/main/inner@")[0], "question")
+
+
+def test_re_plans_are_bounded_by_max_replans(tmp_path: Path) -> None:
+    (tmp_path / "orgtree.toml").write_text("[org]\nmax_replans = 1\n")
+    # The revised module asks again, and the node re-plans again: the second re-plan is one too many.
+    author, reviewer = models(tmp_path, ASKS, [decision("replan")], v2=ASKS.replace("upper or title", "which"))
+    with pytest.raises(PipeRuntimeError) as caught:
+        run(tmp_path, PROGRAM, author, reviewer)
+    assert "decided to re-plan" in caught.value.message
+    assert "it re-planned 1 time(s) already ([org] max_replans)" in caught.value.message
+    assert len([p for p in author.prompts if "New evidence from a run" in p]) == 1

@@ -56,7 +56,7 @@ class ModelServer:
                 asked = body["messages"][-1]["content"]
                 if body["messages"][0]["content"].startswith("You are an independent reviewer"):
                     role, answer = "reviewer", NO_CONCERNS
-                elif "A message reached the node" in asked:
+                elif "A message reached the node" in asked:  # a block's node, or a node that reads none
                     role, answer = "decider", ANSWER
                 else:
                     role, answer = "author", MODULE
@@ -135,5 +135,55 @@ def test_kill_9_while_a_block_node_decides_then_resume_repeats_no_model_call_and
         edges = [(m["sender"], m["to"], m["topic"]) for m in json.loads(shown.stdout)]
         block = edges[0][1]
         assert edges == [(f"{block}/main", block, "question"), (block, f"{block}/main", "answer")]
+    finally:
+        server.close()
+
+
+SUPERVISED = '''use fs
+
+pipeline worker(n: int) -> str:
+    """Counts up to n and reports."""
+    fs.append("effects.log", "asked\\n")
+    send parent, "should I count in twos?", topic="question"
+    m = receive(timeout=1)
+    fs.append("effects.log", "answered " + m.body + "\\n")
+    return "worker got: " + m.body
+
+pipeline main() -> str:
+    w = spawn worker(3)
+    return await w
+'''
+
+
+def test_kill_9_while_a_node_that_reads_no_messages_decides_then_resume_and_replay(tmp_path: Path) -> None:
+    (tmp_path / "sup.pipe").write_text(SUPERVISED, encoding="utf-8")
+    server = ModelServer()
+    models = ["--model", "openai/bench-model", "--api-base", server.base]
+    env = dict(cli_env(), OPENAI_API_KEY="unused-by-the-local-server")
+    log = tmp_path / "effects.log"
+    try:
+        process = subprocess.Popen(cli_command("run", "sup.pipe", *models), cwd=tmp_path, env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 300
+        while server.counts["decider"] < 1 and process.poll() is None:
+            assert time.monotonic() < deadline, "main's agent was never asked to decide"
+            time.sleep(0.05)
+        assert process.poll() is None, process.communicate()
+        process.kill()
+        process.communicate()
+        server.release.set()
+        run_id = list_runs(tmp_path)[-1].run_id
+        resumed = subprocess.run(cli_command("resume", run_id, *models), cwd=tmp_path, env=env,
+                                 capture_output=True, text=True, timeout=300)
+        assert resumed.returncode == 0, resumed.stderr
+        assert resumed.stdout.strip().splitlines()[-1] == "worker got: UPPER"
+        assert server.counts == Counter({"decider": 2})  # the decision in flight, asked again; nothing else
+        assert log.read_text().splitlines() == ["asked", "answered UPPER"]
+        replayed = subprocess.run(cli_command("replay", run_id), cwd=tmp_path, env=env, capture_output=True,
+                                  text=True, timeout=300)
+        assert replayed.returncode == 0, replayed.stderr
+        assert "0 outside call(s)" in replayed.stderr and "identical" in replayed.stderr
+        assert server.counts == Counter({"decider": 2})
+        assert log.read_text().splitlines() == ["asked", "answered UPPER"]
     finally:
         server.close()

@@ -153,3 +153,4 @@ def test_the_viewer_shows_the_decision_node_and_the_edges_it_made(tmp_path: Path
     assert "→ main &quot;should I count in twos?&quot;" in worker
     main = page.split(f'data-node="{run_id}/main"', 1)[1].split("</li>", 1)[0]
     assert "→ main/worker#1 &quot;yes, in twos&quot;" in main
+

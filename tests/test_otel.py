@@ -251,7 +251,10 @@ def test_an_ambiguous_block_holds_the_decomposers_model_calls_and_the_childs_run
     [block] = [span for span in spans if span.name == "ambiguous classify"]
     under = [span for span in spans if span.parent_span_id == block.span_id]
     chats = sorted((span for span in under if span.name.startswith("chat ")), key=lambda s: s.start_time_unix_nano)
-    assert [span.name.rsplit("/", 1)[-1] for span in chats] == ["triage_author.yaml", "triage_reviewer.yaml"] * 2
+    # Written and reviewed, revised and reviewed again, then the first run's outputs reviewed (review_outputs =
+    # "first", the default): each model call a span under the block.
+    assert [span.name.rsplit("/", 1)[-1] for span in chats] == \
+        ["triage_author.yaml", "triage_reviewer.yaml"] * 2 + ["triage_reviewer.yaml"]
     [child] = [span for span in under if span.name == "pipeline main"]
     assert any(span.parent_span_id == child.span_id and span.name == "skill text.lower" for span in spans)
 

@@ -52,4 +52,5 @@ def command_research(args) -> int:
     args.inputs = [f"questions={json.dumps(args.questions)}", f"web={'true' if web else 'false'}",
                    f"max_reads={args.max_reads}"]
     args.inputs_file, args.trace, args.durability, args.no_tree, args.no_journal = None, None, "power", False, False
+    args.run_id = None  # pipe run's --run-id (the viewer's): a research run takes a new id
     return command_run(args)

@@ -14,6 +14,7 @@ from typing import Any
 
 from orgtree_lang.org.block_node import KINDS, BlockNode, MessageView
 from orgtree_lang.runtime.errors import PipeRuntimeError
+from orgtree_lang.vm import events
 
 SYSTEM = """You are the node of the step `{block}` of a running program: an agent responsible for that step. A \
 generated module carries the step out; its nodes are your children. One of them sent you the message below. \
@@ -71,7 +72,9 @@ class MessageReader:
         block = self.block
         spec = block.spec
         node_id = f"{block.node}/decision#{view.number + 1}"
-        block.observer.decision_started(block.node, node_id, block.node, f"message from {view.sender}")
+        if events.DecisionStarted in block.observer.hears:
+            block.observer.on(events.DecisionStarted(run_id=block.node, node_id=node_id, parent_id=block.node,
+                                                     name=f"message from {view.sender}"))
         spend = NodeSpend(block.spend.meter, block.budget, block.observer, node_id, block.spend.lock)
         model = MeteredModel(self.model, spend=spend, what=f"deciding on a message to block `{spec.name}`",
                              journal=journaled_calls(block))
@@ -103,14 +106,17 @@ class MessageReader:
             error = PipeRuntimeError(f"the node of block `{spec.name}` could not decide what the message from "
                                      f"{view.sender} means: {err}", kind="model", catchable=False,
                                      hint=getattr(err, "hint", None))
-            block.observer.decision_ended(node_id, "", error)
+            if events.DecisionEnded in block.observer.hears:
+                block.observer.on(events.DecisionEnded(node_id=node_id, detail="", error=error))
             raise error from err
         except PipeRuntimeError as err:
-            block.observer.decision_ended(node_id, "", err)
+            if events.DecisionEnded in block.observer.hears:
+                block.observer.on(events.DecisionEnded(node_id=node_id, detail="", error=err))
             raise
         if decision["kind"] == "ignore":
             self._note(agent, view, decision["note"])
-        block.observer.decision_ended(node_id, described(decision), None)
+        if events.DecisionEnded in block.observer.hears:
+            block.observer.on(events.DecisionEnded(node_id=node_id, detail=described(decision), error=None))
         return decision
 
     def _note(self, agent: str, view: MessageView, note: str) -> None:

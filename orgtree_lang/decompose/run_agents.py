@@ -25,6 +25,8 @@ REPAIR = "Your answer cannot be used: {problem}\nAnswer again with one JSON obje
 class RunAgents:
     """The organization's agents for one run: `model()` gives the model they ask (built when first needed)."""
 
+    on = True
+
     def __init__(self, model: Callable[[], Any], workspace: Path | None = None) -> None:
         self._model = model
         self.workspace = workspace  # where an ignored message's note goes (the scratchpad); None: nowhere

@@ -6,7 +6,8 @@ import time
 from typing import Callable
 
 from orgtree_lang.vm.effects import Effects
-from orgtree_lang.vm.observe import RunObserver
+from orgtree_lang.vm import events
+from orgtree_lang.vm.observe import RunObserver, hearing
 
 # Statements between checks of whether a checkpoint is due (the check reads the clock).
 CHECK_EVERY = 256
@@ -30,21 +31,29 @@ class Checkpoints(RunObserver):
         self._saved: tuple[int, int] | None = None  # (steps, journaled steps) of the last checkpoint saved
         self._shown = (0, time.monotonic())  # (steps, monotonic time) of the figures last written for the views
 
-    def run_started(self, state, fresh, span) -> None:
+    @hearing(events.RunStarted)
+    def run_started(self, event: events.RunStarted) -> None:
+        state = event.state
         if state.steps == 0:
             self._save(state)
 
-    def suspending(self, state) -> None:
+    @hearing(events.Suspending)
+    def suspending(self, event: events.Suspending) -> None:
+        state = event.state
         self._save(state)
 
-    def at_statement(self, state, frame) -> None:
+    @hearing(events.AtStatement)
+    def at_statement(self, event: events.AtStatement) -> None:
+        state = event.state
         if self.effects.checkpoint_due(state.steps, state.effect_seq):
             self._save(state)
         elif state.steps != self._shown[0] and time.monotonic() - self._shown[1] >= PROGRESS_SECONDS:
             self.effects.record_progress(state)
             self._shown = (state.steps, time.monotonic())
 
-    def waiting_long(self, state, whole) -> None:
+    @hearing(events.WaitingLong)
+    def waiting_long(self, event: events.WaitingLong) -> None:
+        state, whole = event.state, event.whole
         # A long wait comes before the next statement boundary: record what was done since the last checkpoint
         # now (once: nothing changes while the call is out), or a crash meanwhile would show less, and a finished
         # node as interrupted. A whole state is a checkpoint a resume goes on from; a call inside its instruction

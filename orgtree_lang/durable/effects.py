@@ -9,7 +9,7 @@ from typing import Any, Callable
 from orgtree_lang.durable.inputs import differences, input_hash, step_inputs
 from orgtree_lang.durable.journal import Journal, StepRecord
 from orgtree_lang.runtime.errors import PipeRuntimeError, SkillError, disk_full
-from orgtree_lang.runtime.values import decode, encode
+from orgtree_lang.runtime.values import EncodingMemo, decode, encode
 from orgtree_lang.vm.effects import EffectStep
 
 # Steps journaled after the steps inside them: an ambiguous block, and the finding or writing of its module
@@ -44,6 +44,7 @@ class EffectLog:
         self.retry_node = retry_node
         self.attempt = attempt
         self.key_suffix = key_suffix  # `:scratch<n>` once a run was started over: its steps are new ones
+        self._encoding_memo = EncodingMemo()  # the big values of the last checkpoint's state, encoded
         self.recorded: dict[int, StepRecord] = journal.steps() if mode != "live" else {}
         self.last_seq = max(self.recorded, default=0)
         # A retry matches steps by node and place within the node, not by number: the retried work may ask for
@@ -300,7 +301,9 @@ class EffectLog:
         if self.mode == "replay" or self.catching_up:
             return
         try:
-            self.journal.checkpoint(state.steps, state.effect_seq, state.to_json())
+            with self._encoding_memo:  # a big value unchanged since the last checkpoint is not encoded again
+                data = state.to_json()
+            self.journal.checkpoint(state.steps, state.effect_seq, data)
         except RecursionError:
             return  # a value nested too deeply to encode: resume falls back to the previous checkpoint
         self._checkpoint_time = self.clock()

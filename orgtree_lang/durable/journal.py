@@ -377,7 +377,8 @@ class Journal:
 
     def checkpoint(self, steps: int, effect_seq: int, state: str | dict[str, Any]) -> None:
         """Save a run state (RunState.to_json(), or its JSON text); its big values are stored once, as blobs."""
-        text = json.dumps(self.blobs.spill(state)) if isinstance(state, dict) else self.blobs.spill_text(state)
+        text = json.dumps(self.blobs.spill(state, generation=True)) if isinstance(state, dict) \
+            else self.blobs.spill_text(state)
         with self._writing():
             self.db.execute("INSERT INTO checkpoints (steps, effect_seq, state, created) VALUES (?, ?, ?, ?)",
                             (steps, effect_seq, text, time.time()))

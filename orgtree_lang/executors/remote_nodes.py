@@ -18,7 +18,8 @@ from orgtree_lang.durable.journal import StepRecord
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.values import encode
 from orgtree_lang.vm.executor import NodeCall
-from orgtree_lang.vm.observe import RunObserver
+from orgtree_lang.vm import events
+from orgtree_lang.vm.observe import RunObserver, hearing
 
 CANCEL_CHECK = 64  # statements between two looks at a cancel of a node running in this process
 
@@ -84,13 +85,22 @@ class NodeCalls(RunObserver):
         self._cancelled = call.cancelled
         self._seen = False
 
-    def skill_called(self, state, frame, name, args, kwargs, outcome, result, failure, started, spend,
-                     where=None) -> None:
+    @hearing(events.SkillCalled)
+    def skill_called(self, event: events.SkillCalled) -> None:
+        name = event.name
+        args = event.args
+        kwargs = event.kwargs
+        outcome = event.outcome
+        result = event.result
+        failure = event.failure
+        started = event.started
         self.calls.append({"name": name, "args": list(args), "kwargs": dict(kwargs), "outcome": outcome,
                            "result": result if outcome == "ok" else None, "failure": failure,
                            "ms": round((time.perf_counter() - started) * 1000, 3)})
 
-    def at_statement(self, state, frame) -> None:
+    @hearing(events.AtStatement)
+    def at_statement(self, event: events.AtStatement) -> None:
+        frame = event.frame
         if self._cancelled.is_set() and not self._seen:
             self._seen = True  # seen once, like a cancel of a local node: its except handler may clean up
             raise PipeRuntimeError(f"{frame.node} was cancelled", kind="cancelled",

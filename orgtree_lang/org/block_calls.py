@@ -34,6 +34,7 @@ from orgtree_lang.vm.effects import EffectStep
 from orgtree_lang.vm.executor import Finished
 from orgtree_lang.vm.organization import RELOAD
 from orgtree_lang.vm.state import Call, Frame
+from orgtree_lang.vm import events
 
 if TYPE_CHECKING:
     from orgtree_lang.org.scheduler import Scheduler
@@ -105,12 +106,14 @@ class BlockCalls:
             try:
                 reused, found = effects.begin(step)
             except Exception as exc:  # a recorded failure, or a replay past the journal's end
-                machine.observer.block_ended(node_id, None, _as_error(exc))
+                if events.BlockEnded in machine.observer.hears:
+                    machine.observer.on(events.BlockEnded(node_id=node_id, outputs=None, error=_as_error(exc)))
                 org.track(call, Finished(error=exc))
                 return
             if reused:
-                machine.observer.block_ended(node_id, found.get("outputs:") if isinstance(found, dict) else found,
-                                             None)
+                outputs = found.get("outputs:") if isinstance(found, dict) else found
+                if events.BlockEnded in machine.observer.hears:
+                    machine.observer.on(events.BlockEnded(node_id=node_id, outputs=outputs, error=None))
                 org.track(call, Finished(found))
                 return
         run = BlockRun(org, call, spec, step)
@@ -185,7 +188,8 @@ class BlockRun:
                 result["messages:"] = block.upward
             if step is not None:
                 machine.services.effects.end(step, result, None)
-            machine.observer.block_ended(node_id, outputs, None)
+            if events.BlockEnded in machine.observer.hears:
+                machine.observer.on(events.BlockEnded(node_id=node_id, outputs=outputs, error=None))
             value = result
         except RunClosed as closed:
             error = closed
@@ -194,7 +198,8 @@ class BlockRun:
             try:
                 if step is not None:
                     machine.services.effects.end(step, None, exc)
-                machine.observer.block_ended(node_id, None, _as_error(exc))
+                if events.BlockEnded in machine.observer.hears:
+                    machine.observer.on(events.BlockEnded(node_id=node_id, outputs=None, error=_as_error(exc)))
             except Exception:  # noqa: BLE001 - the block's own error is the one its task sees
                 pass
         except BaseException as exc:  # a person must answer first (vm.questions.WaitingForHuman): not journaled

@@ -21,6 +21,7 @@ from orgtree_lang.runtime.people import HUMAN
 from orgtree_lang.runtime.values import decode, display_short
 from orgtree_lang.vm.blocks import Replan, reads_messages
 from orgtree_lang.vm.state import LIVE, Frame, Task
+from orgtree_lang.vm import events
 
 if TYPE_CHECKING:
     from orgtree_lang.org.scheduler import Scheduler
@@ -63,7 +64,8 @@ class BlockNode:
         mail = org.mail
         state = org.state
         message = mail.new_message(frame, ABOVE, body, topic or TOPIC, sender)
-        org.machine.observer.message_sent(state, message)
+        if events.MessageSent in org.machine.observer.hears:
+            org.machine.observer.on(events.MessageSent(state=state, message=message))
         if self.block.reads_messages or self.decide is None:
             if self.decide is None and self.off is not None:
                 self.off()
@@ -167,7 +169,8 @@ class ChildMessages:
             message = mail.new_message(frame, renamed(entry["to"]), body, entry["topic"], sender=sender)
             if entry.get("received") is not None or route == "forward":
                 message["received"] = float(state.steps)
-            org.machine.observer.message_sent(state, message)
+            if events.MessageSent in org.machine.observer.hears:
+                org.machine.observer.on(events.MessageSent(state=state, message=message))
             if route == "forward":
                 self._forward(frame, block_path, body, entry["topic"])
 

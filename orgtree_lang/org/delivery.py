@@ -17,6 +17,7 @@ from orgtree_lang.vm.memory import check_value
 from orgtree_lang.vm.organization import RELOAD
 from orgtree_lang.vm.questions import WaitingForHuman
 from orgtree_lang.vm.state import Call, Frame, RunState
+from orgtree_lang.vm import events
 
 if TYPE_CHECKING:
     from orgtree_lang.org.scheduler import Scheduler
@@ -134,10 +135,13 @@ class Delivery:
         failure = None if error is None else skill_failure(call.name, error)
         # Observers time a call from `started` to now: shift it so that they see how long the call really took.
         ran = (call.finished or time.perf_counter()) - call.started
-        machine.observer.skill_called(state, frame, call.name, call.args, call.kwargs,
-                                      "ok" if failure is None else "error", value,
-                                      None if error is None else failure_text(error), time.perf_counter() - ran,
-                                      spend, where=getattr(pending, "where", None))
+        if events.SkillCalled in machine.observer.hears:
+            machine.observer.on(events.SkillCalled(state=state, frame=frame, name=call.name, args=call.args,
+                                                   kwargs=call.kwargs, outcome="ok" if failure is None else "error",
+                                                   result=value,
+                                                   failure=None if error is None else failure_text(error),
+                                                   started=time.perf_counter() - ran, spend=spend,
+                                                   where=getattr(pending, "where", None)))
         if failure is not None:
             raise failure
         if machine.budget.max_memory is not None:

@@ -11,6 +11,7 @@ from orgtree_lang.syntax import types as t
 from orgtree_lang.vm.calls import bind_arguments, call_args
 from orgtree_lang.vm.organization import RELOAD, WAIT
 from orgtree_lang.vm.state import LIVE, Frame, Task
+from orgtree_lang.vm import events
 
 if TYPE_CHECKING:
     from orgtree_lang.org.scheduler import Scheduler
@@ -48,8 +49,10 @@ class Handles:
         task = org.new_task(child.node, [child], parent=parent, kind="spawn", label=label.format(n=frame.calls),
                             route=route)
         observer = org.machine.observer
-        observer.pipeline_called(org.state, frame, child)
-        observer.task_started(org.state, task, frame)
+        if events.PipelineCalled in observer.hears:
+            observer.on(events.PipelineCalled(state=org.state, caller=frame, frame=child))
+        if events.TaskStarted in observer.hears:
+            observer.on(events.TaskStarted(state=org.state, task=task, frame=frame))
         return task
 
     def _target(self, handle: Any, word: str) -> Task | None:

@@ -8,6 +8,7 @@ from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.syntax import types as t
 from orgtree_lang.vm.questions import HumanQuestion, answer_or_wait
 from orgtree_lang.vm.state import Frame
+from orgtree_lang.vm import events
 
 if TYPE_CHECKING:
     from orgtree_lang.org.scheduler import Scheduler
@@ -53,5 +54,6 @@ class HumanNode:
             frame.pc += 1
             state.waiting = [q for q in state.waiting if q["seq"] != question.seq]
         del stack[len(stack) - count:]
-        machine.observer.human_answered(state, question, answer)
+        if events.HumanAnswered in machine.observer.hears:
+            machine.observer.on(events.HumanAnswered(state=state, question=question, answer=answer))
         stack.append(answer)

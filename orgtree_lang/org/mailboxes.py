@@ -17,6 +17,7 @@ from orgtree_lang.syntax import types as t
 from orgtree_lang.vm.calls import call_args
 from orgtree_lang.vm.organization import MOVED, RELOAD, WAIT
 from orgtree_lang.vm.state import LIVE, Frame, Task
+from orgtree_lang.vm import events
 
 if TYPE_CHECKING:
     from orgtree_lang.org.scheduler import Scheduler
@@ -118,7 +119,8 @@ class Mailboxes:
                 org.wake(target)
             elif self.interrupt_due(target):
                 org.expect_interrupt()
-        org.machine.observer.message_sent(state, message)
+        if events.MessageSent in org.machine.observer.hears:
+            org.machine.observer.on(events.MessageSent(state=state, message=message))
 
     def take(self, task: Task | None) -> dict[str, Any] | None:
         """The oldest message of the task's mailbox, now received (None when it is empty)."""
@@ -131,7 +133,8 @@ class Mailboxes:
         if not box:
             del state.mailboxes[key]
         message["received"] = float(state.steps)
-        self.org.machine.observer.message_received(state, message)
+        if events.MessageReceived in self.org.machine.observer.hears:
+            self.org.machine.observer.on(events.MessageReceived(state=state, message=message))
         return message
 
     def take_box(self, task: Task) -> list[int] | None:
@@ -169,7 +172,8 @@ class Mailboxes:
         box = state.mailboxes.get(key)
         waiting = state.receiving.pop(key, None)
         if waiting is not None and me is not None:
-            machine.observer.receiving(state, me, False)
+            if events.Receiving in machine.observer.hears:
+                machine.observer.on(events.Receiving(state=state, task=me, waiting=False))
         if box:
             call_args(site, stack)
             stack.append(message_record(self.take(me)))
@@ -198,7 +202,8 @@ class Mailboxes:
                                    hint="spawn the node that sends it first, or give receive a timeout")
         org.wait(me, "receiving")
         state.receiving[key] = {"timeout": timeout, "fired": False}
-        machine.observer.receiving(state, me, True)
+        if events.Receiving in machine.observer.hears:
+            machine.observer.on(events.Receiving(state=state, task=me, waiting=True))
         return WAIT
 
     def fire_timeout(self) -> bool:
@@ -265,7 +270,9 @@ class Mailboxes:
         frame.stack.clear()
         frame.handlers.clear()
         frame.locals[slot] = message_record(message)
-        self.org.machine.observer.interrupted(self.org.state, task.node, message, frame.code.span_at(frame.pc))
+        if events.Interrupted in self.org.machine.observer.hears:
+            self.org.machine.observer.on(events.Interrupted(state=self.org.state, node=task.node, message=message,
+                                                            span=frame.code.span_at(frame.pc)))
         frame.pc = handler_pc
         return True
 

@@ -13,11 +13,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from orgtree_lang.org.block_node import MessageView
+from orgtree_lang.org.routing import agents_on
 from orgtree_lang.runtime.people import HUMAN
 from orgtree_lang.runtime.values import display_short
 from orgtree_lang.vm.blocks import reads_messages
 from orgtree_lang.vm.effects import EffectStep
 from orgtree_lang.vm.state import LIVE, Frame, Task
+from orgtree_lang.vm import events
 
 if TYPE_CHECKING:
     from orgtree_lang.org.scheduler import Scheduler
@@ -35,11 +37,15 @@ class NodeAgents:
         """Whether the agent reads a message to `target` (else it goes to the mailbox): a model is configured, and
         the node is no route's (those start with their message) and its pipeline reads no messages itself."""
         machine = self.org.machine
-        if machine.services.agents is None and machine.services.effects is None:
-            return False  # nothing to journal either: the message goes to the mailbox, as it always did
         if target.route is not None or not target.frames:
             return False
-        return not any(reads_messages(frame, machine.program.pipelines) for frame in target.frames)
+        if any(reads_messages(frame, machine.program.pipelines) for frame in target.frames):
+            return False
+        if agents_on(machine.services.agents):
+            return True
+        # Agents off: the message goes to the mailbox, as it always did (and nothing is said: a program may leave
+        # messages unread on purpose); a durable run journals that it did (`read`).
+        return machine.services.effects is not None
 
     def read(self, frame: Frame, target: Task, body: Any, topic: str) -> None:
         """The agent decides what `body` means for `target`, and it is done."""
@@ -60,7 +66,7 @@ class NodeAgents:
         agents = machine.services.agents
 
         def decide(key: str | None) -> dict[str, Any]:
-            if agents is None:
+            if not agents_on(agents):
                 return {"off": True}  # run-time agents are off: the message goes to the mailbox, as it always did
             machine.meter.check_model(machine.budget, what)
             return agents.decide(view, target.node, code.doc, KINDS, key)
@@ -79,12 +85,17 @@ class NodeAgents:
             return
         message = mail.new_message(frame, target.node, body, topic)
         message["received"] = float(state.steps)
-        machine.observer.message_sent(state, message)
+        if events.MessageSent in machine.observer.hears:
+            machine.observer.on(events.MessageSent(state=state, message=message))
         observer = machine.observer
-        observer.decision_started(state.run_id, decision_node, node, f"message from {view.sender}")
-        observer.annotate(decision_node, tokens=decision["tokens"], cost=decision["cost"])
+        if events.DecisionStarted in observer.hears:
+            observer.on(events.DecisionStarted(run_id=state.run_id, node_id=decision_node, parent_id=node,
+                                               name=f"message from {view.sender}"))
+        if events.NodeAnnotated in observer.hears:
+            observer.on(events.NodeAnnotated(node_id=decision_node, tokens=decision["tokens"], cost=decision["cost"]))
         machine.meter.charge_model(machine.budget, decision["tokens"], decision["cost"], what)
-        observer.decision_ended(decision_node, decision["detail"], None)
+        if events.DecisionEnded in observer.hears:
+            observer.on(events.DecisionEnded(node_id=decision_node, detail=decision["detail"], error=None))
         kind = decision["kind"]
         if kind == "answer" and me is not None:
             mail.deliver(frame, me, decision["answer"], "answer", sender=target.node)

@@ -9,6 +9,7 @@ from orgtree_lang.runtime.people import HUMAN
 from orgtree_lang.vm.budget import budget_exceeded
 from orgtree_lang.vm.effects import EffectStep
 from orgtree_lang.vm.state import LIVE, Frame
+from orgtree_lang.vm import events
 
 if TYPE_CHECKING:
     from orgtree_lang.org.scheduler import Scheduler
@@ -84,4 +85,5 @@ class OutsideMessages:
     def _undelivered(self, root: Frame, to: str, body: Any, topic: str, reason: str) -> None:
         message = self.org.mail.new_message(root, to, body, topic, sender=HUMAN)
         message["undelivered"] = reason
-        self.org.machine.observer.message_sent(self.org.state, message)
+        if events.MessageSent in self.org.machine.observer.hears:
+            self.org.machine.observer.on(events.MessageSent(state=self.org.state, message=message))

@@ -14,6 +14,7 @@ from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.values import UNBOUND, display
 from orgtree_lang.vm.organization import RELOAD
 from orgtree_lang.vm.state import LIVE, Frame, Task
+from orgtree_lang.vm import events
 
 if TYPE_CHECKING:
     from orgtree_lang.org.scheduler import Scheduler
@@ -77,7 +78,8 @@ class ParallelBlocks:
             join["members"].append(task.id)
             join["errors"].append(None)
             join["started"] += 1
-            org.machine.observer.task_started(state, task, frame)
+            if events.TaskStarted in org.machine.observer.hears:
+                org.machine.observer.on(events.TaskStarted(state=state, task=task, frame=frame))
 
     def end_branch(self, frame: Frame, stack: list, arg: int) -> int:
         """END_BRANCH: this branch is finished; what it assigned is copied back into its block's frame, or the

@@ -20,6 +20,7 @@ from orgtree_lang.vm.budget import Budget, budget_exceeded
 from orgtree_lang.vm.effects import EffectStep
 from orgtree_lang.vm.executor import Finished, NodeCall
 from orgtree_lang.vm.state import Call, Frame, Task
+from orgtree_lang.vm import events
 
 if TYPE_CHECKING:
     from orgtree_lang.org.scheduler import Scheduler
@@ -168,7 +169,8 @@ class RemoteNodes:
         observer = machine.observer
         where = getattr(pending, "where", None)
         if where:
-            observer.annotate(machine.node_id(child.node), detail=where)
+            if events.NodeAnnotated in observer.hears:
+                observer.on(events.NodeAnnotated(node_id=machine.node_id(child.node), detail=where))
         if error is not None:
             failure = {"message": getattr(error, "message", f"{type(error).__name__}: {error}"),
                        "kind": getattr(error, "kind", "executor")}
@@ -178,12 +180,16 @@ class RemoteNodes:
             now = time.perf_counter()
             for made in value["calls"]:
                 state.skill_calls += 1
-                observer.skill_called(state, child, made["name"], made["args"], made["kwargs"], made["outcome"],
-                                      made["result"], made["failure"], now - made["ms"] / 1000, None, where=where)
+                if events.SkillCalled in observer.hears:
+                    observer.on(events.SkillCalled(state=state, frame=child, name=made["name"], args=made["args"],
+                                                   kwargs=made["kwargs"], outcome=made["outcome"],
+                                                   result=made["result"], failure=made["failure"],
+                                                   started=now - made["ms"] / 1000, spend=None, where=where))
             machine.meter.add({"steps": value["steps"]})
             failure = value["error"]
         if failure is None:
-            observer.pipeline_returned(state, child, value["value"], False)
+            if events.PipelineReturned in observer.hears:
+                observer.on(events.PipelineReturned(state=state, frame=child, value=value["value"], finished=False))
             org.finish(task, "done", result=value["value"])
         else:
             org.finish(task, "cancelled" if failure["kind"] == "cancelled" else "failed",

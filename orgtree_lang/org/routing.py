@@ -14,6 +14,7 @@ from orgtree_lang.vm.calls import bind_arguments
 from orgtree_lang.vm.effects import EffectStep
 from orgtree_lang.vm.organization import RELOAD
 from orgtree_lang.vm.state import LIVE, Frame, Task
+from orgtree_lang.vm import events
 
 if TYPE_CHECKING:
     from orgtree_lang.org.scheduler import Scheduler
@@ -74,8 +75,9 @@ class Routing:
                       for name, pipeline in sorted(routes.items()) if pipeline in program.pipelines]
         effects = machine.services.effects
         agents = machine.services.agents
-        if not candidates or (agents is None and effects is None):
-            self.agents_off = agents is None
+        on = agents_on(agents)
+        if not candidates or (not on and effects is None):
+            self.agents_off = not on
             return None
         span = frame.code.span_at(frame.pc - 1)
         shown = display_short(body, 2000)
@@ -84,7 +86,7 @@ class Routing:
         decision = f"{node}/route#{state.steps}"
 
         def pick(_key: str | None) -> dict[str, Any]:
-            if agents is None:
+            if not on:
                 return {"topic": None, "off": True}  # run-time agents are off: the send fails as it always did
             machine.meter.check_model(machine.budget, what)
             return agents.pick_route(topic, shown, candidates)
@@ -99,12 +101,16 @@ class Routing:
             self.agents_off = True
             return None
         observer = machine.observer
-        observer.decision_started(state.run_id, decision, node, f"route `{topic}`")
-        observer.annotate(decision, tokens=chosen["tokens"], cost=chosen["cost"])
+        if events.DecisionStarted in observer.hears:
+            observer.on(events.DecisionStarted(run_id=state.run_id, node_id=decision, parent_id=node,
+                                               name=f"route `{topic}`"))
+        if events.NodeAnnotated in observer.hears:
+            observer.on(events.NodeAnnotated(node_id=decision, tokens=chosen["tokens"], cost=chosen["cost"]))
         machine.meter.charge_model(machine.budget, chosen["tokens"], chosen["cost"], what)
         picked = chosen["topic"]
-        observer.decision_ended(decision, f"to {picked}: {chosen['why']}" if picked else f"none: {chosen['why']}",
-                                None)
+        detail = f"to {picked}: {chosen['why']}" if picked else f"none: {chosen['why']}"
+        if events.DecisionEnded in observer.hears:
+            observer.on(events.DecisionEnded(node_id=decision, detail=detail, error=None))
         return picked
 
     def _start_route_node(self, topic: str, pipeline: str, message: dict[str, Any]) -> Task:
@@ -129,8 +135,10 @@ class Routing:
                                       route=topic)
         message["to"] = task.node
         observer = org.machine.observer
-        observer.message_sent(state, message)
-        observer.message_received(state, message)
+        if events.MessageSent in observer.hears:
+            observer.on(events.MessageSent(state=state, message=message))
+        if events.MessageReceived in observer.hears:
+            observer.on(events.MessageReceived(state=state, message=message))
         return task
 
     def node_ended(self, task: Task) -> None:
@@ -159,7 +167,8 @@ class Routing:
         state = org.state
         message = org.mail.new_message(frame, HUMAN, body, topic or "note", sender)
         message["received"] = float(state.steps)
-        machine.observer.message_sent(state, message)
+        if events.MessageSent in machine.observer.hears:
+            machine.observer.on(events.MessageSent(state=state, message=message))
         span = frame.code.span_at(frame.pc - 1)
         node = machine.effect_node(sender or frame.node)
         note = {"text": display(body), "topic": message["topic"], "node": node, "file": span.file,
@@ -173,6 +182,11 @@ class Routing:
         step = EffectStep(machine.next_effect_seq(), HUMAN, f"{HUMAN}.note", node, span,
                           [note["text"], note["topic"]], {}, state.steps)
         effects.perform(step, lambda key: notify(note, key) if notify is not None else None)
+
+
+def agents_on(agents) -> bool:
+    """Whether the organization's agents (vm.services.Services.agents) can decide: some are configured, and not off."""
+    return agents is not None and getattr(agents, "on", True)
 
 
 def _described(code) -> str:

@@ -33,6 +33,7 @@ from orgtree_lang.org.runlock import RunLock
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.syntax.spans import Span
 from orgtree_lang.vm.state import LIVE, Call, Frame, RunState, Task
+from orgtree_lang.vm import events
 
 if TYPE_CHECKING:
     from orgtree_lang.vm.machine import Machine
@@ -249,7 +250,8 @@ class Scheduler:
 
     def ended(self, task: Task) -> None:
         state = self.state
-        self.machine.observer.task_ended(state, task)
+        if events.TaskEnded in self.machine.observer.hears:
+            self.machine.observer.on(events.TaskEnded(state=state, task=task))
         for other in state.tasks:
             if other.status == "awaiting" and other.waiting == task.id:
                 self.wake(other)
@@ -270,7 +272,8 @@ class Scheduler:
             return
         task.cancel = True
         self.cancels_pending = True
-        self.machine.observer.task_cancelled(self.state, task)
+        if events.TaskCancelled in self.machine.observer.hears:
+            self.machine.observer.on(events.TaskCancelled(state=self.state, task=task))
         if task.status == "blocked" and task.kind == "spawn":
             self.remote.stop_node(task)  # a remote node has no statement boundary here to see the cancel at
         if task.status in ("awaiting", "receiving"):  # it sees the cancel where it waits

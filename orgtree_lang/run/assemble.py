@@ -180,11 +180,11 @@ def _otel_export(choices: RunChoices, settings):
 
 def _agents(options: RunOptions, settings, root: Path):
     """The organization's agents (they route by meaning and read messages for nodes that read none), or None when no
-    model is configured. Nothing is built or imported until one is asked."""
+    model is configured. No model is built until one is asked."""
     models = options.models
     if models is None or not models.configured:
         if "message_agent" not in settings.table("org"):
-            return None
+            return None  # off: a send to an unknown topic says so in its error's hint
     from orgtree_lang.decompose.run_agents import RunAgents
 
     return RunAgents.for_run(models, settings.file, Path(root))

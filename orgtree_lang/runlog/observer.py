@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 
 from orgtree_lang.runlog.recorder import TreeRecorder
-from orgtree_lang.vm.observe import RunObserver
+from orgtree_lang.vm import events
+from orgtree_lang.vm.observe import RunObserver, hearing
 from orgtree_lang.vm.trace import summarize
 
 
@@ -31,11 +32,15 @@ class TreeObserver(RunObserver):
     def __init__(self, recorder: TreeRecorder) -> None:
         self.recorder = recorder
 
-    def pipeline_entered(self, state, frame, parent_node) -> None:
+    @hearing(events.PipelineEntered)
+    def pipeline_entered(self, event: events.PipelineEntered) -> None:
+        state, frame, parent_node = event.state, event.frame, event.parent_node
         self.recorder.open(f"{state.run_id}/{frame.node}", state.run_id, parent_node, frame.pipeline, "pipeline",
                            inputs=_inputs(frame.code.params, frame.locals))
 
-    def frames_attached(self, state, parent_node) -> None:
+    @hearing(events.FramesAttached)
+    def frames_attached(self, event: events.FramesAttached) -> None:
+        state, parent_node = event.state, event.parent_node
         # The nodes still open when the state was saved are running again: the frames of every task.
         for task in state.tasks or [None]:
             frames = state.frames if task is None else task.frames
@@ -53,18 +58,26 @@ class TreeObserver(RunObserver):
                 self.recorder.open(node_id, state.run_id, parent, before.name if before else frame.pipeline, kind,
                                    caller=before.caller if before else "", inputs=before.inputs if before else "")
 
-    def pipeline_called(self, state, caller, frame) -> None:
+    @hearing(events.PipelineCalled)
+    def pipeline_called(self, event: events.PipelineCalled) -> None:
+        state, caller, frame = event.state, event.caller, event.frame
         self.recorder.open(f"{state.run_id}/{frame.node}", state.run_id, f"{state.run_id}/{caller.node}",
                            frame.pipeline, "pipeline", caller=caller.pipeline,
                            inputs=_inputs(frame.code.params, frame.locals))
 
-    def pipeline_returned(self, state, frame, value, finished) -> None:
+    @hearing(events.PipelineReturned)
+    def pipeline_returned(self, event: events.PipelineReturned) -> None:
+        state, frame, value = event.state, event.frame, event.value
         self.recorder.close(f"{state.run_id}/{frame.node}", "ok", output=summarize(value))
 
-    def frame_unwound(self, state, frame, error) -> None:
+    @hearing(events.FrameUnwound)
+    def frame_unwound(self, event: events.FrameUnwound) -> None:
+        state, frame, error = event.state, event.frame, event.error
         self.recorder.close(f"{state.run_id}/{frame.node}", "error", error=error.message)
 
-    def run_stopped(self, state, error) -> None:
+    @hearing(events.RunStopped)
+    def run_stopped(self, event: events.RunStopped) -> None:
+        state, error = event.state, event.error
         if error is not None:
             # The run failed: the nodes of every task still open end with it (a deadlock leaves several).
             for frames in [state.frames] + [task.frames for task in state.tasks if task.frames is not state.frames]:
@@ -72,11 +85,23 @@ class TreeObserver(RunObserver):
                     self.recorder.close(f"{state.run_id}/{frame.node}", "error", error=error.message)
         self.recorder.flush()
 
-    def at_statement(self, state, frame) -> None:
+    @hearing(events.AtStatement)
+    def at_statement(self, event: events.AtStatement) -> None:
         self.recorder.tick()
 
-    def skill_called(self, state, frame, name, args, kwargs, outcome, result, failure, started, spend,
-                     where=None) -> None:
+    @hearing(events.SkillCalled)
+    def skill_called(self, event: events.SkillCalled) -> None:
+        state = event.state
+        frame = event.frame
+        name = event.name
+        args = event.args
+        kwargs = event.kwargs
+        outcome = event.outcome
+        result = event.result
+        failure = event.failure
+        started = event.started
+        spend = event.spend
+        where = event.where
         seconds = time.perf_counter() - started
         tokens, cost = spend.take() if spend is not None else (0, 0.0)
         parent = f"{state.run_id}/{frame.node}"
@@ -85,35 +110,48 @@ class TreeObserver(RunObserver):
             _call_inputs(args, kwargs), time.time() - seconds, round(seconds * 1000, 3), outcome,
             summarize(result) if outcome == "ok" else "", failure, tokens, cost, detail=where)
 
-    def block_started(self, state, frame, spec, inputs, node_id) -> None:
+    @hearing(events.BlockStarted)
+    def block_started(self, event: events.BlockStarted) -> None:
+        state, frame, spec, inputs, node_id = event.state, event.frame, event.spec, event.inputs, event.node_id
         self.recorder.open(node_id, state.run_id, f"{state.run_id}/{frame.node}", spec.name, "ambiguous",
                            caller=frame.pipeline, inputs=_pairs(inputs))
 
-    def decision_started(self, run_id, node_id, parent_id, name) -> None:
+    @hearing(events.DecisionStarted)
+    def decision_started(self, event: events.DecisionStarted) -> None:
+        run_id, node_id, parent_id, name = event.run_id, event.node_id, event.parent_id, event.name
         self.recorder.open(node_id, run_id, parent_id, name, "decision")
 
-    def decision_ended(self, node_id, detail, error) -> None:
+    @hearing(events.DecisionEnded)
+    def decision_ended(self, event: events.DecisionEnded) -> None:
+        node_id, detail, error = event.node_id, event.detail, event.error
         if error is not None:
             self.recorder.close(node_id, "error", error=str(getattr(error, "message", error)))
         else:
             self.recorder.close(node_id, "ok", output=detail)
 
-    def block_ended(self, node_id, outputs, error) -> None:
+    @hearing(events.BlockEnded)
+    def block_ended(self, event: events.BlockEnded) -> None:
+        node_id, outputs, error = event.node_id, event.outputs, event.error
         if error is not None:
             self.recorder.close(node_id, "error", error=error.message)
         else:
             self.recorder.close(node_id, "ok", output=_pairs(outputs))
 
-    def annotate(self, node_id, **fields) -> None:
-        self.recorder.annotate(node_id, **fields)
+    @hearing(events.NodeAnnotated)
+    def annotate(self, event: events.NodeAnnotated) -> None:
+        self.recorder.annotate(event.node_id, tokens=event.tokens, cost=event.cost, detail=event.detail)
 
-    def task_started(self, state, task, frame) -> None:
+    @hearing(events.TaskStarted)
+    def task_started(self, event: events.TaskStarted) -> None:
+        state, task, frame = event.state, event.task, event.frame
         if task.kind == "spawn":
             return  # its pipeline node (opened as a call) is the node
         self.recorder.open(f"{state.run_id}/{task.node}", state.run_id, f"{state.run_id}/{frame.node}", task.label,
                            "branch", caller=frame.pipeline)
 
-    def task_ended(self, state, task) -> None:
+    @hearing(events.TaskEnded)
+    def task_ended(self, event: events.TaskEnded) -> None:
+        state, task = event.state, event.task
         status = {"done": "ok", "cancelled": "cancelled"}.get(task.status, "error")
         error = task.error["message"] if task.error else ("cancelled" if status == "cancelled" else None)
         # A branch that failed or was cancelled leaves the frames it was in (pipelines it called) open: they end
@@ -125,11 +163,14 @@ class TreeObserver(RunObserver):
             return
         self.recorder.close(f"{state.run_id}/{task.node}", status, error=error)
 
-    def receiving(self, state, task, waiting) -> None:
+    @hearing(events.Receiving)
+    def receiving(self, event: events.Receiving) -> None:
+        state, task, waiting = event.state, event.task, event.waiting
         if task.frames:
             self.recorder.mark(f"{state.run_id}/{task.frames[-1].node}", "receiving" if waiting else "running")
 
-    def human_waiting(self, state, question) -> None:
+    @hearing(events.HumanWaiting)
+    def human_waiting(self, event: events.HumanWaiting) -> None:
         # The whole run stops until a person answers (docs/org.md): every node open in it waits with it.
         for node_id in self.recorder.open_nodes():
             self.recorder.mark(node_id, "waiting")

@@ -12,9 +12,10 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from orgtree_lang.runtime.files import write_atomic
+from orgtree_lang.runtime.values import MEMO_MIN_ITEMS
 
 INLINE_BYTES = 4096  # the default threshold: values larger than this are stored as blobs
 PREVIEW_CHARS = 120
@@ -67,10 +68,31 @@ class Spiller:
         self.store = store
         self.threshold = threshold
         self._known: dict[int, tuple[str, str, int]] = {}  # id(string) -> (the string, its digest, its bytes)
+        # Big containers seen at the last spill and this one, by identity: an encoded state keeps the encoding of
+        # a value that did not change (runtime.values.EncodingMemo), so its blob reference is not made again.
+        self._containers_last: dict[int, tuple[Any, int, tuple[Any, int]]] = {}
+        self._containers: dict[int, tuple[Any, int, tuple[Any, int]]] = {}
 
-    def spill(self, data: Any) -> Any:
-        """`data` with each string, list or object larger than the threshold replaced by a blob reference."""
-        return self._spill(data)[0]
+    def spill(self, data: Any, *, generation: bool = False) -> Any:
+        """`data` with each string, list or object larger than the threshold replaced by a blob reference.
+
+        With `generation` (a checkpoint's whole state), the big containers it did not reuse are forgotten after it."""
+        if not generation:
+            return self._spill(data)[0]
+        try:
+            return self._spill(data)[0]
+        finally:
+            self._containers_last, self._containers = self._containers, {}
+
+    def _spill_container(self, data: Any, spill_items: Callable[[Any], tuple[Any, int]]) -> tuple[Any, int]:
+        if len(data) < MEMO_MIN_ITEMS:
+            return spill_items(data)
+        key = id(data)
+        hit = self._containers.get(key) or self._containers_last.get(key)
+        if hit is None or hit[0] is not data or hit[1] != len(data):
+            hit = (data, len(data), spill_items(data))
+        self._containers[key] = hit
+        return hit[2]
 
     def _spill(self, data: Any) -> tuple[Any, int]:
         """The spilled data and about how many characters its JSON text takes."""
@@ -79,20 +101,23 @@ class Spiller:
                 return data, len(data) + 2
             return self._reference(data, "str"), 200
         if isinstance(data, list):
-            items, size = [], 2
-            for item in data:
-                spilled, item_size = self._spill(item)
-                items.append(spilled)
-                size += item_size + 2
-            return self._container(items, size)
+            return self._spill_container(data, self._spill_list)
         if isinstance(data, dict):
             if len(data) == 1 and _TAG in data:
                 return data, 200  # already a reference
             if len(data) == 1 and _USER_DICT in data:  # a program's dict whose one key starts with "$"
                 inner, size = self._spill_fields(data[_USER_DICT])
                 return self._container({_USER_DICT: inner}, size + 12)
-            return self._container(*self._spill_fields(data))
+            return self._spill_container(data, lambda fields: self._container(*self._spill_fields(fields)))
         return data, 24
+
+    def _spill_list(self, data: list) -> tuple[Any, int]:
+        items, size = [], 2
+        for item in data:
+            spilled, item_size = self._spill(item)
+            items.append(spilled)
+            size += item_size + 2
+        return self._container(items, size)
 
     def _spill_fields(self, data: dict) -> tuple[dict, int]:
         fields, size = {}, 2

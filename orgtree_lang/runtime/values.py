@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
     from orgtree_lang.syntax.types import PipeType
@@ -203,6 +204,53 @@ def to_plain(value: Any) -> Any:
 _JSON_INT_MAX_BITS = 13_000  # under Python's 4300-digit limit for writing ints as decimal text
 
 
+# Lists and dicts with at least this many items are encoded once per EncodingMemo while they stay the same object.
+MEMO_MIN_ITEMS = 256
+_MEMO: ContextVar[EncodingMemo | None] = ContextVar("encoding_memo", default=None)
+
+
+class EncodingMemo:
+    """The encodings of a run state's big lists and dicts, by identity, from one encoding of the state to the next.
+
+    .pipe values are immutable (docs/language.md: skills return new values), so a list that is the same object
+    as at the last checkpoint encodes the same: a loop over a million items re-encoded them at every checkpoint
+    (each 50,000 steps), which made the loop quadratic. `with memo:` makes `encode` use it in this context; an
+    entry not used by one encoding is dropped after it, so the memo holds only what the state still holds."""
+
+    def __init__(self) -> None:
+        self._last: dict[int, tuple[Any, int, Any]] = {}  # id -> (the value, its length, its encoding)
+        self._now: dict[int, tuple[Any, int, Any]] = {}
+        self._token = None
+
+    def __enter__(self) -> EncodingMemo:
+        self._now = {}
+        self._token = _MEMO.set(self)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        _MEMO.reset(self._token)
+        self._last, self._now = self._now, {}
+
+    def encoded(self, value: Any, encode_items: Callable[[Any], Any]) -> Any:
+        key = id(value)
+        hit = self._now.get(key) or self._last.get(key)
+        if hit is None or hit[0] is not value or hit[1] != len(value):
+            hit = (value, len(value), encode_items(value))
+        self._now[key] = hit
+        return hit[2]
+
+
+def _encode_list(value: list) -> list:
+    return [encode(v) for v in value]
+
+
+def _encode_dict(value: dict) -> Any:
+    encoded = {k: encode(v) for k, v in value.items()}
+    if len(value) == 1 and next(iter(value)).startswith("$"):
+        return {"$dict": encoded}
+    return encoded
+
+
 def encode(value: Any) -> Any:
     """Encode a runtime value as JSON-compatible data that `decode` turns back into an equal value."""
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > _JSON_INT_MAX_BITS:
@@ -214,12 +262,17 @@ def encode(value: Any) -> Any:
             return value
         return {"$float": repr(value)}
     if isinstance(value, list):
+        if len(value) >= MEMO_MIN_ITEMS:
+            memo = _MEMO.get()
+            if memo is not None:
+                return memo.encoded(value, _encode_list)
         return [encode(v) for v in value]
     if isinstance(value, dict):
-        encoded = {k: encode(v) for k, v in value.items()}
-        if len(value) == 1 and next(iter(value)).startswith("$"):
-            return {"$dict": encoded}
-        return encoded
+        if len(value) >= MEMO_MIN_ITEMS:
+            memo = _MEMO.get()
+            if memo is not None:
+                return memo.encoded(value, _encode_dict)
+        return _encode_dict(value)
     if isinstance(value, RecordValue):
         return {"$record": [value.record_name, {k: encode(v) for k, v in value.fields.items()}]}
     if value is UNBOUND:

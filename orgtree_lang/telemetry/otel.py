@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from orgtree_lang.runtime.config import ConfigError, config_section
-from orgtree_lang.vm.observe import RunObserver
+from orgtree_lang.vm import events
+from orgtree_lang.vm.observe import RunObserver, hearing
 from orgtree_lang.vm.trace import summarize
 
 DEFAULT_ENDPOINT = "http://127.0.0.1:4318"
@@ -148,12 +149,16 @@ class SpanObserver(RunObserver):
             self.root = self._open(f"run {state.entry}", None, {"orgtree.run.id": state.run_id,
                                                                  "orgtree.entry": state.entry})
 
-    def run_started(self, state, fresh, span) -> None:
+    @hearing(events.RunStarted)
+    def run_started(self, event: events.RunStarted) -> None:
+        state, fresh = event.state, event.fresh
         self._begin(state)
         if state.run_id == self.root_run and self.root is not None:
             self.root.set_attribute("orgtree.resumed", not fresh)
 
-    def run_stopped(self, state, error) -> None:
+    @hearing(events.RunStopped)
+    def run_stopped(self, event: events.RunStopped) -> None:
+        state, error = event.state, event.error
         for frame in reversed(state.frames):
             span = self.spans.pop(f"{state.run_id}/{frame.node}", None)
             if span is not None:
@@ -176,35 +181,53 @@ class SpanObserver(RunObserver):
         self.spans[node_id] = self._open(f"pipeline {frame.pipeline}", parent, {
             "orgtree.node": node_id, "orgtree.pipeline": frame.pipeline})
 
-    def pipeline_entered(self, state, frame, parent_node) -> None:
+    @hearing(events.PipelineEntered)
+    def pipeline_entered(self, event: events.PipelineEntered) -> None:
+        state, frame, parent_node = event.state, event.frame, event.parent_node
         self._begin(state)
         self._pipeline(state, frame, self.spans.get(parent_node, self.root) if parent_node else self.root)
 
-    def frames_attached(self, state, parent_node) -> None:
+    @hearing(events.FramesAttached)
+    def frames_attached(self, event: events.FramesAttached) -> None:
+        state, parent_node = event.state, event.parent_node
         self._begin(state)
         parent = self.spans.get(parent_node, self.root) if parent_node else self.root
         for frame in state.frames:
             self._pipeline(state, frame, parent)
             parent = self.spans[f"{state.run_id}/{frame.node}"]
 
-    def pipeline_called(self, state, caller, frame) -> None:
+    @hearing(events.PipelineCalled)
+    def pipeline_called(self, event: events.PipelineCalled) -> None:
+        state, caller, frame = event.state, event.caller, event.frame
         self._pipeline(state, frame, self.spans.get(f"{state.run_id}/{caller.node}", self.root))
 
-    def pipeline_returned(self, state, frame, value, finished) -> None:
+    @hearing(events.PipelineReturned)
+    def pipeline_returned(self, event: events.PipelineReturned) -> None:
+        state, frame, value = event.state, event.frame, event.value
         span = self.spans.pop(f"{state.run_id}/{frame.node}", None)
         if span is not None:
             span.set_attribute("orgtree.output", summarize(value))
             span.end()
 
-    def frame_unwound(self, state, frame, error) -> None:
+    @hearing(events.FrameUnwound)
+    def frame_unwound(self, event: events.FrameUnwound) -> None:
+        state, frame, error = event.state, event.frame, event.error
         span = self.spans.pop(f"{state.run_id}/{frame.node}", None)
         if span is not None:
             self._fail(span, error.message)
             span.end()
 
     # ---- skills and model calls ---------------------------------------------------------------
-    def skill_called(self, state, frame, name, args, kwargs, outcome, result, failure, started, spend,
-                     where=None) -> None:
+    @hearing(events.SkillCalled)
+    def skill_called(self, event: events.SkillCalled) -> None:
+        state = event.state
+        frame = event.frame
+        name = event.name
+        outcome = event.outcome
+        failure = event.failure
+        started = event.started
+        spend = event.spend
+        where = event.where
         now = time.time()
         start = now - (time.perf_counter() - started)
         node_id = f"{state.run_id}/{frame.node}"
@@ -220,7 +243,15 @@ class SpanObserver(RunObserver):
             self._model_span(span, *call)
         span.end(_ns(now))
 
-    def model_call_ended(self, spend, model, input_tokens, output_tokens, cost, started, error) -> None:
+    @hearing(events.ModelCallEnded)
+    def model_call_ended(self, event: events.ModelCallEnded) -> None:
+        spend = event.spend
+        model = event.model
+        input_tokens = event.input_tokens
+        output_tokens = event.output_tokens
+        cost = event.cost
+        started = event.started
+        error = event.error
         call = (model, input_tokens, output_tokens, cost, started, time.time(), error)
         block = getattr(spend, "node", None)
         if block in self.blocks:
@@ -240,14 +271,18 @@ class SpanObserver(RunObserver):
         span.end(_ns(ended))
 
     # ---- parallel branches (org/scheduler.py) --------------------------------------------------
-    def task_started(self, state, task, frame) -> None:
+    @hearing(events.TaskStarted)
+    def task_started(self, event: events.TaskStarted) -> None:
+        state, task, frame = event.state, event.task, event.frame
         if task.kind == "spawn":
             return  # its pipeline call is its span
         node_id = f"{state.run_id}/{task.node}"
         self.spans[node_id] = self._open(task.label, self.spans.get(f"{state.run_id}/{frame.node}", self.root),
                                          {"orgtree.node": node_id, "orgtree.task": task.id})
 
-    def task_ended(self, state, task) -> None:
+    @hearing(events.TaskEnded)
+    def task_ended(self, event: events.TaskEnded) -> None:
+        state, task = event.state, event.task
         error = task.error["message"] if task.error else ("cancelled" if task.status == "cancelled" else None)
         if task.status != "done":  # the pipelines a failed branch was in end with it
             for frame in reversed(task.frames[1:] if task.kind == "branch" else task.frames):
@@ -263,13 +298,17 @@ class SpanObserver(RunObserver):
             span.end()
 
     # ---- ambiguous blocks ---------------------------------------------------------------------
-    def block_started(self, state, frame, spec, inputs, node_id) -> None:
+    @hearing(events.BlockStarted)
+    def block_started(self, event: events.BlockStarted) -> None:
+        state, frame, spec, node_id = event.state, event.frame, event.spec, event.node_id
         self.spans[node_id] = self._open(f"ambiguous {spec.name}", self.spans.get(f"{state.run_id}/{frame.node}",
                                                                                   self.root),
                                          {"orgtree.node": node_id, "orgtree.block": spec.name})
         self.blocks.add(node_id)
 
-    def block_ended(self, node_id, outputs, error) -> None:
+    @hearing(events.BlockEnded)
+    def block_ended(self, event: events.BlockEnded) -> None:
+        node_id, error = event.node_id, event.error
         self.blocks.discard(node_id)
         span = self.spans.pop(node_id, None)
         if span is not None:

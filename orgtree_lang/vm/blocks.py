@@ -18,6 +18,7 @@ from orgtree_lang.vm.observe import RunObserver
 from orgtree_lang.vm.organization import RELOAD
 from orgtree_lang.vm.questions import HumanQuestion, answer_or_wait
 from orgtree_lang.vm.state import Frame
+from orgtree_lang.vm import events
 
 if TYPE_CHECKING:
     from orgtree_lang.vm.machine import Machine
@@ -86,7 +87,8 @@ class BlockContext:
 
     def note(self, detail: str) -> None:
         """A progress note on the block's org tree node (`pipe tree` shows it)."""
-        self.observer.annotate(self.node, detail=detail)
+        if events.NodeAnnotated in self.observer.hears:
+            self.observer.on(events.NodeAnnotated(node_id=self.node, detail=detail))
 
     def effect_step(self, kind: str, name: str, args: list[Any], kwargs: dict[str, Any]) -> EffectStep:
         """A journaled step asked for by this block (a model call), numbered in the run tree's journal."""
@@ -204,7 +206,7 @@ def block_context(m: Machine, spec: AmbiguousSpec, inputs: dict[str, Any], node_
         numbering if numbering is not None else m.step_counter(), m.state.steps if statement is None else statement,
         functools.partial(children, m) if children is not None else None, m.seconds_used,
         lambda: m.state.steps + m.steps_elsewhere(),
-        lambda question, answer: m.observer.human_answered(m.state, question, answer), m.services.executor,
+        lambda question, answer: m.observer.on(events.HumanAnswered(m.state, question, answer)), m.services.executor,
         concurrent=numbering is not None, printed=printed, reads_messages=reads)
 
 
@@ -245,16 +247,19 @@ def resolve_block(m: Machine, frame: Frame, stack: list, arg: int) -> int:
             catchable=False,
         )
     node_id = m.node_id(f"{frame.node}/{spec.name}@{m.state.steps}")
-    m.observer.block_started(m.state, frame, spec, inputs, node_id)
+    if events.BlockStarted in m.observer.hears:
+        m.observer.on(events.BlockStarted(state=m.state, frame=frame, spec=spec, inputs=inputs, node_id=node_id))
     if m.state.tasks and m.place is None:
         # One of several tasks: the organization resolves it beside the others (org/block_calls.py).
         return m.org.issue_block(frame, arg, values, node_id)
     try:
         outputs = _outputs(m, spec, inputs, values, frame, node_id)
     except PipeRuntimeError as err:
-        m.observer.block_ended(node_id, None, err)
+        if events.BlockEnded in m.observer.hears:
+            m.observer.on(events.BlockEnded(node_id=node_id, outputs=None, error=err))
         raise
-    m.observer.block_ended(node_id, outputs, None)
+    if events.BlockEnded in m.observer.hears:
+        m.observer.on(events.BlockEnded(node_id=node_id, outputs=outputs, error=None))
     push_outputs(spec, outputs, stack)
     return RELOAD  # the tree meter moved: the loop recomputes where its budgets stop it
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.syntax.spans import Span
+from orgtree_lang.vm import events
 
 if TYPE_CHECKING:
     from orgtree_lang.vm.machine import Machine
@@ -103,8 +104,11 @@ class ModelSpend:
 
     def ended(self, model: str, input_tokens: int, output_tokens: int, cost: float, started: float,
               error: Exception | None) -> None:
-        """One model call ended: the observers hear it with this spend, which the skill's `skill_called` gets."""
-        self.machine.observer.model_call_ended(self, model, input_tokens, output_tokens, cost, started, error)
+        """One model call ended: the observers hear it with this spend, which the skill's `SkillCalled` carries."""
+        if events.ModelCallEnded in self.machine.observer.hears:
+            self.machine.observer.on(events.ModelCallEnded(spend=self, model=model, input_tokens=input_tokens,
+                                                           output_tokens=output_tokens, cost=cost, started=started,
+                                                           error=error))
 
 
 class NodeSpend:
@@ -127,13 +131,17 @@ class NodeSpend:
         self.meter.check_model(self.budget, what)
 
     def charge(self, tokens: int, cost: float, what: str) -> None:
-        self.observer.annotate(self.node, tokens=tokens, cost=cost)
+        if events.NodeAnnotated in self.observer.hears:
+            self.observer.on(events.NodeAnnotated(node_id=self.node, tokens=tokens, cost=cost))
         self.meter.charge_model(self.budget, tokens, cost, what)
 
     def ended(self, model: str, input_tokens: int, output_tokens: int, cost: float, started: float,
               error: Exception | None) -> None:
         """One model call ended: the observers hear it for the block's node."""
-        self.observer.model_call_ended(self, model, input_tokens, output_tokens, cost, started, error)
+        if events.ModelCallEnded in self.observer.hears:
+            self.observer.on(events.ModelCallEnded(spend=self, model=model, input_tokens=input_tokens,
+                                                   output_tokens=output_tokens, cost=cost, started=started,
+                                                   error=error))
 
 
 class TreeMeter:

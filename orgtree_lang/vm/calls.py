@@ -18,6 +18,7 @@ from orgtree_lang.vm.executor import SkillCall
 from orgtree_lang.vm.memory import check_value
 from orgtree_lang.vm.state import Frame
 from orgtree_lang.vm.trace import summarize
+from orgtree_lang.vm import events
 
 if TYPE_CHECKING:
     from orgtree_lang.vm.machine import Machine
@@ -68,7 +69,8 @@ def call_pipeline(m: Machine, site, stack: list) -> None:
     caller.calls += 1
     frame = Frame(code.name, 0, [], local_values, [], code, node=f"{caller.node}/{code.name}#{caller.calls}")
     state.frames.append(frame)
-    m.observer.pipeline_called(state, caller, frame)
+    if events.PipelineCalled in m.observer.hears:
+        m.observer.on(events.PipelineCalled(state=state, caller=caller, frame=frame))
 
 
 def bind_inputs(code, inputs: dict[str, Any], records) -> list:
@@ -132,14 +134,16 @@ def return_from(m: Machine, frame: Frame, value: Any) -> bool:
     finished = not state.frames
     if finished and state.tasks:
         finished = m.org.task_returned(value)
-        m.observer.pipeline_returned(state, frame, value, finished)
+        if events.PipelineReturned in m.observer.hears:
+            m.observer.on(events.PipelineReturned(state=state, frame=frame, value=value, finished=finished))
         return finished
     if finished:
         state.result = value
         state.status = "done"
     else:
         state.frames[-1].stack.append(value)
-    m.observer.pipeline_returned(state, frame, value, finished)
+    if events.PipelineReturned in m.observer.hears:
+        m.observer.on(events.PipelineReturned(state=state, frame=frame, value=value, finished=finished))
     return finished
 
 
@@ -181,8 +185,10 @@ def call_skill(m: Machine, frame: Frame, stack: list, arg: int) -> int | None:
             raise
         raise error from exc
     finally:
-        m.observer.skill_called(state, frame, site.name, args, kwargs, outcome, result, failure, started, m.spend,
-                                where=placed[0] if placed else None)
+        if events.SkillCalled in m.observer.hears:
+            m.observer.on(events.SkillCalled(state=state, frame=frame, name=site.name, args=args, kwargs=kwargs,
+                                             outcome=outcome, result=result, failure=failure, started=started,
+                                             spend=m.spend, where=placed[0] if placed else None))
     if m.budget.max_memory is not None:
         check_value(result, m.budget.max_memory, f"the result of {site.name}")
     stack.append(result)
@@ -247,7 +253,9 @@ def await_call(m: Machine, pending, seconds_left: Callable[[], float | None], wh
             with m.run_lock.released():
                 return pending.result(timeout=WAIT_NOTICE)
         except concurrent.futures.TimeoutError:
-            m.observer.waiting_long(m.state, whole)  # the run lock is held again: the state stays as it is
+            # The run lock is held again: the state stays as it is.
+            if events.WaitingLong in m.observer.hears:
+                m.observer.on(events.WaitingLong(state=m.state, whole=whole))
     with m.run_lock.released():
         return pending.result(timeout=seconds_left())
 

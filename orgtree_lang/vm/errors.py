@@ -10,6 +10,7 @@ from orgtree_lang.compile.opcodes import OPCODES
 from orgtree_lang.runtime.builtins import error_value
 from orgtree_lang.runtime.errors import PipeRuntimeError, StackEntry
 from orgtree_lang.runtime.values import UNBOUND
+from orgtree_lang.vm import events
 
 if TYPE_CHECKING:
     from orgtree_lang.vm.machine import Machine
@@ -67,7 +68,9 @@ def handle_error(m: Machine, err: PipeRuntimeError) -> None:
     if not err.stack:
         err.stack = list(err.frames_below) + [StackEntry(f.code.span_at(max(f.pc - 1, 0)), f.pipeline)
                                               for f in reversed(state.frames)]
-    m.observer.error_raised(state, err, err.catchable and any(f.handlers for f in state.frames))
+    if events.ErrorRaised in m.observer.hears:
+        m.observer.on(events.ErrorRaised(state=state, error=err,
+                                         caught=err.catchable and any((f.handlers for f in state.frames))))
     if not err.catchable:
         raise err
     # Find the innermost open try; if there is none, the frames stay as they are (for resume and reports).
@@ -77,7 +80,8 @@ def handle_error(m: Machine, err: PipeRuntimeError) -> None:
     else:
         raise err
     for unwound in state.frames[index + 1:]:
-        m.observer.frame_unwound(state, unwound, err)
+        if events.FrameUnwound in m.observer.hears:
+            m.observer.on(events.FrameUnwound(state=state, frame=unwound, error=err))
     del state.frames[index + 1:]
     frame = state.frames[index]
     handler_pc, depth = frame.handlers.pop()

@@ -19,6 +19,7 @@ from orgtree_lang.vm.organization import NO_ORG, Org
 from orgtree_lang.vm.questions import WaitingForHuman
 from orgtree_lang.vm.services import Numbering, Services, TreePlace
 from orgtree_lang.vm.state import Frame, RunState
+from orgtree_lang.vm import events
 
 # The instructions the dispatch loop (vm/loop.py) runs itself: the hot ones, and those that change frames.
 # Every other opcode has exactly one entry in instructions.HANDLERS.
@@ -71,7 +72,8 @@ class Machine:
                       node=code.name)
         self.state = RunState(run_id or uuid.uuid4().hex[:12], program_identity(self.program), code.name, [frame])
         self._bind_meter()
-        self.observer.pipeline_entered(self.state, frame, self.parent_node)
+        if events.PipelineEntered in self.observer.hears:
+            self.observer.on(events.PipelineEntered(state=self.state, frame=frame, parent_node=self.parent_node))
         return self.state
 
     def attach(self, state: RunState) -> None:
@@ -84,7 +86,8 @@ class Machine:
         self.state = state
         self.org.attach(state)
         self._bind_meter()
-        self.observer.frames_attached(state, self.parent_node)
+        if events.FramesAttached in self.observer.hears:
+            self.observer.on(events.FramesAttached(state=state, parent_node=self.parent_node))
 
     def _bind_meter(self) -> None:
         if self.place is None:
@@ -101,18 +104,21 @@ class Machine:
         self._started = self.services.clock()
         fresh = state.steps == 0 and state.status == "ready"
         state.status = "running"
-        self.observer.run_started(state, fresh, self.program.entry(state.entry).span)
+        if events.RunStarted in self.observer.hears:
+            self.observer.on(events.RunStarted(state=state, fresh=fresh, span=self.program.entry(state.entry).span))
         self.run_lock.acquire()
         try:
             self._loop()
             self._stretch_done()
-            self.observer.run_stopped(state, None)
+            if events.RunStopped in self.observer.hears:
+                self.observer.on(events.RunStopped(state=state, error=None))
             return state
         except PipeRuntimeError as err:
             state.status = "failed"
             state.error = {"message": err.message, "kind": err.kind, "span": str(err.span) if err.span else None}
             self._stretch_done()
-            self.observer.run_stopped(state, err)
+            if events.RunStopped in self.observer.hears:
+                self.observer.on(events.RunStopped(state=state, error=err))
             raise
         except WaitingForHuman as wait:
             if self.place is not None:
@@ -133,12 +139,14 @@ class Machine:
             state.waiting = [wait.question.to_json()]
         if state.calls:
             self.org.settle()  # slow calls of other tasks in flight: journaled now, not lost
-        self.observer.human_waiting(state, wait.question)
+        if events.HumanWaiting in self.observer.hears:
+            self.observer.on(events.HumanWaiting(state=state, question=wait.question))
         if wait.exact:
             self.suspend()
         else:
             self._stretch_done()
-        self.observer.run_stopped(state, None)
+        if events.RunStopped in self.observer.hears:
+            self.observer.on(events.RunStopped(state=state, error=None))
 
     def print_line(self, line: str) -> None:
         """A line the program prints (the `print` built-in): kept in the run's output, shown unless a resume is
@@ -148,11 +156,13 @@ class Machine:
         services = self.services
         if services.printer is not None and not (services.effects is not None and services.effects.catching_up):
             services.printer(line)
-        self.observer.printed(state, state.frames[-1], line)
+        if events.Printed in self.observer.hears:
+            self.observer.on(events.Printed(state=state, frame=state.frames[-1], line=line))
 
     def release(self) -> None:
         """This machine will not run again: its observers let go of what they hold (a child's trace file)."""
-        self.observer.released()
+        if events.Released in self.observer.hears:
+            self.observer.on(events.Released())
 
     # ---- the run tree -------------------------------------------------------
 
@@ -239,7 +249,8 @@ class Machine:
         now = self.services.clock()
         self.state.elapsed += now - self._started
         self._started = now
-        self.observer.suspending(self.state)
+        if events.Suspending in self.observer.hears:
+            self.observer.on(events.Suspending(state=self.state))
 
     def at_stop(self, frame: Frame) -> bool | object:
         """The loop's slow path at a statement boundary: budgets, pausing, clock, observers and the organization's
@@ -259,7 +270,9 @@ class Machine:
                 raise budget_exceeded("seconds", budget.max_seconds, used, frame.code.span_at(frame.pc))
         if self.pause_at is not None and state.steps >= self.pause_at:
             state.status = "paused"
-            self.observer.suspending(state)
+            if events.Suspending in self.observer.hears:
+                self.observer.on(events.Suspending(state=state))
             return True
-        self.observer.at_statement(state, frame)
+        if events.AtStatement in self.observer.hears:
+            self.observer.on(events.AtStatement(state, frame))
         return False

@@ -13,7 +13,8 @@ from typing import IO, Any
 from orgtree_lang.runtime.config import ConfigError, config_section
 from orgtree_lang.runtime.values import decode, display_short
 from orgtree_lang.syntax.spans import Span
-from orgtree_lang.vm.observe import QUIET_INTERVAL, RunObserver
+from orgtree_lang.vm import events
+from orgtree_lang.vm.observe import QUIET_INTERVAL, RunObserver, hearing
 
 SUMMARY_CHARS = 200
 _SMALL_INT = 10**18
@@ -154,11 +155,15 @@ class Tracer(RunObserver):
 
     # ---- what the machine reports ------------------------------------------------------------
 
-    def run_started(self, state, fresh, span) -> None:
+    @hearing(events.RunStarted)
+    def run_started(self, event: events.RunStarted) -> None:
+        state, fresh, span = event.state, event.fresh, event.span
         if fresh:
             self.emit("run.start", span, state.entry, node=_top(state), entry=state.entry)
 
-    def run_stopped(self, state, error) -> None:
+    @hearing(events.RunStopped)
+    def run_stopped(self, event: events.RunStopped) -> None:
+        state, error = event.state, event.error
         if error is not None:
             self.emit("run.end", error.span, None, node=_top(state), outcome="error", error=error.message,
                       steps=state.steps)
@@ -166,22 +171,36 @@ class Tracer(RunObserver):
             self.emit("run.end", None, None, node=_top(state), outcome="ok", result=summarize(state.result),
                       steps=state.steps, skill_calls=state.skill_calls)
 
-    def at_statement(self, state, frame) -> None:
+    @hearing(events.AtStatement)
+    def at_statement(self, event: events.AtStatement) -> None:
+        state, frame = event.state, event.frame
         if self.steps:
             self.emit("step", frame.code.span_at(frame.pc), frame.pipeline, node=_node(state, frame.node),
                       step=state.steps + 1)
 
-    def pipeline_called(self, state, caller, frame) -> None:
+    @hearing(events.PipelineCalled)
+    def pipeline_called(self, event: events.PipelineCalled) -> None:
+        state, caller, frame = event.state, event.caller, event.frame
         self.emit("pipeline.call", caller.code.span_at(caller.pc - 1), caller.pipeline,
                   node=_node(state, caller.node), pipeline=frame.pipeline, callee=_node(state, frame.node))
 
-    def pipeline_returned(self, state, frame, value, finished) -> None:
+    @hearing(events.PipelineReturned)
+    def pipeline_returned(self, event: events.PipelineReturned) -> None:
+        state, frame, value, finished = event.state, event.frame, event.value, event.finished
         if not finished:
             self.emit("pipeline.return", None, frame.pipeline, node=_node(state, frame.node),
                       result=summarize(value))
 
-    def skill_called(self, state, frame, name, args, kwargs, outcome, result, failure, started, spend,
-                     where=None) -> None:
+    @hearing(events.SkillCalled)
+    def skill_called(self, event: events.SkillCalled) -> None:
+        state = event.state
+        frame = event.frame
+        name = event.name
+        args = event.args
+        kwargs = event.kwargs
+        outcome = event.outcome
+        result = event.result
+        started = event.started
         # `where` stays out of the trace: a replay, which calls nothing, must give the same trace.
         # The node id is the one the org tree gives this call (runlog/observer.py): caller, skill, call count.
         self.emit("skill", frame.code.span_at(frame.pc - 1), frame.pipeline,
@@ -190,24 +209,40 @@ class Tracer(RunObserver):
                   result=summarize(result) if outcome == "ok" else None,
                   duration_ms=round((time.perf_counter() - started) * 1000, 3), outcome=outcome)
 
-    def printed(self, state, frame, line) -> None:
+    @hearing(events.Printed)
+    def printed(self, event: events.Printed) -> None:
+        state, frame, line = event.state, event.frame, event.line
         self.emit("print", frame.code.span_at(frame.pc - 1), frame.pipeline, node=_node(state, frame.node),
                   text=line[:SUMMARY_CHARS])
 
-    def error_raised(self, state, error, caught) -> None:
+    @hearing(events.ErrorRaised)
+    def error_raised(self, event: events.ErrorRaised) -> None:
+        state, error, caught = event.state, event.error, event.caught
         self.emit("error", error.span, state.frames[-1].pipeline, node=_node(state, state.frames[-1].node),
                   kind=error.kind, error=error.message,
                   outcome="caught" if caught else "raised")
 
-    def block_started(self, state, frame, spec, inputs, node_id) -> None:
+    @hearing(events.BlockStarted)
+    def block_started(self, event: events.BlockStarted) -> None:
+        frame, spec, inputs, node_id = event.frame, event.spec, event.inputs, event.node_id
         self._blocks.add(node_id)
         self.emit("ambiguous", spec.span, frame.pipeline, node=node_id, block=spec.name,
                   inputs={k: summarize(v, 80) for k, v in inputs.items()})
 
-    def block_ended(self, node_id, outputs, error) -> None:
+    @hearing(events.BlockEnded)
+    def block_ended(self, event: events.BlockEnded) -> None:
+        node_id = event.node_id
         self._blocks.discard(node_id)
 
-    def model_call_ended(self, spend, model, input_tokens, output_tokens, cost, started, error) -> None:
+    @hearing(events.ModelCallEnded)
+    def model_call_ended(self, event: events.ModelCallEnded) -> None:
+        spend = event.spend
+        model = event.model
+        input_tokens = event.input_tokens
+        output_tokens = event.output_tokens
+        cost = event.cost
+        started = event.started
+        error = event.error
         # The decomposer's calls for a block go to the block's child trace: a replay of this run takes the
         # block's outputs from the journal and makes no model call, and this trace holds what a replay makes.
         node_id = getattr(spend, "node", None)
@@ -221,37 +256,54 @@ class Tracer(RunObserver):
                     duration_ms=round((time.time() - started) * 1000, 3),
                     outcome="error" if error is not None else "ok")
 
-    def task_started(self, state, task, frame) -> None:
+    @hearing(events.TaskStarted)
+    def task_started(self, event: events.TaskStarted) -> None:
+        state, task, frame = event.state, event.task, event.frame
         self.emit("node.spawn", task.frames[0].code.span_at(task.frames[0].pc), frame.pipeline,
                   node=_node(state, frame.node), task=task.id,
                   branch=task.node, label=task.label)
 
-    def task_cancelled(self, state, task) -> None:
+    @hearing(events.TaskCancelled)
+    def task_cancelled(self, event: events.TaskCancelled) -> None:
+        state, task = event.state, event.task
         self.emit("node.cancel", None, None, node=_node(state, task.node), task=task.id, branch=task.node, label=task.label)
 
-    def task_ended(self, state, task) -> None:
+    @hearing(events.TaskEnded)
+    def task_ended(self, event: events.TaskEnded) -> None:
+        state, task = event.state, event.task
         self.emit("node.end", None, None, node=_node(state, task.node), task=task.id, branch=task.node, outcome=task.status,
                   error=task.error["message"] if task.error else None)
 
-    def human_waiting(self, state, question) -> None:
+    @hearing(events.HumanWaiting)
+    def human_waiting(self, event: events.HumanWaiting) -> None:
+        state, question = event.state, event.question
         self.emit("human.ask", None, None, node=_asker(state, question), asker=question.node, kind=question.kind, step=question.seq,
                   question=question.text[:SUMMARY_CHARS], at=f"{question.file}:{question.line}")
 
-    def message_sent(self, state, message) -> None:
+    @hearing(events.MessageSent)
+    def message_sent(self, event: events.MessageSent) -> None:
+        state, message = event.state, event.message
         self.emit("message.send", None, None, node=_node(state, message["sender"]), message=message["id"], sender=message["sender"], to=message["to"],
                   topic=message["topic"], body=summarize(decode(message["body"]), 80))
 
-    def message_received(self, state, message) -> None:
+    @hearing(events.MessageReceived)
+    def message_received(self, event: events.MessageReceived) -> None:
+        state, message = event.state, event.message
         self.emit("message.receive", None, None, node=_node(state, message["to"]), message=message["id"], by=message["to"], sender=message["sender"])
 
-    def interrupted(self, state, node, message, span) -> None:
+    @hearing(events.Interrupted)
+    def interrupted(self, event: events.Interrupted) -> None:
+        state, node, message, span = event.state, event.node, event.message, event.span
         self.emit("interrupt", span, None, node=_node(state, node), task=node, message=message["id"])
 
-    def human_answered(self, state, question, answer) -> None:
+    @hearing(events.HumanAnswered)
+    def human_answered(self, event: events.HumanAnswered) -> None:
+        state, question, answer = event.state, event.question, event.answer
         self.emit("human.answer", None, None, node=_asker(state, question), asker=question.node, kind=question.kind, step=question.seq,
                   answer=summarize(answer))
 
-    def released(self) -> None:
+    @hearing(events.Released)
+    def released(self, event: events.Released) -> None:
         self.close()
 
 
