@@ -132,13 +132,11 @@ def test_rate_limit_then_success_is_retried(provider, model):
 
 def test_server_errors_give_up_after_bounded_retries(provider, model):
     provider.script = [error(500, "internal failure", type_="server_error")] * 10
-    started = time.monotonic()
     with pytest.raises(ModelError) as err:
         model(provider, max_retries=2).complete(ASK)
     assert err.value.kind == "server"
     assert "after 3 attempts" in str(err.value)
-    assert len(provider.requests) == 3
-    assert time.monotonic() - started < 10
+    assert len(provider.requests) == 3  # bounded by the count of attempts, not a clock (litellm's import is seconds)
 
 
 def test_timeout(provider, model):

@@ -68,8 +68,10 @@ def host(tmp_path_factory):
     os.environ["ORGTREE_HOST_SECRET"] = secret
     # This process's temp folder is its own while the corpus runs: other tests and test processes on the machine
     # make orgtree-sbx-* folders in the shared one, which must not read as this run's leftovers.
+    # Beside the shared one and open to the sandbox's user like it (pytest's own folders are the host user's only).
     previous, host_temp = tempfile.tempdir, tempfile.gettempdir()
-    private_temp = tmp_path_factory.mktemp("tempdir")
+    private_temp = Path(tempfile.mkdtemp(prefix="orgtree-escapes-tmp-"))
+    os.chmod(private_temp, 0o755)
     tempfile.tempdir = str(private_temp)
     bystander = subprocess.Popen(["sleep", "600"])
     try:
@@ -79,6 +81,7 @@ def host(tmp_path_factory):
                    "temp": private_temp}
     finally:
         tempfile.tempdir = previous
+        shutil.rmtree(private_temp, ignore_errors=True)
         del os.environ["ORGTREE_HOST_SECRET"]
         bystander.kill()
         bystander.wait()
