@@ -20,7 +20,7 @@ from orgtree_lang.decompose.repair import run_repaired
 from orgtree_lang.decompose.reuse import (SIMILARITY, ReuseRefused, ask_reuse, checked_for_reuse,
                                          similar_modules)
 from orgtree_lang.decompose.spec import OUTPUTS_RECORD, spec_hash
-from orgtree_lang.decompose.store import ModuleStore, SavedModule
+from orgtree_lang.decompose.store import ModuleStore, SavedModule, body_hash
 # LANGUAGE_NOTES stays importable from here, where callers have always found the author's system message.
 from orgtree_lang.decompose.writing import LANGUAGE_NOTES, generated_context, write_module  # noqa: F401
 from orgtree_lang.runtime.errors import PipeRuntimeError
@@ -177,7 +177,11 @@ class Decomposer:
         ran: list[tuple[SavedModule, Any]] = []
 
         def find(_key: str | None) -> dict[str, Any]:
-            ran.append(self._this_runs(block, digest) or self._find_or_write(block, digest))
+            known = self._this_runs(block, digest)
+            if known is not None:  # the journal has its text from the reach that first took it: its hash will do
+                ran.append(known)
+                return {"path": str(known[0].path), "body-hash": body_hash(known[0].body), "effects:": 0}
+            ran.append(self._find_or_write(block, digest))
             saved = ran[0][0]
             return {"path": str(saved.path), "provenance": saved.provenance, "body": saved.body, "text": saved.text,
                     "effects:": numbering.effect_seq - step.seq}
@@ -189,12 +193,34 @@ class Decomposer:
         from orgtree_lang.compile.api import compile_source
 
         known = self._programs.get(digest)
-        if known is not None and known[0].text == found["text"]:
+        if known is not None and ("text" not in found and body_hash(known[0].body) == found["body-hash"]
+                                  or known[0].text == found.get("text")):
             return known  # compiled already by an earlier reach of this resumed run
+        if "text" not in found:
+            found = self._text_of(Path(found["path"]), found["body-hash"], block)
         saved = SavedModule(Path(found["path"]), found["provenance"], found["body"], found["text"])
         program = compile_source(saved.text, str(saved.path), self.registry).program
         self._programs[digest] = (saved, program)
         return saved, program
+
+    def _text_of(self, path: Path, digest: str, block) -> dict[str, Any]:
+        """The module at `path` whose body has hash `digest`, as the journal's module step holds one: from its
+        versions (state.db), or the file if it still holds that body."""
+        from orgtree_lang.decompose.store import split_header
+        from orgtree_lang.decompose.versions import ModuleVersions
+
+        with ModuleVersions(self.workspace) as versions:
+            version = versions.with_body(path, digest)
+        text = version.text if version is not None else None
+        if text is None and path.is_file():
+            current = self.store.read(path)
+            text = current.text if body_hash(current.body) == digest else None
+        if text is None:
+            raise PipeRuntimeError(f"ambiguous block `{block.spec.name}`: the module this run ran ({path}, body "
+                                   f"{digest}) is no longer in the workspace", kind="ambiguous", catchable=False,
+                                   hint="start the run over (`pipe resume RUN --from-scratch`)")
+        provenance, body = split_header(text, "# orgtree: ")
+        return {"path": str(path), "provenance": provenance, "body": body, "text": text}
 
     def _this_runs(self, block, digest: str) -> tuple[SavedModule, Any] | None:
         """The module an earlier reach of the block in this run found, wrote or repaired: no file is read and
