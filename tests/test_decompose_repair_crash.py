@@ -90,3 +90,23 @@ def test_a_repaired_run_replays_with_no_outside_call(tmp_path):
     replayed = run_pipe("replay", json.loads(first.stdout)["run_id"], cwd=tmp_path, env=env)
     assert replayed.returncode == 0, replayed.stderr
     assert "0 outside call(s)" in replayed.stderr and "identical" in replayed.stderr
+
+
+def test_when_repairs_run_out_the_run_waits_for_a_person_and_resumes_with_their_guidance(tmp_path):
+    (tmp_path / "prog.pipe").write_text(PROGRAM)
+    (tmp_path / "orgtree.toml").write_text("[decompose]\nreview_sample = 0\nmax_run_repairs = 0\n")
+    (tmp_path / "author.json").write_text(json.dumps([{"match": {"contains": "no dot means whole"}, "reply": FIXED},
+                                                      {"reply": FIRST}]))
+    (tmp_path / "reviewer.json").write_text(json.dumps([{"reply": NO_CONCERNS}]))
+    models = ["--model", "scripted:author.json", "--review-model", "scripted:reviewer.json"]
+    env = {"PIPE_NO_PLUGINS": "1", "PIPE_MODEL": None}
+    waiting = run_pipe("run", "prog.pipe", "-i", f"items={ITEMS}", *models, cwd=tmp_path, env=env)
+    assert waiting.returncode == 75, waiting.stderr
+    inbox = run_pipe("inbox", cwd=tmp_path, env=env)
+    assert "still fails on real data after 0 repair(s)" in inbox.stdout and "retry: GUIDANCE" in inbox.stdout
+    run_id = only_run_id(tmp_path)
+    assert run_pipe("reply", run_id, "retry: no dot means whole dollars", cwd=tmp_path, env=env).returncode == 0
+    done = run_pipe("resume", run_id, *models, cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [350, 125, 1200, 400]
+    assert (tmp_path / "amounts.txt").read_text() == "350\n125\n1200\n400\n"
