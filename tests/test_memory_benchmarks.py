@@ -4,8 +4,11 @@ reader, and the research agent answers the test web's questions with citations."
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
+
+from chat_server import ChatServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
@@ -43,6 +46,43 @@ def test_the_offline_reader_cannot_answer_what_it_was_not_shown():
 
 def test_offline_research_answers_the_pages_the_search_finds_and_no_code_question(capsys):
     scored = research_eval.evaluate(None)
-    cited = {case.question for case, _, with_citation in scored if with_citation}
+    cited = {case.question for case, _, with_citation, _ in scored if with_citation}
     assert "In which year did the Qorvath archive open to the public?" in cited
-    assert not any(case.kind == "code" for case, _, with_citation in scored if with_citation)
+    assert not any(case.kind == "code" for case, _, with_citation, _ in scored if with_citation)
+
+
+def test_research_findings_and_their_insight_review_come_from_the_two_models_named(capsys):
+    # One local endpoint serves both names, as shared/tools/model_bridge.py does (a folder per model name).
+    asked: list[tuple[str, str]] = []
+
+    def answer(body: dict) -> str:
+        system, prompt = body["messages"][0]["content"], body["messages"][-1]["content"]
+        asked.append((body["model"], system))
+        if body["model"] == "checker":
+            return json.dumps({"concerns": [], "summary": "the page supports it"})
+        if prompt.startswith("- "):
+            return json.dumps({"plan": [{"question": line[2:], "kind": "lookup", "queries": [line[2:]]}
+                                        for line in prompt.splitlines() if line.startswith("- ")]})
+        # Only the Qorvath page answers (the accepted insight is shown to later questions' reads too).
+        found = prompt.startswith("Question: In which year did the Qorvath") and "public in 1987" in prompt
+        return json.dumps({"relevant": found, "answer": "it opened in 1987" if found else "", "follow": []})
+
+    server = ChatServer(answer)
+    try:
+        code = research_eval.main(["--model", "openai/finder", "--review-model", "openai/checker", "--api-base",
+                                   server.base, "--window", "32000", "--only", "web"])
+    finally:
+        server.close()
+    out = capsys.readouterr().out
+    assert code == 0 and "insight review by openai/checker" in out
+    assert "insight review: 1/4 findings accepted into the pool (1 of them correct with citations)" in out
+    reviews = [system for model, system in asked if system.startswith("You are an independent reviewer")]
+    assert reviews and all(model == "checker" for model, system in asked if system in reviews)
+    assert {model for model, system in asked if system not in reviews} == {"finder"}
+
+
+def test_research_eval_offline_has_no_reviewer_to_name():
+    import pytest
+
+    with pytest.raises(SystemExit):
+        research_eval.main(["--offline", "--review-model", "openai/checker"])
