@@ -4,11 +4,10 @@ map, or a guess that `pipe run` says out loud; prompts are sized to it. Against 
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from chat_server import ChatServer, is_review
 from decompose_testing import NO_CONCERNS
 from durable_testing import pipe
 
@@ -34,32 +33,12 @@ class LocalModelServer:
 
     def __init__(self) -> None:
         self.requests: list[list[dict]] = []
-        server = self
+        self.chat = ChatServer(self.answer)
+        self.base = self.chat.base
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-                server.requests.append(body["messages"])
-                reviewing = body["messages"][0]["content"].startswith("You are an independent reviewer")
-                answer = NO_CONCERNS if reviewing else MODULE
-                data = json.dumps({"id": "c", "object": "chat.completion", "created": 1, "model": body.get("model"),
-                                   "choices": [{"index": 0, "finish_reason": "stop",
-                                                "message": {"role": "assistant", "content": answer}}],
-                                   "usage": {"prompt_tokens": 10, "completion_tokens": 5,
-                                             "total_tokens": 15}}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-        self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+    def answer(self, body: dict) -> str:
+        self.requests.append(body["messages"])
+        return NO_CONCERNS if is_review(body) else MODULE
 
     def author_prompt_tokens(self) -> int:
         """Tokens of the largest last message of a request that is not a review (the one with the input's view in it:
@@ -68,8 +47,7 @@ class LocalModelServer:
                    if not m[0]["content"].startswith("You are an independent reviewer"))
 
     def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.chat.close()
 
 
 @pytest.fixture

@@ -9,9 +9,9 @@ import subprocess
 import threading
 import time
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from chat_server import ChatServer, is_review
 from decompose_testing import NO_CONCERNS
 from durable_testing import cli_command, cli_env
 
@@ -45,46 +45,27 @@ class ModelServer:
         self.counts: Counter = Counter()
         self.release = threading.Event()
         self.lock = threading.Lock()
-        server = self
+        self.chat = ChatServer(self.answer)
+        self.base = self.chat.base
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-                asked = body["messages"][-1]["content"]
-                if body["messages"][0]["content"].startswith("You are an independent reviewer"):
-                    role, answer = "reviewer", NO_CONCERNS
-                elif "A message reached the node" in asked:  # a block's node, or a node that reads none
-                    role, answer = "decider", ANSWER
-                else:
-                    role, answer = "author", MODULE
-                with server.lock:
-                    server.counts[role] += 1
-                    first = role == "decider" and server.counts[role] == 1
-                if first:
-                    server.release.wait(60)
-                payload = {"id": "c", "object": "chat.completion", "created": 1, "model": body.get("model"),
-                           "choices": [{"index": 0, "finish_reason": "stop",
-                                        "message": {"role": "assistant", "content": answer}}],
-                           "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
-                data = json.dumps(payload).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-        self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+    def answer(self, body: dict) -> str:
+        asked = body["messages"][-1]["content"]
+        if is_review(body):
+            role, answer = "reviewer", NO_CONCERNS
+        elif "A message reached the node" in asked:  # a block's node, or a node that reads none
+            role, answer = "decider", ANSWER
+        else:
+            role, answer = "author", MODULE
+        with self.lock:
+            self.counts[role] += 1
+            first = role == "decider" and self.counts[role] == 1
+        if first:
+            self.release.wait(60)
+        return answer
 
     def close(self) -> None:
         self.release.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.chat.close()
 
 
 def test_kill_9_while_a_block_node_decides_then_resume_repeats_no_model_call_and_no_effect(tmp_path: Path) -> None:

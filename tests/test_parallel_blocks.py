@@ -9,9 +9,9 @@ import subprocess
 import threading
 import time
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from chat_server import ChatServer, is_review
 from decompose_testing import NO_CONCERNS
 from durable_testing import cli_command, cli_env
 
@@ -184,42 +184,23 @@ class BlockModelServer:
         self.counts: Counter = Counter()
         self.release = threading.Event()
         self.lock = threading.Lock()
-        server = self
+        self.held = held
+        self.chat = ChatServer(self.answer)
+        self.base = self.chat.base
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-                asked = body["messages"][-1]["content"]  # the spec is quoted there: "Write a module for the step `x`"
-                block = next((b for b in WORDS if f"step `{b}`" in asked), "?")
-                role = "reviewer" if body["messages"][0]["content"].startswith("You are an independent reviewer") else "author"
-                with server.lock:
-                    server.counts[role, block] += 1
-                if role == "author" and block == held:
-                    server.release.wait(60)
-                answer = NO_CONCERNS if role == "reviewer" else module_for(WORDS.get(block, "?"))
-                payload = {"id": "c", "object": "chat.completion", "created": 1, "model": body.get("model"),
-                           "choices": [{"index": 0, "finish_reason": "stop",
-                                        "message": {"role": "assistant", "content": answer}}],
-                           "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
-                data = json.dumps(payload).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-        self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+    def answer(self, body: dict) -> str:
+        asked = body["messages"][-1]["content"]  # the spec is quoted there: "Write a module for the step `x`"
+        block = next((b for b in WORDS if f"step `{b}`" in asked), "?")
+        role = "reviewer" if is_review(body) else "author"
+        with self.lock:
+            self.counts[role, block] += 1
+        if role == "author" and block == self.held:
+            self.release.wait(60)
+        return NO_CONCERNS if role == "reviewer" else module_for(WORDS.get(block, "?"))
 
     def close(self) -> None:
         self.release.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.chat.close()
 
 
 def _journaled_blocks(folder: Path) -> set[str]:

@@ -8,8 +8,7 @@ import time
 from pathlib import Path
 
 from orgtree_lang.cli.options import (EXIT_OK, EXIT_RUNTIME, add_budget_options, add_model_options,
-                                      add_trace_options, add_verb, add_workspace_option, budget_from_args,
-                                      models_from_args)
+                                      add_trace_options, add_verb, add_workspace_option, budget_from_args)
 from orgtree_lang.runtime.errors import PipeRuntimeError, UsageError
 from orgtree_lang.runtime.printable import printable
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import time
-import urllib.parse
 import uuid
 from typing import Any, Callable
 
@@ -129,18 +128,6 @@ def with_retries(model, send: Callable[[], Any]) -> tuple[Any, float]:
     raise AssertionError("unreachable: the last attempt returns or raises")
 
 
-LOCAL_KEY = "none"  # what an OpenAI-compatible server on this machine is sent when no key is set; it checks none
-
-
-def needs_no_key(name: str, api_base: str | None) -> bool:
-    """True for an `openai/...` model served on this machine (llama.cpp, vLLM, Ollama on 127.0.0.1, ::1 or
-    localhost) with no OPENAI_API_KEY set: litellm's OpenAI client refuses to send a request without some key."""
-    if not api_base or not name.startswith("openai/") or os.environ.get("OPENAI_API_KEY"):
-        return False
-    host = urllib.parse.urlsplit(api_base).hostname or ""
-    return host in ("127.0.0.1", "::1", "localhost") or host.startswith("127.")
-
-
 class LiteLLMModel(Model):
     """A model reached through litellm. Rate limits, timeouts and 5xx errors are retried up to `max_retries`
     times with exponential backoff (`backoff_s`, doubling, capped at `max_backoff_s`)."""
@@ -165,8 +152,6 @@ class LiteLLMModel(Model):
             kwargs["api_base"] = self.api_base
         if self.api_key:
             kwargs["api_key"] = self.api_key
-        elif needs_no_key(self.name, self.api_base):
-            kwargs["api_key"] = LOCAL_KEY
 
         def send():
             try:
