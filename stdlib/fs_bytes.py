@@ -6,8 +6,7 @@ import os
 import stat
 
 from orgtree_lang.runtime.artifacts import BytesValue, guess_media_type
-from orgtree_lang.runtime.config import ConfigError, config_section
-from orgtree_lang.runtime.errors import SkillError
+from orgtree_lang.runtime.errors import SkillError, UsageError
 from orgtree_lang.runtime.files import write_atomic
 from orgtree_lang.runtime.skills import SkillContext, skill
 from orgtree_lang.stdlib.fs import missing_file_error, writable_path
@@ -17,10 +16,13 @@ MAX_BYTES = 64 * 1024 * 1024  # the largest file fs.read_bytes reads; `[fs] max_
 
 def _max_bytes(ctx: SkillContext) -> int:
     try:
-        section = config_section("fs", ctx.config, types={"max_bytes": int})
-    except ConfigError as err:
-        raise SkillError(f"fs.read_bytes: {err}", hint="fix [fs] in orgtree.toml") from None
-    return section.get("max_bytes", MAX_BYTES)
+        limit = ctx.config.tables().get("fs", {}).get("max_bytes", MAX_BYTES)
+    except UsageError as err:  # the settings file could not be read (a ConfigError, which names the file)
+        raise SkillError(f"fs.read_bytes: {err}", hint="fix orgtree.toml") from None
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
+        raise SkillError(f"fs.read_bytes: [fs] max_bytes in orgtree.toml must be a number of bytes, got {limit!r}",
+                         hint="e.g. `max_bytes = 134217728` for 128 MiB")
+    return limit
 
 
 @skill("fs.read_bytes", idempotent=True, unobserved=True)
