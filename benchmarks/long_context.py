@@ -1,16 +1,20 @@
-"""Long documents answered through the context tree: generated documents (100 KB to 20 MB) with facts at known depths,
-questions of three kinds (find one fact, count across the document, compare two distant parts), answered by a model
-that reads the document's view (ctx.fit) plus the pieces a keyword search finds; accuracy with extractive against
-model-written summaries, tokens per answer and build time.
+"""Long documents answered three ways: plain long context (the whole document, cut to the reader's window, asked
+directly) against the context tree with extractive or model-written summaries (the document's view from ctx.fit plus
+the pieces a keyword search finds). Generated documents (100 KB to 20 MB) carry facts at known depths; questions are
+of three kinds (find one fact, count across the document, compare two distant parts). Reports accuracy per flow,
+tokens per answer, build time and the summarizer's calls, so it shows where plain context collapses.
 
     python benchmarks/long_context.py --model gpt-4o-mini --api-base http://127.0.0.1:8000/v1   # a real model
     python benchmarks/long_context.py --model openai/qwen --api-base URL --window 32000 --sizes 100k,1m,20m
+    python benchmarks/long_context.py --model M --flows plain,extractive        # no summarizer calls
     python benchmarks/long_context.py --offline --sizes 20k            # scripted reader: the pipeline, not a model
 
-Offline, a scripted reader (pattern matching over what it was shown) stands in for the model, and a scripted
-summarizer keeps the lines with numbers: the figures then say whether the tree and the search put the facts in
-front of the reader, not how well a model reads. The anchor to beat (recursive language models) keeps its accuracy
-to 10M+ tokens where plain long context collapses.
+The plain flow shows the reader the document's first PLAIN_SHARE of its window (the rest is the question, the answer
+and slack for a tokenizer that counts differently from ours), so a fact past that depth is out of its sight. Offline,
+a scripted reader (pattern matching over what it was shown) stands in for the model, and a scripted summarizer keeps
+the lines with numbers: the figures then say whether each flow puts the facts in front of the reader, not how well a
+model reads. The anchor to beat (recursive language models) keeps its accuracy to 10M+ tokens where plain long
+context collapses.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 VIEW_SHARE = 0.10    # of the reader's window: the document's view (summaries at the levels that fit)
 SEARCH_SHARE = 0.15  # the pieces the keyword search finds for the question
 SEARCH_HITS = 12
+PLAIN_SHARE = 0.90   # of the reader's window: the head of the document, for the plain long-context flow
+FLOWS = ("plain", "extractive", "model")
 FILLER = ("The committee reviewed the quarterly logistics report and noted minor delays in the northern depots.",
           "Staff rotated through the training programme while the archive was moved to the new building.",
           "Weather on the coast stayed mild, and the ferry schedule ran without interruption for the season.",
@@ -41,6 +47,8 @@ NAMES = ("Amber", "Basalt", "Cobalt", "Dune", "Ember", "Fjord", "Garnet", "Heron
          "Larch", "Mistral", "Nimbus", "Onyx", "Pewter", "Quartz", "Russet", "Sable", "Tundra")
 ANSWER_SYSTEM = ("You answer a question about a long document from the parts of it you are shown: a summary view and "
                  "the passages a search found. Answer with the answer only: a code, a number, or one word.")
+PLAIN_SYSTEM = ("You answer a question about a long document from its text, which may stop where your window ends. "
+                "Answer with the answer only: a code, a number, or one word.")
 
 
 @dataclass
@@ -134,6 +142,39 @@ class OfflineModel:
         return "unknown"
 
 
+class CountedModel:
+    """A model whose calls and tokens are counted (the summarizer's, while a tree is built)."""
+
+    def __init__(self, model) -> None:
+        self.model, self.name, self.calls, self.tokens = model, model.name, 0, 0
+        self.scripted = getattr(model, "scripted", False)
+
+    def __getattr__(self, name: str):
+        return getattr(self.model, name)
+
+    def complete(self, messages, **kwargs):
+        done = self.model.complete(messages, **kwargs)
+        self.calls += 1
+        self.tokens += done.usage.prompt_tokens + done.usage.completion_tokens
+        return done
+
+
+def plain_view(text: str, tokenizer) -> str:
+    """The document's head that fits PLAIN_SHARE of the window (the prefix of a huge text is tokenized, not all of it:
+    no token is longer than 16 characters in the texts made here)."""
+    room = int(tokenizer.window * PLAIN_SHARE)
+    return tokenizer.tokenizer.head(text[: room * 16], room)
+
+
+def plain_answer(shown: str, question: Question, reader, tokenizer) -> tuple[str, int]:
+    """The reader's answer from the document's head alone; and the prompt's tokens."""
+    from orgtree_lang.models.base import Message
+
+    prompt = f"Document:\n{shown}\n\nQuestion: {question.text}"
+    done = reader.complete([Message("system", PLAIN_SYSTEM), Message("user", prompt)])
+    return done.text.strip(), tokenizer.count(prompt) + done.usage.completion_tokens
+
+
 def answer(memory, doc, question: Question, reader, spec: str, summarizer, tokenizer) -> tuple[str, int]:
     """The reader's answer from the document's view and the search's pieces; and the prompt's tokens."""
     from orgtree_lang.models.base import Message
@@ -165,15 +206,38 @@ class Window:
         return self.tokenizer.count(text)
 
 
-def measure(size: int, per_kind: int, kind: str, reader, spec: str, window: int, summary_model) -> dict:
-    """Build the tree for one document with one summarizer and answer every question; the figures."""
-    from orgtree_lang.memory.memory import Memory
-    from orgtree_lang.memory.summarize import ExtractiveSummarizer, ModelSummarizer
+def measure(size: int, per_kind: int, flow: str, reader, spec: str, window: int, summary_model) -> dict:
+    """Answer every question of one document by one flow (plain: its head; else the tree built with that
+    summarizer); the figures."""
     from orgtree_lang.memory.tokenizer import Tokenizer
 
     text, questions = make_document(size, per_kind)
-    summarizer = ExtractiveSummarizer() if kind == "extractive" else ModelSummarizer(summary_model)
     counter = Window(window, Tokenizer(spec.rsplit(":", 1)[0]))
+    summarizing = CountedModel(summary_model)
+    if flow == "plain":
+        started = time.perf_counter()
+        shown = plain_view(text, counter)
+        build = time.perf_counter() - started
+        results = [(q, ok, tokens) for q in questions
+                   for given, tokens in [plain_answer(shown, q, reader, counter)]
+                   for ok in [correct(given, q.answer)]]
+    else:
+        build, results = _through_tree(text, questions, flow, reader, spec, counter, summarizing)
+    by_kind = {k: [ok for q, ok, _ in results if q.kind == k] for k in ("find", "count", "compare")}
+    return {"size": len(text.encode()), "flow": flow, "build_s": build, "summary_calls": summarizing.calls,
+            "summary_tokens": summarizing.tokens,
+            "accuracy": sum(ok for _, ok, _ in results) / len(results),
+            "by_kind": {k: sum(v) / len(v) for k, v in by_kind.items() if v},
+            "tokens": sum(t for _, _, t in results) / len(results)}
+
+
+def _through_tree(text: str, questions: list[Question], flow: str, reader, spec: str, counter: Window,
+                  summary_model: CountedModel) -> tuple[float, list]:
+    """The tree's build time (adding the document and fitting its view) and (question, correct, tokens) of each."""
+    from orgtree_lang.memory.memory import Memory
+    from orgtree_lang.memory.summarize import ExtractiveSummarizer, ModelSummarizer
+
+    summarizer = ExtractiveSummarizer() if flow == "extractive" else ModelSummarizer(summary_model)
     with tempfile.TemporaryDirectory() as folder, Memory(Path(folder), vectors=False) as memory:
         started = time.perf_counter()
         doc = memory.add(text, name="long.txt")
@@ -183,11 +247,7 @@ def measure(size: int, per_kind: int, kind: str, reader, spec: str, window: int,
         for question in questions:
             given, tokens = answer(memory, doc, question, reader, spec, summarizer, counter)
             results.append((question, correct(given, question.answer), tokens))
-    by_kind = {k: [ok for q, ok, _ in results if q.kind == k] for k in ("find", "count", "compare")}
-    return {"size": len(text.encode()), "summaries": kind, "build_s": build,
-            "accuracy": sum(ok for _, ok, _ in results) / len(results),
-            "by_kind": {k: sum(v) / len(v) for k, v in by_kind.items() if v},
-            "tokens": sum(t for _, _, t in results) / len(results)}
+    return build, results
 
 
 def parse_size(text: str) -> int:
@@ -205,7 +265,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--offline", action="store_true", help="a scripted reader and summarizer (no model)")
     parser.add_argument("--sizes", default="100k,1m", help="document sizes, comma separated (100k to 20m)")
     parser.add_argument("--per-kind", type=int, default=3, help="questions of each kind per document")
-    parser.add_argument("--summaries", default="extractive,model", help="extractive, model, or both")
+    parser.add_argument("--flows", "--summaries", default=",".join(FLOWS),
+                        help="plain (the document's head, asked directly), extractive and model (the context tree "
+                             "with those summaries); comma separated, default all three")
     args = parser.parse_args(argv)
     if not args.offline and not args.model:
         parser.error("give --model (with --api-base for a local endpoint), or --offline for the scripted run")
@@ -221,19 +283,24 @@ def main(argv: list[str] | None = None) -> int:
         reader = model_from_spec(args.model, api_base=args.api_base) if args.api_base else model_from_spec(args.model)
         window = args.window or context_window(args.model)
         spec = f"{args.model}:{window}"
-    kinds = [k.strip() for k in args.summaries.split(",") if k.strip()]
+    flows = [f.strip() for f in args.flows.split(",") if f.strip()]
+    if unknown := [f for f in flows if f not in FLOWS]:
+        parser.error(f"unknown flow {unknown[0]!r}: the flows are {', '.join(FLOWS)}")
     label = "offline (scripted reader and summarizer, not a model's accuracy)" if args.offline else args.model
-    print(f"reader: {label}, window {window:,} tokens; view {VIEW_SHARE:.0%} + search {SEARCH_SHARE:.0%} of it")
-    print(f"{'size':>12}  {'summaries':<10}  {'build s':>8}  {'accuracy':>8}  {'find':>5}  {'count':>5}  "
-          f"{'compare':>7}  {'tokens/answer':>13}")
+    print(f"reader: {label}, window {window:,} tokens; plain: the document's first {PLAIN_SHARE:.0%} of it; "
+          f"tree: view {VIEW_SHARE:.0%} + search {SEARCH_SHARE:.0%} of it")
+    print(f"{'size':>12}  {'flow':<10}  {'build s':>8}  {'summary calls':>13}  {'accuracy':>8}  {'find':>5}  "
+          f"{'count':>5}  {'compare':>7}  {'tokens/answer':>13}")
     for size in (parse_size(s) for s in args.sizes.split(",")):
-        for kind in kinds:
-            row = measure(size, args.per_kind, kind, reader, spec, window, reader)
+        for flow in flows:
+            row = measure(size, args.per_kind, flow, reader, spec, window, reader)
             k = row["by_kind"]
-            print(f"{row['size']:>12,}  {kind:<10}  {row['build_s']:>8.1f}  {row['accuracy']:>8.2f}  "
-                  f"{k['find']:>5.2f}  {k['count']:>5.2f}  {k['compare']:>7.2f}  {row['tokens']:>13,.0f}", flush=True)
-            print(f"RESULT size={row['size']} summaries={kind} accuracy={row['accuracy']:.2f} "
-                  f"tokens={row['tokens']:.0f} build={row['build_s']:.2f}s")
+            print(f"{row['size']:>12,}  {flow:<10}  {row['build_s']:>8.1f}  {row['summary_calls']:>13,}  "
+                  f"{row['accuracy']:>8.2f}  {k['find']:>5.2f}  {k['count']:>5.2f}  {k['compare']:>7.2f}  "
+                  f"{row['tokens']:>13,.0f}", flush=True)
+            print(f"RESULT size={row['size']} flow={flow} accuracy={row['accuracy']:.2f} tokens={row['tokens']:.0f} "
+                  f"build={row['build_s']:.2f}s summary_calls={row['summary_calls']} "
+                  f"summary_tokens={row['summary_tokens']}")
     return 0
 
 

@@ -3,7 +3,12 @@ what the search finds, one in a data file) or only obtainable by running code; r
 correctly with a citation of where the answer is (the page's URL, or an experiment run in code.run).
 
     python benchmarks/research_eval.py --model gpt-4o-mini --api-base http://127.0.0.1:8000/v1   # a real model
+    python benchmarks/research_eval.py --model openai/finder --review-model openai/checker --api-base URL
     python benchmarks/research_eval.py --offline     # no model: the research agent's word-overlap fallbacks
+
+Each finding is proposed as an insight (stdlib/research.pipe's `ask`) and reviewed by `--review-model` (default the
+research model), so the findings and their review can come from independent models; behind
+shared/tools/model_bridge.py each model name gets its own folder of requests (DIR/finder/, DIR/checker/).
 
 The web is an HTTP server on 127.0.0.1 (a SearXNG-style JSON search over its pages, and the pages), the only origin
 [http] allow names; experiments run in the sandbox. Offline, the fallbacks follow links by the words of their address
@@ -124,7 +129,8 @@ class TestWeb(BaseHTTPRequestHandler):
 
 
 def research(workspace: Path, questions: list[str], models) -> dict:
-    """stdlib/research.pipe's `main` on the questions, in `workspace`; {question: (answer, source)} and the notes."""
+    """stdlib/research.pipe's `ask` on the questions, in `workspace`: {question: (answer, source, insight status)}
+    (the status is the insight reviewer's decision on the finding) and the notes."""
     from orgtree_lang.compile.api import compile_source
     from orgtree_lang.run.factory import plain_machine
     from orgtree_lang.run.registries import default_registry
@@ -135,14 +141,15 @@ def research(workspace: Path, questions: list[str], models) -> dict:
     source = resources.files("orgtree_lang.stdlib").joinpath("research.pipe").read_text(encoding="utf-8")
     program = compile_source(source, "research.pipe", registry).program
     machine = plain_machine(program, registry=registry, context=SkillContext(Workspace(workspace), models=models))
-    machine.start("main", {"questions": questions, "web": True})
+    machine.start("ask", {"questions": questions, "web": True})
     result = machine.run().result
-    found = {f.fields["question"]: (f.fields["answer"], f.fields["source"]) for f in result.fields["findings"]}
-    return {"found": found, "notes": list(result.fields["notes"])}
+    found = {f["question"]: (f["answer"], f["source"], f["insight"]) for f in result["findings"]}
+    return {"found": found, "notes": list(result["notes"])}
 
 
-def evaluate(models, cases=CASES, show=False) -> list[tuple[Case, bool, bool]]:
-    """(case, answered correctly, with the right citation) for each case, against a fresh workspace and test web."""
+def evaluate(models, cases=CASES, show=False) -> list[tuple[Case, bool, bool, str]]:
+    """(case, answered correctly, with the right citation, the insight review's status) for each case, against a fresh
+    workspace and test web."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), TestWeb)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     web = f"http://127.0.0.1:{server.server_address[1]}"
@@ -156,13 +163,13 @@ def evaluate(models, cases=CASES, show=False) -> list[tuple[Case, bool, bool]]:
         server.server_close()
     scored = []
     for case in cases:
-        answer, source = done["found"].get(case.question, ("", ""))
+        answer, source, insight = done["found"].get(case.question, ("", "", "no finding"))
         right = bool(re.search(case.answer, answer))
         cited = right and bool(re.search(case.source.replace("{web}", re.escape(web)), source))
-        scored.append((case, right, cited))
+        scored.append((case, right, cited, insight))
         if show:
             print(f"  [{'ok' if cited else 'right, uncited' if right else 'no'}] {case.question}\n"
-                  f"      answer: {answer[:120]!r}\n      source: {source[:120]!r}")
+                  f"      answer: {answer[:120]!r}\n      source: {source[:120]!r}\n      insight review: {insight}")
     if show:
         for note in done["notes"]:
             print(f"  note: {note[:160]}")
@@ -172,7 +179,11 @@ def evaluate(models, cases=CASES, show=False) -> list[tuple[Case, bool, bool]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", help="the research agent's model (litellm name), e.g. gpt-4o-mini")
-    parser.add_argument("--api-base", help="an OpenAI-compatible endpoint for --model")
+    parser.add_argument("--api-base", help="an OpenAI-compatible endpoint for --model (and --review-model)")
+    parser.add_argument("--review-model", help="the insight reviewer's model, independent of --model (default --model)")
+    parser.add_argument("--window", type=int, help="--model's context window, when litellm's map does not know it")
+    parser.add_argument("--review-window", type=int, help="--review-model's context window (default --window when "
+                                                          "the models are the same)")
     parser.add_argument("--offline", action="store_true", help="no model: the agent's word-overlap fallbacks")
     parser.add_argument("--only", choices=("web", "code"), help="only the questions of one kind")
     parser.add_argument("--show", action="store_true", help="print each question's answer and source")
@@ -181,16 +192,26 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give --model (with --api-base for a local endpoint), or --offline for the fallbacks")
     from orgtree_lang.models.roles import RunModels
 
-    models = None if args.offline else RunModels(args.model, extra={"api_base": args.api_base} if args.api_base else {})
+    if args.offline and args.review_model:
+        parser.error("--review-model needs --model: offline there is no reviewer")
+    review_window = args.review_window or (args.window if args.review_model in (None, args.model) else None)
+    models = None if args.offline else RunModels(args.model, args.review_model,
+                                                 extra={"api_base": args.api_base} if args.api_base else {},
+                                                 windows={"author": args.window, "reviewer": review_window})
     cases = tuple(c for c in CASES if args.only in (None, c.kind))
     scored = evaluate(models, cases, show=args.show)
-    print(f"research agent: {'offline fallbacks (no model)' if args.offline else args.model}")
+    reviewer = "" if args.offline else f"; insight review by {args.review_model or args.model}"
+    print(f"research agent: {'offline fallbacks (no model)' if args.offline else args.model}{reviewer}")
     for kind in ("web", "code"):
         of_kind = [s for s in scored if s[0].kind == kind]
         if of_kind:
-            print(f"  {kind:<5} {sum(c for _, _, c in of_kind)}/{len(of_kind)} answered correctly with citations "
-                  f"({sum(r for _, r, _ in of_kind)} correct)")
-    total = sum(c for _, _, c in scored)
+            print(f"  {kind:<5} {sum(c for _, _, c, _ in of_kind)}/{len(of_kind)} answered correctly with citations "
+                  f"({sum(r for _, r, _, _ in of_kind)} correct)")
+    total = sum(c for _, _, c, _ in scored)
+    accepted = sum(insight == "accepted" for _, _, _, insight in scored)
+    kept = sum(cited and insight == "accepted" for _, _, cited, insight in scored)
+    print(f"  insight review: {accepted}/{len(scored)} findings accepted into the pool "
+          f"({kept} of them correct with citations)")
     print(f"RESULT answered correctly with citations: {total}/{len(scored)} = {total / len(scored):.2f}")
     return 0
 

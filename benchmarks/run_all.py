@@ -112,12 +112,14 @@ BENCHMARKS = (
     Benchmark("language_tasks/measure.py", (), (
         Figure("task solutions, lines / idiomatic", r"mean ratio ([\d.]+)", None, None, "x"),)),
     Benchmark("long_context.py", ("--sizes", "100k,1m"), (
+        Figure("long documents, accuracy of plain long context (1 MB)",
+               r"RESULT size=1\d{6} flow=plain accuracy=([\d.]+)", None, None),
         Figure("long documents, accuracy with extractive summaries (1 MB)",
-               r"RESULT size=1\d{6} summaries=extractive accuracy=([\d.]+)", None, None),
+               r"RESULT size=1\d{6} flow=extractive accuracy=([\d.]+)", None, None),
         Figure("long documents, accuracy with model summaries (1 MB)",
-               r"RESULT size=1\d{6} summaries=model accuracy=([\d.]+)", None, None),
+               r"RESULT size=1\d{6} flow=model accuracy=([\d.]+)", None, None),
         Figure("long documents, tokens per answer (1 MB, model summaries)",
-               r"RESULT size=1\d{6} summaries=model accuracy=[\d.]+ tokens=(\d+)", None, None, "tokens")), model=True),
+               r"RESULT size=1\d{6} flow=model accuracy=[\d.]+ tokens=(\d+)", None, None, "tokens")), model=True),
     Benchmark("decompose_eval.py", ("/tmp/pipe-run-all/decompose_eval",), (
         Figure("decomposer, hidden cases passed (data-driven flow)", r"(?sm)flow: after .*?^all [^\n]*?(\d+)/\d+ *$",
                None, None, "cases"),), model=True),

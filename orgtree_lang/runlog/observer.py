@@ -91,24 +91,14 @@ class TreeObserver(RunObserver):
 
     @hearing(events.SkillCalled)
     def skill_called(self, event: events.SkillCalled) -> None:
-        state = event.state
-        frame = event.frame
-        name = event.name
-        args = event.args
-        kwargs = event.kwargs
-        outcome = event.outcome
-        result = event.result
-        failure = event.failure
-        started = event.started
-        spend = event.spend
-        where = event.where
-        seconds = time.perf_counter() - started
-        tokens, cost = spend.take() if spend is not None else (0, 0.0)
-        parent = f"{state.run_id}/{frame.node}"
+        seconds = time.perf_counter() - event.started
+        tokens, cost = event.spend.take() if event.spend is not None else (0, 0.0)
+        parent = f"{event.state.run_id}/{event.frame.node}"
         self.recorder.skill_call(
-            f"{parent}/{name}#s{state.skill_calls}", state.run_id, parent, name, frame.pipeline,
-            _call_inputs(args, kwargs), time.time() - seconds, round(seconds * 1000, 3), outcome,
-            summarize(result) if outcome == "ok" else "", failure, tokens, cost, detail=where)
+            f"{parent}/{event.name}#s{event.state.skill_calls}", event.state.run_id, parent, event.name,
+            event.frame.pipeline, _call_inputs(event.args, event.kwargs), time.time() - seconds,
+            round(seconds * 1000, 3), event.outcome,
+            summarize(event.result) if event.outcome == "ok" else "", event.failure, tokens, cost, detail=event.where)
 
     @hearing(events.BlockStarted)
     def block_started(self, event: events.BlockStarted) -> None:

@@ -220,45 +220,32 @@ class SpanObserver(RunObserver):
     # ---- skills and model calls ---------------------------------------------------------------
     @hearing(events.SkillCalled)
     def skill_called(self, event: events.SkillCalled) -> None:
-        state = event.state
-        frame = event.frame
-        name = event.name
-        outcome = event.outcome
-        failure = event.failure
-        started = event.started
-        spend = event.spend
-        where = event.where
         now = time.time()
-        start = now - (time.perf_counter() - started)
-        node_id = f"{state.run_id}/{frame.node}"
-        attributes = {"orgtree.skill": name, "orgtree.pipeline": frame.pipeline, "orgtree.outcome": outcome}
-        if where:
-            attributes["orgtree.ran_on"] = where  # a Ray node (docs/ray.md)
-        span = self._open(f"skill {name}", self.spans.get(node_id, self.root), attributes, _ns(start))
-        if outcome != "ok":
-            self._fail(span, failure or "the skill failed")
+        start = now - (time.perf_counter() - event.started)
+        node_id = f"{event.state.run_id}/{event.frame.node}"
+        attributes = {"orgtree.skill": event.name, "orgtree.pipeline": event.frame.pipeline,
+                      "orgtree.outcome": event.outcome}
+        if event.where:
+            attributes["orgtree.ran_on"] = event.where  # a Ray node (docs/ray.md)
+        span = self._open(f"skill {event.name}", self.spans.get(node_id, self.root), attributes, _ns(start))
+        if event.outcome != "ok":
+            self._fail(span, event.failure or "the skill failed")
         with self.lock:
-            calls = self.waiting.pop(spend, []) if spend is not None else []
+            calls = self.waiting.pop(event.spend, []) if event.spend is not None else []
         for call in calls:
             self._model_span(span, *call)
         span.end(_ns(now))
 
     @hearing(events.ModelCallEnded)
     def model_call_ended(self, event: events.ModelCallEnded) -> None:
-        spend = event.spend
-        model = event.model
-        input_tokens = event.input_tokens
-        output_tokens = event.output_tokens
-        cost = event.cost
-        started = event.started
-        error = event.error
-        call = (model, input_tokens, output_tokens, cost, started, time.time(), error)
-        block = getattr(spend, "node", None)
+        call = (event.model, event.input_tokens, event.output_tokens, event.cost, event.started, time.time(),
+                event.error)
+        block = getattr(event.spend, "node", None)
         if block in self.blocks:
             self._model_span(self.spans[block], *call)
             return
         with self.lock:
-            self.waiting.setdefault(spend, []).append(call)
+            self.waiting.setdefault(event.spend, []).append(call)
 
     def _model_span(self, parent, model, input_tokens, output_tokens, cost, started, ended, error) -> None:
         attributes = {"gen_ai.operation.name": "chat", "gen_ai.request.model": model, "gen_ai.response.model": model,

@@ -193,21 +193,14 @@ class Tracer(RunObserver):
 
     @hearing(events.SkillCalled)
     def skill_called(self, event: events.SkillCalled) -> None:
-        state = event.state
-        frame = event.frame
-        name = event.name
-        args = event.args
-        kwargs = event.kwargs
-        outcome = event.outcome
-        result = event.result
-        started = event.started
         # `where` stays out of the trace: a replay, which calls nothing, must give the same trace.
         # The node id is the one the org tree gives this call (runlog/observer.py): caller, skill, call count.
-        self.emit("skill", frame.code.span_at(frame.pc - 1), frame.pipeline,
-                  node=_node(state, f"{frame.node}/{name}#s{state.skill_calls}"), skill=name,
-                  args=[summarize(a, 80) for a in args], kwargs={k: summarize(v, 80) for k, v in kwargs.items()},
-                  result=summarize(result) if outcome == "ok" else None,
-                  duration_ms=round((time.perf_counter() - started) * 1000, 3), outcome=outcome)
+        self.emit("skill", event.frame.code.span_at(event.frame.pc - 1), event.frame.pipeline,
+                  node=_node(event.state, f"{event.frame.node}/{event.name}#s{event.state.skill_calls}"),
+                  skill=event.name, args=[summarize(a, 80) for a in event.args],
+                  kwargs={k: summarize(v, 80) for k, v in event.kwargs.items()},
+                  result=summarize(event.result) if event.outcome == "ok" else None,
+                  duration_ms=round((time.perf_counter() - event.started) * 1000, 3), outcome=event.outcome)
 
     @hearing(events.Printed)
     def printed(self, event: events.Printed) -> None:
@@ -231,30 +224,23 @@ class Tracer(RunObserver):
 
     @hearing(events.BlockEnded)
     def block_ended(self, event: events.BlockEnded) -> None:
-        node_id = event.node_id
-        self._blocks.discard(node_id)
+        self._blocks.discard(event.node_id)
 
     @hearing(events.ModelCallEnded)
     def model_call_ended(self, event: events.ModelCallEnded) -> None:
-        spend = event.spend
-        model = event.model
-        input_tokens = event.input_tokens
-        output_tokens = event.output_tokens
-        cost = event.cost
-        started = event.started
-        error = event.error
         # The decomposer's calls for a block go to the block's child trace: a replay of this run takes the
         # block's outputs from the journal and makes no model call, and this trace holds what a replay makes.
-        node_id = getattr(spend, "node", None)
+        node_id = getattr(event.spend, "node", None)
         if node_id is None:  # a skill's call (llm.ask): made for the node of the frame that called the skill
-            machine = spend.machine
+            machine = event.spend.machine
             frames = machine.state.frames if machine.state is not None else []
             node_id = machine.node_id(frames[-1].node) if frames else None
         target = self.for_child(node_id, self.run_id) if node_id in self._blocks else self
-        target.emit("model", None, None, node=node_id, for_node=node_id, model=model, tokens=input_tokens + output_tokens,
-                    input_tokens=input_tokens, output_tokens=output_tokens, cost=cost,
-                    duration_ms=round((time.time() - started) * 1000, 3),
-                    outcome="error" if error is not None else "ok")
+        target.emit("model", None, None, node=node_id, for_node=node_id, model=event.model,
+                    tokens=event.input_tokens + event.output_tokens, input_tokens=event.input_tokens,
+                    output_tokens=event.output_tokens, cost=event.cost,
+                    duration_ms=round((time.time() - event.started) * 1000, 3),
+                    outcome="error" if event.error is not None else "ok")
 
     @hearing(events.TaskStarted)
     def task_started(self, event: events.TaskStarted) -> None:
