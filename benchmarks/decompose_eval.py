@@ -9,6 +9,14 @@ models never see: `inputs` and the `expected` result, or `error` text the run mu
     OPENAI_API_KEY=sk-bridge python benchmarks/decompose_eval.py /tmp/ddeval \\
         --model openai/bridge-author --review-model openai/bridge-reviewer --api-base http://127.0.0.1:18777/v1
 
+The real-data tasks (iso_date, csv_row, to_celsius) also state examples and `expect` lines, and their hidden cases
+go past the examples: `naive.pipe` is a module that follows only the examples, and the tests check that it passes
+them and that a run shows it wrong on some hidden cases (an error, a failed `expect`), which the repair flow repairs:
+
+    OPENAI_API_KEY=sk-bridge python benchmarks/decompose_eval.py /tmp/rdeval --flows repair \\
+        --only iso_date,csv_row,to_celsius --model openai/bridge-author --review-model openai/bridge-reviewer \\
+        --api-base http://127.0.0.1:18777/v1
+
 For every task and flow, in its own workspace OUT/<flow>/<task> (an `orgtree.toml` with `[decompose]
 data_driven = false` or `true`), `pipe run task.pipe --inputs run.json` runs with the models; all runs start at
 once (a slow endpoint sees every first request together), each with a one-hour model timeout by default. Then,
@@ -71,9 +79,19 @@ def task_names(folder: Path, only: list[str] | None = None) -> list[str]:
     return [n for n in names if not only or n in only]
 
 
+def model_name(spec: str) -> str:
+    """The model a spec names, as the run's trace records it: without the `:TOKENS` context window it may spell
+    (`openai/bridge-reviewer:128000` is `openai/bridge-reviewer`)."""
+    from orgtree_lang.models.window import split_spec
+
+    return split_spec(spec.strip())[0] if spec else spec
+
+
 def bridge_folder(model: str) -> str:
-    """The folder model_bridge.py writes a model's requests to: litellm sends `openai/NAME` as `NAME`."""
-    name = model.split("/", 1)[1] if model.startswith("openai/") else model
+    """The folder model_bridge.py writes a model's requests to: the model is sent as `NAME` for `openai/NAME`,
+    without a `:TOKENS` suffix."""
+    name = model_name(model)
+    name = name.split("/", 1)[1] if name.startswith("openai/") else name
     return name.replace("/", "_")
 
 
@@ -210,13 +228,14 @@ def ledger_figures(workspace: Path) -> dict[str, dict]:
 def model_calls(workspace: Path, author: str, reviewer: str) -> dict:
     """Calls and tokens of the run's models, from every trace file of its runs."""
     figures = {"author_calls": 0, "reviewer_calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "failed_calls": 0}
+    author, reviewer = model_name(author), model_name(reviewer)
     for trace in sorted((workspace / ".orgtree" / "runs").rglob("trace*.jsonl")):
         for line in trace.read_text(encoding="utf-8").splitlines():
             event = json.loads(line)
             if event.get("event") != "model":
                 continue
             # The same model in both roles cannot be told apart here: its calls count as the author's.
-            model = event.get("model")
+            model = model_name(event.get("model") or "")
             figures["reviewer_calls" if model == reviewer and model != author else "author_calls"] += 1
             figures["prompt_tokens"] += event.get("input_tokens", 0)
             figures["completion_tokens"] += event.get("output_tokens", 0)
@@ -374,7 +393,7 @@ def repair_table(flow: str, results: dict[str, dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog="\n".join(__doc__.splitlines()[7:11]))
+                                     epilog="\n\n".join(__doc__.split("\n\n")[2:5]))
     parser.add_argument("out", type=Path, help="a folder for the workspaces (OUT/FLOW/TASK) and results.json")
     parser.add_argument("--model", help="the author model (a `pipe run --model` spec), e.g. openai/bridge-author")
     parser.add_argument("--review-model", help="the reviewer model, e.g. openai/bridge-reviewer")

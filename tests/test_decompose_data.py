@@ -309,6 +309,24 @@ def test_a_failing_example_is_simulated_against_the_module(tmp_path):
     assert wrong.outcome == "failed" and 'message = "no text"' in wrong.error
 
 
+def test_a_case_from_real_inputs_passes_when_the_module_refuses_it_with_fail_and_not_when_it_crashes(tmp_path):
+    from orgtree_lang.decompose.simulate import Case, simulate, with_tests
+
+    spec = _spec(())
+    refuses = 'pipeline main(note: str) -> str:\n    if note == "?":\n        fail "unknown note: ?"\n    return note\n'
+    crashes = 'pipeline main(note: str) -> str:\n    return note[5]\n'
+    # A failing input a run repaired the module for (its outputs unknown), and the same input stated by the spec.
+    cases = [Case({"note": "?"}, {}, "run"), Case({"note": "?"}, {"where": "?"}, "spec")]
+    context = SkillContext(Workspace(tmp_path))
+    run_case, spec_case = simulate(with_tests(refuses, spec, cases), "save.pipe", spec, cases, REGISTRY, context)
+    # The spec may say to refuse such an input (an unknown unit): a deliberate `fail` is an answer, shown to the
+    # code reviewer as a refusal; a stated example still needs its value.
+    assert (run_case.outcome, spec_case.outcome) == ("passed", "failed")
+    assert "refused them with `fail`" in run_case.evidence(spec) and "unknown note: ?" in run_case.evidence(spec)
+    [crash] = simulate(with_tests(crashes, spec, cases[:1]), "save.pipe", spec, cases[:1], REGISTRY, context)
+    assert crash.outcome == "failed" and "out of range" in crash.error
+
+
 # ---- a failing example blocks the save (issue 23 item 10) ------------------------------------------------------
 
 STATED = PARENT.replace('''else question."""''', '''else question."""

@@ -33,17 +33,21 @@ measure = _load("language_tasks_measure", BENCH / "language_tasks" / "measure.py
 TASKS = evaluation.task_names(evaluation.TASKS)
 
 
-def test_there_are_six_tasks_three_big_and_three_with_edge_cases() -> None:
-    assert len(TASKS) >= 6
+REAL_DATA = [t for t in TASKS if (evaluation.TASKS / t / "naive.pipe").is_file()]
+
+
+def test_there_are_six_tasks_three_big_and_three_with_edge_cases_and_three_for_real_data() -> None:
+    assert len(TASKS) >= 9 and len(REAL_DATA) >= 3
 
 
 @pytest.mark.parametrize("task", TASKS)
-def test_each_task_compiles_states_no_examples_and_its_solution_passes_every_hidden_case(task: str) -> None:
+def test_each_task_compiles_states_examples_only_for_real_data_and_its_solution_passes_every_hidden_case(task: str) -> None:
     folder = evaluation.TASKS / task
     program = compile_text((folder / "task.pipe").read_text(encoding="utf-8"), f"{task}.pipe", registry()).program
     (block,) = [a for p in program.pipelines.values() for a in p.ambiguous]
-    # The "before" flow is today's: a block that stated examples would be simulated there too.
-    assert not block.examples and not block.expects
+    # The "before" flow is today's: a block that stated examples would be simulated there too. Only the real-data
+    # tasks state some (and the expectations a run checks), with a module that follows only them (naive.pipe).
+    assert bool(block.examples) == bool(block.expects) == (folder / "naive.pipe").is_file()
     cases = json.loads((folder / "hidden.json").read_text(encoding="utf-8"))
     run_inputs = json.loads((folder / "run.json").read_text(encoding="utf-8"))
     assert len(cases) >= 7 and run_inputs not in [c["inputs"] for c in cases]
@@ -53,6 +57,51 @@ def test_each_task_compiles_states_no_examples_and_its_solution_passes_every_hid
     # It is a module the decomposer would accept for the block: so a model can write one.
     assert validate_module(solution, block, registry(), "solution.pipe").problems == []
     assert size_problems(solution, "solution.pipe", MAX_STATEMENTS) == []
+
+
+@pytest.mark.parametrize("task", REAL_DATA)
+def test_a_module_following_only_the_examples_passes_them_and_real_data_shows_it_wrong_at_run_time(task, tmp_path):
+    """The real-data tasks' hidden cases go past the block's examples: a module that meets every example (naive.pipe)
+    fails some hidden cases with evidence a run has (an error a repair is for, or a failed `expect`), so the
+    repair flow's first module passes fewer than all and a repair on real data can fix it."""
+    from orgtree_lang.decompose.evidence import NOT_REPAIRED
+    from orgtree_lang.decompose.repair import failed_expectation
+    from orgtree_lang.decompose.simulate import Case, simulate, with_tests
+    from orgtree_lang.runtime.errors import PipeRuntimeError
+    from orgtree_lang.runtime.skills import SkillContext
+    from orgtree_lang.run.runner import RunOptions, run_program
+    from orgtree_lang.runtime.values import strict_equal, to_plain
+    from orgtree_lang.runtime.workspace import Workspace
+    from orgtree_lang.vm.budget import Budget
+
+    folder = evaluation.TASKS / task
+    program = compile_text((folder / "task.pipe").read_text(encoding="utf-8"), f"{task}.pipe", registry()).program
+    (block,) = [a for p in program.pipelines.values() for a in p.ambiguous]
+    naive = (folder / "naive.pipe").read_text(encoding="utf-8")
+    assert validate_module(naive, block, registry(), "naive.pipe").problems == []
+    cases = [Case.of(example, "spec") for example in block.examples]
+    results = simulate(with_tests(naive, block, cases), "naive.pipe", block, cases, registry(),
+                       SkillContext(Workspace(tmp_path)))
+    assert [r.outcome for r in results] == ["passed"] * len(cases), [r.error for r in results]
+    naive_program = compile_text(naive, "naive.pipe", registry()).program
+    evidence, passed = [], 0  # per failing hidden case: whether a run has evidence of it
+    (output,) = [name for name, _ in block.outputs]
+    for number, case in enumerate(json.loads((folder / "hidden.json").read_text(encoding="utf-8"))):
+        options = RunOptions(inputs=dict(case["inputs"]), budget=Budget(max_steps=100_000), tree=False,
+                             printer=lambda _text: None, trace=tmp_path / f"t{number}.jsonl", use_cache=False)
+        try:
+            result = to_plain(run_program(naive_program, tmp_path, registry(), options).state.result)
+        except PipeRuntimeError as err:
+            if "error" in case and case["error"] in err.message:
+                passed += 1
+            else:
+                evidence.append(err.kind not in NOT_REPAIRED)
+            continue
+        if strict_equal(result, case.get("expected")):
+            passed += 1
+        else:
+            evidence.append(failed_expectation(block, case["inputs"], {output: result}, registry(), None) is not None)
+    assert 0 < passed < passed + len(evidence) and any(evidence), (passed, evidence)
 
 
 # ---- the harness against a scripted endpoint ---------------------------------------------------
@@ -281,3 +330,49 @@ def test_the_repair_flow_runs_the_hidden_cases_as_real_data_and_counts_the_repai
     # Author: design, module, repair. Reviewer: design, code, the first run's outputs, the repair's code and its
     # first run's outputs.
     assert re.search(r"\ncents +0 +yes +2/4 +4/4 +1 +3\+5 ", repair_table), repair_table
+
+
+class DateEndpoint(Endpoint):
+    """The iso_date task's author: its first module is the one that follows only the examples (ISO dates), so
+    the third hidden case ("2024/1/3") fails it at run time; its repair is the hand-written solution."""
+
+    DESIGN = '```pipe\nexamples:\n    iso_date("2020-02-29") -> "2020-02-29"\nexpect len(iso) == 10, "ten characters"\n```'
+
+    def answer(self, body: dict) -> str:
+        if body["model"] == "bridge-reviewer":
+            return ACCEPT
+        last = [m["content"] for m in body["messages"] if m["role"] == "user"][-1]
+        if "First, the design" in last:
+            return self.DESIGN
+        folder = evaluation.TASKS / "iso_date"
+        module = (folder / ("solution.pipe" if "This is a repair" in last else "naive.pipe")).read_text(encoding="utf-8")
+        return f"```pipe\n{module}```"
+
+
+def test_a_real_data_task_is_repaired_where_its_first_module_fails_and_spec_windows_do_not_hide_the_reviewer(
+        tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.delenv("PIPE_MODEL", raising=False)
+    monkeypatch.delenv("PIPE_REVIEW_MODEL", raising=False)
+    endpoint = DateEndpoint()
+    try:
+        # Specs that spell a context window: the trace names the models without it, and so does the bridge.
+        code = evaluation.main([str(tmp_path / "out"), "--only", "iso_date", "--flows", "repair", "--model",
+                                "openai/bridge-author:128000", "--review-model", "openai/bridge-reviewer:128000",
+                                "--api-base", endpoint.base, "--model-timeout", "60"])
+    finally:
+        endpoint.close()
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    assert "author requests in DIR/bridge-author/, reviewer requests in DIR/bridge-reviewer/" in printed
+    assert set(endpoint.models) == {"bridge-author", "bridge-reviewer"}
+    result = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))["flows"]["repair"]["iso_date"]
+    cases = json.loads((evaluation.TASKS / "iso_date" / "hidden.json").read_text(encoding="utf-8"))
+    # Cases 1-2 (ISO) pass the first module; case 3 fails it, is repaired there, and every later case passes with
+    # the repair: the two the spec says to refuse end their runs with the module's `fail` (exit 70), unrepaired.
+    assert result["real_data_exits"] == [0] * 8 + [70, 70] and result["repairs"] == 1
+    assert (result["first_module_passed"], result["hidden_passed"], result["hidden_cases"]) == (2, 10, len(cases))
+    # Author: design, module, repair. Reviewer: design, code, the first run's outputs, the repair's code and its
+    # first run's outputs; none counted as the author's although the specs are not the trace's model names.
+    assert (result["calls"]["author_calls"], result["calls"]["reviewer_calls"]) == (3, 5)
+    repair_table = printed[printed.index("flow: repair"):]
+    assert re.search(r"\niso_date +0 +yes +2/10 +10/10 +1 +3\+5 ", repair_table), repair_table

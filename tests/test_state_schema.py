@@ -281,3 +281,63 @@ def test_pipe_run_exits_2_on_a_newer_state_db(v0: Path, capsys) -> None:
     code, _, err = _pipe(capsys, "run", str(v0 / "triage.pipe"), "-i", "report=Traceback: boom")
     assert code == 2 and "upgrade orgtree-lang" in err
     assert (v0 / "labels.txt").read_text().count("\n") == 2  # the program did not run
+
+
+# ---- migration 9: the context tree's key-only tables ------------------------------------------------------
+
+_KEYED = {"memory_edges": "parent, position, child", "memory_covers": "node, document",
+          "memory_summaries": "key, blob, tokens"}
+
+
+def _tree_rows(path: Path) -> dict[str, list[tuple]]:
+    db = _raw(path)
+    try:
+        return {table: db.execute(f"SELECT {columns} FROM {table} ORDER BY {columns}").fetchall()
+                for table, columns in _KEYED.items()}
+    finally:
+        db.close()
+
+
+def _memory_with_a_tree(root: Path) -> None:
+    from orgtree_lang.memory import Memory
+
+    words = ("crash", "editor", "window", "saving", "file", "start", "the", "on")
+    with Memory(root, index=False) as memory:
+        docs = [memory.add(" ".join(words[(i * 7 + j) % len(words)] for j in range(6000)), name=f"log{i}.txt")
+                for i in range(4)]
+        memory.fit(docs, "gpt-4o", 0.01)
+
+
+def test_migration_9_keeps_every_edge_cover_and_cached_summary_and_stores_them_by_key(tmp_path: Path) -> None:
+    from orgtree_lang.memory import Memory
+
+    _memory_with_a_tree(tmp_path / "now")
+    written = _tree_rows(state_db_path(tmp_path / "now"))
+    assert all(written.values()), written  # pieces under documents, summaries over pieces, a summary cache
+    # The same workspace as version 8 wrote it (the blobs as they are), then opened by this version.
+    shutil.copytree(tmp_path / "now" / ".orgtree" / "blobs", tmp_path / "v8" / ".orgtree" / "blobs")
+    old = state_db_path(tmp_path / "v8")
+    open_state_db(old, migrations=MIGRATIONS[:8]).close()
+    db = _raw(old)
+    db.execute("ATTACH ? AS now", (str(state_db_path(tmp_path / "now")),))
+    for table, columns in {**_KEYED, "memory_nodes": "*"}.items():
+        db.execute(f"INSERT INTO main.{table} SELECT {columns} FROM now.{table}")
+    db.commit()
+    db.close()
+    assert schema_version(open_state_db(old, migrations=MIGRATIONS[:8])) == 8
+    open_state_db(old).close()
+    assert _tree_rows(old) == written
+    db = _raw(old)
+    sql = dict(db.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'").fetchall())
+    autoindexes = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE name LIKE 'sqlite_autoindex_%'")}
+    db.close()
+    for table in _KEYED:
+        assert sql[table].endswith("WITHOUT ROWID"), sql[table]
+        assert f"sqlite_autoindex_{table}_1" not in autoindexes  # the key's index is the table
+    assert _schema(old) == _schema(state_db_path(tmp_path / "now"))
+    # The migrated tree is the one written: fit finds every summary in the cache, a document's pieces are its text.
+    with Memory(tmp_path / "v8", index=False) as memory:
+        documents = memory.store.documents()
+        assert memory.fit(documents, "gpt-4o", 0.01).summarized == 0
+        pieces = memory.expand(documents[0])
+        assert len(pieces) > 1 and "".join(memory.text(p) for p in pieces) == memory.text(documents[0])

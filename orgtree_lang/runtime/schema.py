@@ -30,7 +30,7 @@ declared here, and that the committed workspace of fa31da4 (tests/fixtures/works
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -52,11 +52,17 @@ class Table:
     owner: str
     columns: str
     indexes: tuple[Index, ...] = ()
+    # Rows kept in the primary key's b-tree alone, not in a rowid table plus a copy in the key's index: for
+    # tables that are little more than their key (SQLite's "WITHOUT ROWID"; half the bytes, migration 9).
+    without_rowid: bool = False
+
+    def definition(self, name: str) -> str:
+        """CREATE TABLE for this table's columns under `name`."""
+        return f"CREATE TABLE {name} ({self.columns}){' WITHOUT ROWID' if self.without_rowid else ''}"
 
     def create(self, if_not_exists: bool) -> list[str]:
         exists = "IF NOT EXISTS " if if_not_exists else ""
-        return [f"CREATE TABLE {exists}{self.name} ({self.columns})",
-                *(index.create(if_not_exists) for index in self.indexes)]
+        return [self.definition(exists + self.name), *(index.create(if_not_exists) for index in self.indexes)]
 
 
 @dataclass(frozen=True)
@@ -68,9 +74,9 @@ class Rebuild:
     select: str
 
     def sql(self) -> list[str]:
-        name, columns = self.table.name, self.table.columns
+        name = self.table.name
         rebuilt = f"{name}_rebuilt"
-        return [f"CREATE TABLE {rebuilt} ({columns})", f"INSERT INTO {rebuilt} {self.select}", f"DROP TABLE {name}",
+        return [self.table.definition(rebuilt), f"INSERT INTO {rebuilt} {self.select}", f"DROP TABLE {name}",
                 f"ALTER TABLE {rebuilt} RENAME TO {name}", *(index.create(False) for index in self.table.indexes)]
 
 
@@ -346,6 +352,12 @@ _TREE_CALLS_V5 = Table("tree_calls", "orgtree_lang.runlog.store", _TREE_CALLS_V5
 # Version 7: a `decision` kind, for the agent of a block's node deciding what a message means (docs/org.md).
 _TREE_NODES_V7 = Table("tree_nodes", "orgtree_lang.runlog.store", _TREE_NODES_V5.columns.replace(
     "'ambiguous', 'branch'))", "'ambiguous', 'branch', 'decision'))"), indexes=_TREE_NODES.indexes)
+# Version 9 (benchmarks/big_values.py): the context tree's links and summary cache are little more than their
+# keys, and a rowid table stored each row twice, in the table and in its key's index: a 5 MB input's tree
+# took 1.3 MB of state.db for them alone. Stored by their keys, they take half.
+_MEMORY_BY_KEY = ((replace(_MEMORY_EDGES, without_rowid=True), "parent, position, child"),
+                  (replace(_MEMORY_COVERS, without_rowid=True), "node, document"),
+                  (replace(_MEMORY_SUMMARIES, without_rowid=True), "key, blob, tokens"))
 # How version 4 named a branch node, and said that a node was cancelled (vm/scheduler.py then).
 _BRANCH_NAME = "({name} GLOB 'branch [0-9]* (line [0-9]*)' OR {name} GLOB 'iteration [0-9]* (line [0-9]*)')"
 _CANCELLED = "(coalesce({error}, '') = 'cancelled' OR coalesce({error}, '') LIKE '% was cancelled')"
@@ -455,6 +467,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     first_run TEXT,                   -- the block node that first ran this version (its output review: "first")
     at REAL NOT NULL
 """, indexes=(Index("module_versions_by_module", "module_versions (module, version)"),)),)),
+    Migration(9, "the context tree's edges, covers and summary cache kept by their keys (WITHOUT ROWID)",
+              rebuilds=tuple(Rebuild(table, f"SELECT {columns} FROM {table.name}") for table, columns in _MEMORY_BY_KEY)),
 )
 
 
