@@ -93,8 +93,10 @@ BENCHMARKS = (
         Figure("vector search p50 (60k)", r"search\s+p50\s+([\d.]+) ms", "<=", 10.0, "ms"),
         Figure("vector recall@10 (60k)", r"recall@10 ([\d.]+)", ">=", 0.95),
         Figure("embedding throughput", r"([\d,.]+) pieces/s", None, None, "pieces/s"))),
-    Benchmark("ray_executor.py", ("--calls", "4", "--overhead", "10"), (
-        Figure("Ray per-call overhead over threads", r"overhead over threads: ([\d.]+) ms", None, None, "ms"),)),
+    Benchmark("ray_executor.py", ("--calls", "4", "--waits", "16", "--overhead", "10"), (
+        Figure("Ray per-call overhead over threads", r"overhead over threads: ([\d.]+) ms", None, None, "ms"),
+        Figure("Ray cold waits / threads", r"ray cold waits / threads: ([\d.]+)x", "<=", 1.5, "x"),
+        Figure("Ray start-up (connect, waiting pool)", r"ray start-up: .* took ([\d.]+) s", None, None, "s"))),
     Benchmark("sandbox.py", ("--runs", "10"), (
         Figure("code.run overhead", r"overhead ([\d.]+) ms median", "<=", 100.0, "ms"),)),
     Benchmark("scratchpad.py", ("--processes", "4", "--notes", "50"), (

@@ -19,7 +19,7 @@ def _existing_names(folder: Path) -> list[str]:
         return []
 
 
-def _missing(skill_name: str, what: str, path: str, real: Path, ctx: SkillContext) -> SkillError:
+def missing_file_error(skill_name: str, what: str, path: str, real: Path, ctx: SkillContext) -> SkillError:
     """A 'no such file' error whose hint names the closest existing entries."""
     ws = ctx.workspace
     folder = real.parent
@@ -38,7 +38,7 @@ def _missing(skill_name: str, what: str, path: str, real: Path, ctx: SkillContex
     return SkillError(f"{skill_name}: no {what} `{path}` in workspace {ws.root}", hint=hint)
 
 
-def _writable(skill_name: str, ctx: SkillContext, path: str) -> Path:
+def writable_path(skill_name: str, ctx: SkillContext, path: str) -> Path:
     real = ctx.workspace.resolve(path)
     refusal = ctx.workspace.write_refusal(real)
     if refusal is not None:
@@ -70,7 +70,7 @@ def read(ctx: SkillContext, path: str) -> str:
     if real.is_dir():
         raise SkillError(f"fs.read: `{path}` is a folder, not a file", hint="use fs.list to see what it holds")
     if not real.exists():
-        raise _missing("fs.read", "file", path, real, ctx)
+        raise missing_file_error("fs.read", "file", path, real, ctx)
     try:
         return real.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -94,7 +94,7 @@ def write(ctx: SkillContext, path: str, text: str) -> int:
     Returns:
         The number of bytes written.
     """
-    real = _writable("fs.write", ctx, path)
+    real = writable_path("fs.write", ctx, path)
     data = text.encode("utf-8")
     try:
         write_atomic(real, data)
@@ -119,7 +119,7 @@ def append(ctx: SkillContext, path: str, text: str) -> int:
     Returns:
         The number of bytes added.
     """
-    real = _writable("fs.append", ctx, path)
+    real = writable_path("fs.append", ctx, path)
     data = text.encode("utf-8")
     try:
         return fs_ledger.append(ctx, real, data)
@@ -146,7 +146,7 @@ def list_folder(ctx: SkillContext, path: str = ".") -> list[str]:
     """
     real = ctx.workspace.resolve(path)
     if not real.exists():
-        raise _missing("fs.list", "folder", path, real, ctx)
+        raise missing_file_error("fs.list", "folder", path, real, ctx)
     if not real.is_dir():
         raise SkillError(f"fs.list: `{path}` is a file, not a folder", hint="use fs.read to read it")
     return sorted(entry.name + ("/" if entry.is_dir() else "") for entry in real.iterdir())

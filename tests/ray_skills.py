@@ -36,13 +36,45 @@ def apply(ctx: SkillContext, folder: str, tag: str, hold: bool = False) -> str:
     return f"{tag} {key}"
 
 
+@skill("ledger.apply_waiting", remote=True, cpu=0.1)
+def apply_waiting(ctx: SkillContext, folder: str, tag: str, hold: bool = False) -> str:
+    """ledger.apply as a skill that mostly waits (a tenth of a CPU): under Ray it runs on the waiting pool.
+
+    Args:
+        folder: A folder the test reads.
+        tag: Returned, with the key.
+        hold: Wait to be killed on the first try.
+    """
+    return apply(ctx, folder, tag, hold)
+
+
+@skill("ledger.gather", slow=True, remote=True, cpu=0.1)
+def gather(folder: str, count: int) -> str:
+    """Log this process to `folder`/arrived, then wait until `count` calls have arrived: calls that ran one after
+    another would never all arrive, so the call fails after 60 s instead of returning.
+
+    Args:
+        folder: A folder the test reads.
+        count: How many calls must be waiting at once.
+    """
+    arrived = Path(folder) / "arrived"
+    with open(arrived, "a", encoding="utf-8") as out:
+        out.write(f"{os.getpid()}\n")
+    deadline = time.monotonic() + 60
+    while len(arrived.read_text(encoding="utf-8").splitlines()) < count:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"only {len(arrived.read_text().splitlines())} of {count} calls waited at once")
+        time.sleep(0.02)
+    return "met"
+
+
 def registry() -> SkillRegistry:
-    """The stdlib, ledger.apply and ledger.wait."""
+    """The stdlib and the ledger skills."""
     from orgtree_lang.run.registries import default_registry
 
     skills = default_registry(plugins=False)
-    skills.register(apply)
-    skills.register(wait)
+    for found in (apply, apply_waiting, gather, wait):
+        skills.register(found)
     return skills
 
 

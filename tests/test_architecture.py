@@ -204,7 +204,7 @@ def test_vm_never_imports_the_parser_or_checker():
 
 def test_stdlib_uses_only_the_public_skill_api():
     allowed = ("orgtree_lang.runtime.skills", "orgtree_lang.runtime.errors", "orgtree_lang.runtime.workspace",
-               "orgtree_lang.runtime.files",
+               "orgtree_lang.runtime.files", "orgtree_lang.runtime.artifacts",  # BytesValue, the bytes of .pipe
                "orgtree_lang.runtime.values", "orgtree_lang.syntax.types", "orgtree_lang.stdlib",
                "orgtree_lang.sandbox",  # code.run: the sandbox is its public API
                "orgtree_lang.memory.skills", "orgtree_lang.memory.pad_skills", "orgtree_lang.memory.insight_skills",

@@ -120,3 +120,14 @@ def test_a_stdio_server_is_called_without_importing_the_mcp_sdk(raw_workspace):
     ran = subprocess.run([sys.executable, "-c", script], cwd=raw_workspace, capture_output=True, text=True,
                          timeout=120)
     assert ran.stdout.split() == ["5", "no", "SDK"], ran.stderr
+
+
+def test_a_plain_run_of_a_program_using_an_sdk_server_imports_no_telemetry_web_stack_or_sdk(workspace):
+    # The notes server is the SDK's own server class, whose process imports opentelemetry, uvicorn and starlette
+    # (the SDK's package imports them); `pipe run`'s process speaks JSON-RPC lines to it and must import none of them.
+    script = ("import sys\nfrom orgtree_lang.cli.main import main\ncode = main(['run', 'p.pipe', '-i', 'text=hi'])\n"
+              "heavy = ('opentelemetry', 'uvicorn', 'starlette', 'mcp')\n"
+              "print('EXIT', code, 'IMPORTED', sorted({m.split('.')[0] for m in sys.modules} & set(heavy)))\n")
+    ran = subprocess.run([sys.executable, "-c", script], cwd=workspace, capture_output=True, text=True, timeout=120)
+    assert ran.stdout.splitlines() == ["HI!", "EXIT 0 IMPORTED []"], ran.stderr
+    assert starts(workspace) == 1  # the server really ran, with the SDK it imports in its own process

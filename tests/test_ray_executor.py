@@ -191,10 +191,12 @@ def test_resume_on_ray_reuses_the_journaled_remote_calls_and_runs_the_rest_there
     assert str(os.getpid()) not in {pid for _, pid in tries}
 
 
-def test_a_worker_killed_mid_task_is_retried_with_the_same_key_and_the_effect_happens_once(cluster, tmp_path):
+# ledger.apply takes a CPU, so each call is a task of its own; ledger.apply_waiting, a tenth, runs on the waiting pool.
+@pytest.mark.parametrize("apply", ["ledger.apply", "ledger.apply_waiting"])
+def test_a_worker_killed_mid_task_is_retried_with_the_same_key_and_the_effect_happens_once(cluster, tmp_path, apply):
     program = tmp_path / "hold.pipe"
     program.write_text('use ledger\n\npipeline main(folder: str) -> str:\n'
-                       '    return ledger.apply(folder, "held", hold=true)\n')
+                       f'    return {apply}(folder, "held", hold=true)\n')
     folder = tmp_path / "effects"
     folder.mkdir()
     outcome: dict = {}
@@ -224,10 +226,11 @@ def test_a_worker_killed_mid_task_is_retried_with_the_same_key_and_the_effect_ha
     assert (folder / "ledger").read_text().split() == ["killed:1"]
 
 
-def test_the_seconds_budget_holds_for_a_call_on_a_worker_and_its_task_is_cancelled(cluster, tmp_path) -> None:
+@pytest.mark.parametrize("apply", ["ledger.apply", "ledger.apply_waiting"])
+def test_the_seconds_budget_holds_for_a_call_on_a_worker_and_its_task_is_cancelled(cluster, tmp_path, apply) -> None:
     program = tmp_path / "hold.pipe"
     program.write_text('use ledger\n\npipeline main(folder: str) -> str:\n'
-                       '    return ledger.apply(folder, "held", hold=true)\n')
+                       f'    return {apply}(folder, "held", hold=true)\n')
     folder = tmp_path / "effects"
     folder.mkdir()
     options = RunOptions(inputs={"folder": str(folder)}, registry=ray_skills.registry(), durable=True,
@@ -326,6 +329,17 @@ def test_a_waiting_skill_asks_ray_for_the_cpu_share_it_declares(cluster, tmp_pat
     lines = [line.split() for line in (tmp_path / "waits").read_text().splitlines()]
     assert [cpu for cpu, _ in lines] == ["0.1"] * 3  # ledger.wait says cpu=0.1; a task's default is 1
     assert str(os.getpid()) not in {pid for _, pid in lines}
+
+
+def test_waiting_calls_made_at_once_wait_together_in_one_worker_process(cluster, tmp_path) -> None:
+    # Each ledger.gather call returns only once all eight are waiting: run one after another, they would fail.
+    program = tmp_path / "gather.pipe"
+    program.write_text("use ledger\n\npipeline main(folder: str) -> list[str]:\n"
+                       "    done = for i in range(8) parallel:\n        ledger.gather(folder, 8)\n"
+                       "    return done\n")
+    assert _durable_run(program, tmp_path, f"ray:{cluster.address}", "gather").state.result == ["met"] * 8
+    pids = set((tmp_path / "arrived").read_text().split())
+    assert len(pids) == 1 and str(os.getpid()) not in pids  # the waiting pool's one process, not a worker per call
 
 
 # ---- remote nodes: `[executor] remote_nodes = true` runs whole spawned nodes on the cluster --------------------

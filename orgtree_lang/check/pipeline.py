@@ -290,7 +290,8 @@ class PipelineChecker:
             return
         value = self.typer.expr(stmt.value)
         if self.report and not t.is_assignable(value, declared):
-            hint = "declare the return type with `-> TYPE` after the parameters" if self.decl.returns is None else None
+            hint = "declare the return type with `-> TYPE` after the parameters" if self.decl.returns is None \
+                else t.mismatch_hint(value, declared)
             self.sink.error(f"pipeline `{self.decl.name}` returns {declared}, but this is {value}",
                             stmt.value.span, hint)
 

@@ -106,8 +106,8 @@ class ExprTyper:
             return right
         if op == "%" and left.kind == "str":
             return t.STR
-        hint = None
-        if op == "+" and "str" in kinds:
+        hint = t.operator_hint(left, right)
+        if op == "+" and "str" in kinds and hint is None:
             hint = "convert the other side with str(...), or use an f-string"
         self.error(f"cannot {_OP_WORDS[op]} {left} and {right} with `{op}`", span, hint)
         return t.ANY
@@ -196,6 +196,12 @@ class ExprTyper:
             return fields[e.attr]
         if value.kind == "dict":
             return value.arg
+        if value.kind == "bytes":
+            if e.attr not in t.BYTES_FIELDS:
+                self.error(f"a bytes value has no field `{e.attr}`", e.attr_span,
+                           did_you_mean(e.attr, t.BYTES_FIELDS) or f"its fields are: {', '.join(t.BYTES_FIELDS)}")
+                return t.ANY
+            return t.BYTES_FIELDS[e.attr]
         if value.kind != "any":
             self.error(f"{t.a(value)} has no fields, so `.{e.attr}` is not defined", e.attr_span,
                        self._method_hint(value, e.attr))
@@ -310,7 +316,7 @@ class ExprTyper:
         for (param, expected), actual, arg in zip(call.params, arg_types, e.args):
             if not t.is_assignable(actual, expected):
                 self.error(f"argument `{param}` of `{name}` expects {expected}, got {actual}", arg.span,
-                           f"signature: {call.signature}")
+                           t.mismatch_hint(actual, expected) or f"signature: {call.signature}")
         if name == "ask" and not (isinstance(e.args[0], n.Const) and e.args[0].value == HUMAN):
             self.error(f'`ask` can only ask "{HUMAN}" so far: its first argument must be the string "{HUMAN}"',
                        e.args[0].span, "to ask another node, `send` it a message and `receive` its reply")
@@ -402,7 +408,8 @@ class ExprTyper:
             if name in bound:
                 actual, node = bound[name]
                 if not t.is_assignable(actual, expected):
-                    self.error(f"{noun} `{name}` of {what} expects {expected}, got {actual}", node.span)
+                    self.error(f"{noun} `{name}` of {what} expects {expected}, got {actual}", node.span,
+                               t.mismatch_hint(actual, expected))
 
     def element_type(self, iterable: t.PipeType, span) -> t.PipeType:
         iterable = _unwrap(iterable)

@@ -414,7 +414,9 @@ class Decomposer:
                                    f"an {OUTPUTS_RECORD} record", kind="ambiguous")
         if limits.output_chars is not None and output_size(outputs, limits.output_chars) > limits.output_chars:
             raise self._over_limits(spec, saved, limits.describe("output"), None)
-        reshaper = model_reshaper(author, block.records, uuid.uuid4().hex) if author is not None else None
+        # The coercer is an agent of the block: its reshape (asked only when no exact rule fits) is a turn on the pad.
+        reshaper = (model_reshaper(self.agent(block, "output coercer", author), block.records, uuid.uuid4().hex)
+                    if author is not None else None)
         return fit_outputs(outputs, spec, block.records, reshaper)
 
     def _over_limits(self, spec: AmbiguousSpec, saved: SavedModule, limit: str, err: PipeRuntimeError | None):

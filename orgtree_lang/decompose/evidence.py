@@ -27,7 +27,7 @@ _BLAME = re.compile(r"^\s*[-*]?\s*blame\s*:\s*`?([A-Za-z_][\w.]*)`?\s*:\s*(.+)$"
 class Evidence:
     """Why a block's module needs a repair: the failing inputs and what happened on them."""
 
-    kind: str  # error | expectation | assumption | review | nested (a nested block ran out of repairs)
+    kind: str  # error | expectation | assumption | review | nested (a nested block ran out of repairs) | message
     what: str  # the error's message, the failed condition, the reviewer's concerns, the message
     inputs: dict[str, Any]
     outputs: dict[str, Any] | None = None  # what the module gave, when it gave something
@@ -117,18 +117,16 @@ def _where(err, saved) -> str:
     return f"{span.file}:{span.line}"
 
 
-REQUEST = """## This is a repair: the module failed on real data
-The module below was written for this step and passed its review and simulation, but a run on real inputs
-went wrong (run-time evidence, not a simulation). Version {version} of the module:
+REQUEST = """{intro} Version {version} of the module:
 
 ```pipe
 {module}
 ```
 
-### What went wrong
+### {heading}
 {what}
 
-### The inputs it failed on
+### The inputs it {ran}
 {inputs}
 {outputs}
 ### Its examples so far (they must still pass)
@@ -138,6 +136,16 @@ Fix the module, or split the part that fails into nested `ambiguous` blocks (eac
 enough to be written on its own). {saved} Reply with the whole revised module in one ```pipe block.
 If a skill misbehaved (its result contradicts its documentation), add after the block one line per skill:
 `blame: SKILL: what it did wrong` (it is filed as a bug report for the skill pool's review)."""
+
+
+# The opening of a repair request, and the heading of its evidence: a failure on real data, or a re-plan on a message.
+INTRO = {"message": ("## New evidence from a run: this is a repair asked for by a message\nThe module below was written "
+                     "for this step and passed its review and simulation; while it ran on real inputs, the step's node "
+                     "received a message and decided that the module must be revised (run-time evidence, not a "
+                     "simulation).", "The message", "was running on"),
+         "": ("## This is a repair: the module failed on real data\nThe module below was written for this step and "
+              "passed its review and simulation, but a run on real inputs went wrong (run-time evidence, not a "
+              "simulation).", "What went wrong", "failed on")}
 
 
 def request_text(evidence: Evidence, module: str, version: int, cases: list[Case], guidance: str = "") -> str:
@@ -151,8 +159,9 @@ def request_text(evidence: Evidence, module: str, version: int, cases: list[Case
     saved = ("These inputs become an example the revised module must run on without an error and meet every "
              "expectation." if evidence.case() is not None else "")
     what = evidence.what + (f" (at {evidence.location})" if evidence.location else "")
-    text = REQUEST.format(version=version, module=module.rstrip(), what=what, inputs=inputs, outputs=outputs,
-                          examples=examples, saved=saved)
+    intro, heading, ran = INTRO.get(evidence.kind, INTRO[""])
+    text = REQUEST.format(intro=intro, heading=heading, ran=ran, version=version, module=module.rstrip(), what=what,
+                          inputs=inputs, outputs=outputs, examples=examples, saved=saved)
     if guidance:
         text += f"\n\nA person who read this failure adds: {guidance}"
     return text

@@ -6,13 +6,11 @@ import concurrent.futures
 import importlib.util
 import logging
 import os
-import pickle
 import threading
-from dataclasses import dataclass
 from typing import Any, Callable
 
+from orgtree_lang.executors.ray_tasks import WAITING_THREADS, ShippedContext, WaitingPool, node_on_worker, run_on_worker
 from orgtree_lang.executors.threads import ThreadExecutor
-from orgtree_lang.runtime.config import ConfigSnapshot
 from orgtree_lang.runtime.errors import PipeRuntimeError, SkillError, UsageError
 from orgtree_lang.vm.executor import NodeCall, SkillCall
 
@@ -21,88 +19,6 @@ INSTALL_HINT = "install the extra: pip install 'orgtree-lang[ray]' (or pick --ex
 # idempotency key, and a skill that honours the key applies its effect once.
 TASK_RETRIES = 3
 _LOOPBACK = ("127.", "localhost", "::1")
-
-
-@dataclass(frozen=True)
-class ShippedContext:
-    """What a worker gets of a call's SkillContext: paths, settings text and names, never a handle or a secret.
-
-    The workspace is its path only (a worker reads files there only if it sees the same folder: shared storage
-    on a real cluster); the settings are orgtree.toml's text as read when the run started; models and the
-    spend meter stay on the driver (which is why model skills are not remote)."""
-
-    workspace_root: str
-    writable_sources: bool
-    generated: bool
-    run_id: str
-    idempotency_key: str | None
-    config: ConfigSnapshot | None
-
-    @classmethod
-    def of(cls, context) -> ShippedContext | None:
-        if context is None:
-            return None
-        workspace = context.workspace
-        return cls(str(workspace.root), workspace.writable_sources, workspace.generated, context.run_id,
-                   context.idempotency_key, context.config)
-
-    def context(self):
-        from orgtree_lang.runtime.skills import SkillContext
-        from orgtree_lang.runtime.workspace import Workspace
-
-        workspace = Workspace(self.workspace_root, writable_sources=self.writable_sources, generated=self.generated)
-        return SkillContext(workspace, run_id=self.run_id, idempotency_key=self.idempotency_key, config=self.config)
-
-
-def run_on_worker(skill, args: list, kwargs: dict, shipped: ShippedContext | None) -> tuple:
-    """The task body on a Ray worker: `(outcome, payload, node id)`, outcome "ok", "skill" or "raise".
-
-    Errors come back as data, not as Ray task errors: a SkillError's hint would not survive pickling, and the
-    driver must tell a failure of the skill (journaled like any) from a failure of the cluster."""
-    import ray
-
-    node = ray.get_runtime_context().get_node_id()
-    try:
-        return "ok", skill.invoke(args, kwargs, shipped.context() if shipped is not None else None), node
-    except (SkillError, PipeRuntimeError) as err:
-        return "skill", (err.message, err.hint), node
-    except Exception as exc:
-        try:
-            pickle.loads(pickle.dumps(exc))
-        except Exception:
-            return "skill", (f"{type(exc).__name__}: {exc}", None), node
-        return "raise", exc, node
-
-
-def node_on_worker(program: str, pipeline: str, inputs: dict, skills: list, shipped: ShippedContext | None,
-                   budget, key: str | None, given: list):
-    """The task body of a remote node on a Ray worker, a generator: `("step", record, node)` for each step the
-    node ends (the driver journals it before the node needs it again), then `("end", envelope, node)`."""
-    import queue
-
-    import ray
-
-    from orgtree_lang.executors.remote_nodes import run_node
-
-    node = ray.get_runtime_context().get_node_id()
-    records: queue.Queue = queue.Queue()
-    call = NodeCall(program, pipeline, inputs, skills, None, budget, key, given, report=records.put)
-    ended: list = []
-
-    def run() -> None:
-        try:
-            ended.append(("end", run_node(call, shipped.context() if shipped is not None else None)))
-        except Exception as exc:  # a crash of the node's machine itself: the node fails with it
-            ended.append(("end", {"value": None, "output": [], "steps": 0, "calls": [], "error": {
-                "message": f"{type(exc).__name__}: {exc}", "kind": "executor", "line": None, "budget": None}}))
-        records.put(None)
-
-    machine = threading.Thread(target=run, name="pipe-node", daemon=True)
-    machine.start()
-    while (record := records.get()) is not None:
-        yield "step", record, node
-    machine.join()
-    yield ended[0][0], ended[0][1], node
 
 
 def cluster_lost(address: str | None, err: BaseException) -> PipeRuntimeError:
@@ -118,8 +34,10 @@ def cluster_lost(address: str | None, err: BaseException) -> PipeRuntimeError:
 class RayPending:
     """A call running as a Ray task: `result()` waits for it; `where` is the Ray node id once it is done."""
 
-    def __init__(self, ref, executor: RayExecutor, done: Callable[[], None] | None = None) -> None:
+    def __init__(self, ref, executor: RayExecutor, done: Callable[[], None] | None = None, *,
+                 pooled: bool = False) -> None:
         self.ref = ref
+        self.pooled = pooled  # a call on a waiting pool (an actor's method): stopped with its pool, not cancelled
         self.where: str | None = None
         self._executor = executor
         self._done = done
@@ -249,6 +167,7 @@ class RayExecutor:
         self._connected_here = False
         self._lock = threading.Lock()
         self._running: set[RayPending] = set()
+        self._pools: dict[float, Any] = {}  # CPU share -> the WaitingPool actor that runs calls of that share
 
     @classmethod
     def from_spec(cls, argument: str | None, settings: dict | None = None) -> RayExecutor:
@@ -269,11 +188,17 @@ class RayExecutor:
             return node
         if not (isinstance(call, SkillCall) and getattr(call.skill, "remote", False)):
             return self.local.submit(call)
-        # A call reserves the share of a CPU its skill declares: waiting skills (time.sleep 0.05, http.fetch 0.1)
-        # wait many at a time on one CPU, CPU-bound ones (code.run) take a whole one each.
-        task = self._connect().options(num_cpus=getattr(call.skill, "cpu", 1.0))
-        pending = RayPending(task.remote(call.skill, call.args, call.kwargs, ShippedContext.of(call.context)), self,
-                             call.done)
+        # CPU-bound skills (code.run) take a whole CPU per call, each call a task. Waiting skills (time.sleep 0.05,
+        # http.fetch 0.1) go to a pool actor per share, which reserves that share once and waits on up to
+        # WAITING_THREADS calls at a time in one worker process: a task per waiting call had Ray start a worker
+        # process for every call waiting at once (16 cold 0.5 s waits took 2.8 s; benchmarks/ray_executor.py).
+        cpu = float(getattr(call.skill, "cpu", 1.0))
+        shipped = ShippedContext.of(call.context)
+        if cpu < 1.0:
+            ref = self._pool(cpu).run.remote(call.skill, call.args, call.kwargs, shipped)
+        else:
+            ref = self._connect().options(num_cpus=cpu).remote(call.skill, call.args, call.kwargs, shipped)
+        pending = RayPending(ref, self, call.done, pooled=cpu < 1.0)
         with self._lock:
             self._running.add(pending)
         return pending
@@ -287,6 +212,19 @@ class RayExecutor:
 
                 self._node_task = ray.remote(max_retries=0)(node_on_worker)
             return self._node_task
+
+    def _pool(self, cpu: float):
+        """The waiting pool for calls of `cpu` share, started on its first call. Ray restarts its process if it
+        dies and runs the calls it held again (each up to TASK_RETRIES times, with the same idempotency key)."""
+        self._connect()
+        with self._lock:
+            if cpu not in self._pools:
+                import ray
+
+                pool = ray.remote(WaitingPool).options(num_cpus=cpu, max_concurrency=WAITING_THREADS,
+                                                       max_restarts=-1, max_task_retries=TASK_RETRIES)
+                self._pools[cpu] = pool.remote()
+            return self._pools[cpu]
 
     def forget(self, pending) -> None:
         with self._lock:
@@ -325,13 +263,21 @@ class RayExecutor:
         self.local.close()
         with self._lock:
             running, self._running = list(self._running), set()
+            pools, self._pools = list(self._pools.values()), {}
         if self._task is None:
             return
         import ray
 
+        for pool in pools:  # ends the waits it still runs: a thread in an actor cannot be cancelled alone
+            try:
+                ray.kill(pool, no_restart=True)
+            except Exception:  # the cluster may be gone already
+                pass
         for pending in running:
             if isinstance(pending, RayNode):
                 pending.stop()
+                continue
+            if pending.pooled:
                 continue
             try:
                 ray.cancel(pending.ref, force=True)

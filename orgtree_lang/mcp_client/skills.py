@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from orgtree_lang.mcp_client.contents import content_value
 from orgtree_lang.mcp_client.settings import ServerSpec
 from orgtree_lang.runtime.errors import SkillError
 from orgtree_lang.runtime.skills import MISSING, Param, Skill
@@ -164,7 +165,7 @@ class McpServerSkills:
         params.sort(key=lambda p: not p.required)  # .pipe, like Python, lists required parameters first
         wrapped = _wrapped_result(tool.output_schema)
         if tool.output_schema is None:
-            returns = T.STR
+            returns = T.ANY  # its text, or the bytes of its images and resources (mcp_client/contents.py)
         else:
             returns = pipe_type(wrapped if wrapped is not None else tool.output_schema)
         name = f"{self.spec.namespace}.{short_name or pipe_name(tool.name)}"
@@ -248,7 +249,7 @@ def _warn(message: str) -> None:
 def _value(skill: str, result, structured: bool, wrapped: bool) -> Any:
     """What a tool call gives the program: its structured content when it declares an output schema (the
     `result` inside it when that only wraps one value), else its text; an error result is a SkillError."""
-    texts = [block.text for block in result.content if getattr(block, "type", None) == "text"]
+    texts = [getattr(block, "text", "") or "" for block in result.content if getattr(block, "type", None) == "text"]
     if result.is_error:
         message = "\n".join(texts).strip() or "no message"
         raise SkillError(f"{skill}: the tool failed: {message}",
@@ -261,7 +262,7 @@ def _value(skill: str, result, structured: bool, wrapped: bool) -> Any:
             except ValueError:
                 content = texts[0]
         return content.get("result") if wrapped and isinstance(content, dict) else content
-    return "\n".join(texts)
+    return content_value(skill, result.content)
 
 
 def add_servers(registry, root: Path | str, *, offline: bool = False, config=None) -> None:

@@ -4,10 +4,14 @@
 texts there). `spill` replaces every string and every list or object of JSON data that is larger than a
 threshold by a reference, `{"$blob": {"sha256": ..., "bytes": ..., "kind": "str" | "json", "preview": ...}}`,
 storing its content once however often it is spilled; `resolve` puts the content back. The journal uses them
-for run inputs, results, step results and checkpoints, so a big value costs its size once per workspace."""
+for run inputs, results, step results and checkpoints, so a big value costs its size once per workspace.
+
+A bytes value (runtime/artifacts.py) is always stored as a blob, whatever its size: its encoding
+`{"$bytes": {..., "base64": ...}}` is spilled to `{"$bytes": {"media_type", "sha256", "size"}}` over the raw bytes."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -15,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
+from orgtree_lang.runtime.artifacts import ENCODING_KEY as _BYTES
 from orgtree_lang.runtime.files import write_atomic
 from orgtree_lang.runtime.values import MEMO_MIN_ITEMS
 
@@ -125,6 +130,8 @@ class Spiller:
         if isinstance(data, dict):
             if len(data) == 1 and _TAG in data:
                 return data, 200  # already a reference
+            if len(data) == 1 and _BYTES in data:
+                return self._bytes_reference(data[_BYTES]), 200
             if len(data) == 1 and _USER_DICT in data:  # a program's dict whose one key starts with "$"
                 inner, size = self._spill_fields(data[_USER_DICT])
                 return self._container({_USER_DICT: inner}, size + 12)
@@ -164,9 +171,25 @@ class Spiller:
             self._known[id(text)] = (text, digest, size)
         return {_TAG: {"sha256": digest, "bytes": size, "kind": kind, "preview": text[:PREVIEW_CHARS]}}
 
+    def _bytes_reference(self, inner: dict[str, Any]) -> dict[str, Any]:
+        """A bytes value's encoding without its data, which is stored once (by identity, decoded and hashed once)."""
+        text = inner.get("base64")
+        if text is None:
+            return {_BYTES: inner}  # already a reference
+        known = self._known.get(id(text))
+        if known is not None and known[0] is text:
+            digest = known[1]
+        else:
+            data = base64.b64decode(text)
+            digest = self.store.put(data)
+            if len(self._known) > 1024:
+                self._known.clear()
+            self._known[id(text)] = (text, digest, len(data))
+        return {_BYTES: {"media_type": inner.get("media_type"), "sha256": digest, "size": inner.get("size")}}
+
     def spill_text(self, text: str | None) -> str | None:
-        """A JSON text with its big values spilled (unchanged, and not parsed, when it is small)."""
-        if text is None or len(text) <= self.threshold:
+        """A JSON text with its big values and bytes spilled (unchanged, and not parsed, when it is small)."""
+        if text is None or (len(text) <= self.threshold and _BYTES not in text):
             return text
         return json.dumps(self.spill(json.loads(text)))
 
@@ -176,7 +199,7 @@ class Spiller:
 
     def resolve_text(self, text: str | None) -> str | None:
         """A JSON text with its references resolved (unchanged, and not parsed, when it has none)."""
-        if text is None or _TAG not in text:
+        if text is None or (_TAG not in text and _BYTES not in text):
             return text
         return json.dumps(resolve(json.loads(text), self.store))
 
@@ -190,6 +213,11 @@ def resolve(data: Any, store: BlobStore) -> Any:
             ref = data[_TAG]
             text = store.read(ref["sha256"]).decode("utf-8", "surrogatepass")
             return text if ref["kind"] == "str" else resolve(json.loads(text), store)
+        if len(data) == 1 and _BYTES in data:
+            ref = data[_BYTES]
+            if "base64" in ref:
+                return data
+            return {_BYTES: {**ref, "base64": base64.b64encode(store.read(ref["sha256"])).decode("ascii")}}
         if len(data) == 1 and _USER_DICT in data:
             return {_USER_DICT: {key: resolve(value, store) for key, value in data[_USER_DICT].items()}}
         return {key: resolve(value, store) for key, value in data.items()}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from orgtree_lang.runtime.artifacts import BytesValue
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.values import RecordValue, display
 from orgtree_lang.syntax import types as t
@@ -52,6 +53,8 @@ def _len(args, kwargs, out):
         return len(value)
     if isinstance(value, RecordValue):
         return len(value.fields)
+    if isinstance(value, BytesValue):
+        return value.size
     raise _err(f"len() needs a str, list or dict, got {_type_name(value)}")
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any, Callable
 
+from orgtree_lang.runtime.artifacts import BytesValue
 from orgtree_lang.runtime.config import CONFIG_NAME, ConfigSnapshot
 from orgtree_lang.runtime.errors import SkillArgumentError, SkillError
 from orgtree_lang.runtime.state_db import StateConnection, open_state_db, state_db_path
@@ -224,12 +225,12 @@ def describe_value(value: Any, limit: int = 40) -> str:
     return f"{T.type_of_value(value)} {shown}"
 
 
-_PLAIN = frozenset({str, int, float, bool, type(None), RecordValue})
+_PLAIN = frozenset({str, int, float, bool, type(None), RecordValue, BytesValue})
 
 
 def to_pipe_value(value: Any) -> Any:
     """Convert what a Python function returned into .pipe values (tuples, sets, paths, pydantic models)."""
-    if value is None or isinstance(value, (str, bool, int, float, RecordValue)):
+    if value is None or isinstance(value, (str, bool, int, float, RecordValue, BytesValue)):
         return value
     if type(value) is list and set(map(type, value)) <= _PLAIN:
         return value  # the common case, checked at C speed: a list of plain values needs no copy
@@ -239,6 +240,8 @@ def to_pipe_value(value: Any) -> Any:
         return {k if isinstance(k, str) else str(k): to_pipe_value(v) for k, v in value.items()}
     if isinstance(value, PurePath):
         return str(value)
+    if isinstance(value, (bytes, bytearray)):  # a skill hinted `-> bytes` that returned plain Python bytes
+        return BytesValue(value)
     if isinstance(value, (set, frozenset)):
         items = [to_pipe_value(v) for v in value]
         try:
@@ -295,6 +298,10 @@ def json_schema(ptype: PipeType) -> dict:
         return {"type": "object", "title": ptype.name}
     if kind == "path":
         return {"type": "string", "format": "path"}
+    if kind == "bytes":  # how MCP and JSON outputs carry one (runtime/values.py to_plain)
+        return {"type": "object", "title": "bytes", "required": ["media_type", "base64"],
+                "properties": {"media_type": {"type": "string"}, "size": {"type": "integer"},
+                               "sha256": {"type": "string"}, "base64": {"type": "string", "format": "byte"}}}
     return {"type": {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "none": "null"}[kind]}
 
 

@@ -6,6 +6,9 @@ import math
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Callable
 
+from orgtree_lang.runtime.artifacts import ENCODING_KEY as _BYTES_KEY
+from orgtree_lang.runtime.artifacts import BytesValue, describe
+
 if TYPE_CHECKING:
     from orgtree_lang.syntax.types import PipeType
 
@@ -77,7 +80,7 @@ def strict_contains(container: Any, item: Any) -> bool:
 # A type test's tag (from the compiler) -> the Python types of the values of that kind.
 _KINDS: dict[str, tuple[type, ...]] = {
     "int": (int,), "float": (float,), "str": (str,), "path": (str,), "bool": (bool,), "none": (type(None),),
-    "list": (list,), "dict": (dict,),
+    "list": (list,), "dict": (dict,), "bytes": (BytesValue,),
 }
 
 
@@ -116,6 +119,8 @@ def display(value: Any, nested: bool = False) -> str:
     if isinstance(value, RecordValue):
         inner = ", ".join(f"{k}={display(v, True)}" for k, v in value.fields.items())
         return f"{value.record_name}({inner})"
+    if isinstance(value, BytesValue):
+        return describe(value)
     return repr(value)
 
 
@@ -195,7 +200,24 @@ def to_plain(value: Any) -> Any:
         return [to_plain(v) for v in value]
     if isinstance(value, dict):
         return {k: to_plain(v) for k, v in value.items()}
+    if isinstance(value, BytesValue):
+        return {"media_type": value.media_type, "size": value.size, "sha256": value.sha256, "base64": value.base64}
     return value
+
+
+def bytes_values(value: Any) -> list[BytesValue]:
+    """Every bytes value inside `value` (in lists, dicts and record fields), in order, each once."""
+    found: dict[str, BytesValue] = {}
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, BytesValue):
+            found.setdefault(item.sha256 + item.media_type, item)
+        elif isinstance(item, (list, dict, RecordValue)):
+            children = item.fields.values() if isinstance(item, RecordValue) else (
+                item.values() if isinstance(item, dict) else item)
+            pending.extend(reversed(list(children)))
+    return list(found.values())
 
 
 # The exact encoding used for run state. Plain JSON values stand for themselves, except that
@@ -275,6 +297,8 @@ def encode(value: Any) -> Any:
         return _encode_dict(value)
     if isinstance(value, RecordValue):
         return {"$record": [value.record_name, {k: encode(v) for k, v in value.fields.items()}]}
+    if isinstance(value, BytesValue):
+        return value.encoded()
     if value is UNBOUND:
         return {"$unbound": 0}
     if isinstance(value, range):  # the state of a `for` loop over range(...): never a program's value
@@ -302,6 +326,8 @@ def decode(data: Any) -> Any:
                 return int(inner, 16)
             if key == "$range":
                 return range(*(decode(v) for v in inner))
+            if key == _BYTES_KEY:
+                return BytesValue.from_encoded(inner)
         return {k: decode(v) for k, v in data.items()}
     return data
 
@@ -345,4 +371,6 @@ def conforms(value: Any, ptype: "PipeType") -> bool:
         )
     if kind == "record":
         return isinstance(value, RecordValue) and value.record_name == ptype.name
+    if kind == "bytes":
+        return isinstance(value, BytesValue)
     return False

@@ -8,7 +8,7 @@ import typing
 from dataclasses import dataclass
 from pathlib import PurePath
 
-PRIMITIVES = ("str", "int", "float", "bool", "none", "path", "any")
+PRIMITIVES = ("str", "int", "float", "bool", "none", "path", "bytes", "any")
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,9 @@ FLOAT = PipeType("float")
 BOOL = PipeType("bool")
 NONE = PipeType("none")
 PATH = PipeType("path")
+BYTES = PipeType("bytes")  # binary data with a media type (runtime/artifacts.py BytesValue)
+# What `.NAME` reads of a bytes value.
+BYTES_FIELDS: dict[str, PipeType] = {"media_type": STR, "size": INT, "sha256": STR}
 
 
 def list_of(elem: PipeType) -> PipeType:
@@ -183,6 +186,8 @@ def from_python(hint: object) -> PipeType:
         return FLOAT
     if isinstance(hint, type) and issubclass(hint, PurePath):
         return PATH
+    if hint is bytes or getattr(hint, "pipe_kind", None) == "bytes":
+        return BYTES
     if hint is list:
         return list_of(ANY)
     if hint is dict:
@@ -230,6 +235,8 @@ def type_of_value(value: object) -> PipeType:
     record_name = getattr(value, "record_name", None)
     if record_name:
         return record(record_name)
+    if getattr(value, "pipe_kind", None) == "bytes":
+        return BYTES
     return ANY
 
 
@@ -237,3 +244,25 @@ def a(ptype: PipeType | str) -> str:
     """A type name with its article, for messages: `an int`, `a list[str]`."""
     text = str(ptype)
     return ("an " if text[:1] in ("a", "e", "i", "o", "u") else "a ") + text
+
+
+def mismatch_hint(source: PipeType, target: PipeType) -> str | None:
+    """How to fix passing a `source` value where `target` is expected, when a bytes value is one side of it."""
+    source = _strip_optional(source)
+    target = _strip_optional(target)
+    if source.kind == "bytes" and target.kind in ("str", "path"):
+        return ("a bytes value is binary data, not text: write it to a file with `fs.write_bytes(path, value)`, "
+                "or pass one of its fields, `value.media_type`, `value.size` or `value.sha256`")
+    if source.kind in ("str", "path") and target.kind == "bytes":
+        return "read a file's bytes with `fs.read_bytes(path)` (or get them from a skill that returns bytes)"
+    if "bytes" in (source.kind, target.kind):
+        return f"bytes values are binary data with fields {', '.join(f'`.{f}`' for f in BYTES_FIELDS)}"
+    return None
+
+
+def operator_hint(left: PipeType, right: PipeType) -> str | None:
+    """How to fix an operator over a bytes value, which takes none but `==`, `!=` and `is`."""
+    if "bytes" in (_strip_optional(left).kind, _strip_optional(right).kind):
+        return ("bytes values take no arithmetic: use `value.size` for the number of bytes, "
+                "and a skill (fs.write_bytes, llm.ask) to do something with the data")
+    return None

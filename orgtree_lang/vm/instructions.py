@@ -5,6 +5,7 @@ from __future__ import annotations
 import operator
 from typing import TYPE_CHECKING, Any, Callable
 
+from orgtree_lang.runtime.artifacts import BytesValue
 from orgtree_lang.runtime.builtins import MAX_SEQUENCE, range_of
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.values import RecordValue, display, is_kind, strict_contains, strict_equal
@@ -188,6 +189,11 @@ def _op_get_attr(m: Machine, frame, stack, arg):
         if arg not in value:
             raise _missing_key(value, arg)
         stack[-1] = value[arg]
+    elif isinstance(value, BytesValue):
+        if arg not in t.BYTES_FIELDS:
+            raise PipeRuntimeError(f"a bytes value has no field `{arg}`", kind="type",
+                                   hint=f"its fields are: {', '.join(t.BYTES_FIELDS)}")
+        stack[-1] = value.field(arg)
     else:
         raise PipeRuntimeError(f"{t.a(t.type_of_value(value))} has no field `{arg}`", kind="type")
 
