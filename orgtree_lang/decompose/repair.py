@@ -14,6 +14,7 @@ from orgtree_lang.decompose.design import spec_with_contracts
 from orgtree_lang.decompose.evidence import (Evidence, RepairRequest, RepairsExhausted, evidence_of,
                                              request_text)
 from orgtree_lang.decompose.output_review import listing, outputs_subject, rejection, review_outputs, sampled
+from orgtree_lang.decompose.repair_turns import repair_turn
 from orgtree_lang.decompose.simulate import Case, module_part
 from orgtree_lang.decompose.spec import spec_hash
 from orgtree_lang.decompose.store import SavedModule
@@ -28,54 +29,73 @@ PERSON_RETRY = "retry"
 def run_repaired(decomposer, program, block, saved: SavedModule, author) -> dict[str, Any]:
     """The block's outputs from its module: a run that fails (or whose outputs fail an expectation or their review)
     is repaired and the block run again, while `[decompose] max_run_repairs` for the module in this run allow."""
-    from orgtree_lang.compile.api import compile_source
-
     digest = spec_hash(block.spec)
     attempt, asked = 0, False
-    guidance = ""
     while True:
         failure: PipeRuntimeError | None = None
         try:
             outputs = decomposer.run_child(program, block, saved, author, name=f"repair-{attempt}" if attempt else "")
         except PipeRuntimeError as err:
-            saved, program = decomposer.current(digest) or (saved, program)  # a re-plan on the way revised it
+            saved, program = decomposer.ran.pop(block.node, (saved, program))  # a re-plan on the way revised it
             evidence = evidence_of(err, block, saved)
             if evidence is None:
                 raise
             failure = err
         else:
+            saved, program = decomposer.ran.pop(block.node, (saved, program))
             if decomposer.author is None:
                 return outputs  # no agents: the parent checks the block's expectations, as it always has
-            saved, program = decomposer.current(digest) or (saved, program)
             evidence, failure = checked_outputs(decomposer, block, saved, outputs)
             if evidence is None:
                 return outputs
         if decomposer.author is None:
             raise failure
         file_bugs(decomposer, block, evidence.blamed, evidence, f"{attempt}")
-        used = decomposer.repairs.get(digest, 0)
-        if used >= decomposer.settings.max_run_repairs:
-            guidance = "" if asked else _person_says(decomposer, block, evidence, used)
-            asked = True
-            if not guidance:
-                # With no repair made there is nothing to add: the failure is what it would be with no repairs.
-                raise _exhausted(block, saved, evidence, used, failure) if used else failure
-        decomposer.repairs[digest] = used + 1
-        attempt += 1
-        block.note(f"repairing {saved.path.name} ({evidence.summary()[:120]})")
+        # One repair of a module at a time: while another reach (a parallel branch) repairs it, wait; if it revised
+        # the module this reach ran, run the block again on the revision instead of repairing it a second time.
+        revised = repair_turn(decomposer, block, digest, saved)
+        if revised is not None:
+            saved, program = revised
+            attempt += 1
+            block.note(f"another reach of the block revised {saved.path.name} meanwhile: running the block again "
+                       "on the revision")
+            continue
         try:
-            saved = repair(decomposer, block, evidence, key=f"{block.node}:repair-{attempt}", guidance=guidance,
-                           saved=saved)
-        except PipeRuntimeError as err:
-            if err.kind in ("model", "budget"):
-                raise
-            raise _exhausted(block, saved, evidence, used + 1, failure, why=f"the repair failed: {err.message}") \
-                from err
-        guidance = ""
-        program = compile_source(saved.text, str(saved.path), decomposer.registry).program
-        decomposer.remember(digest, saved, program)
-        block.note(f"repaired: version {_version_of(decomposer, saved).version} of {saved.path.name}; running the "
-                   "block again from its inputs")
+            saved, program, asked = _repaired(decomposer, block, digest, saved, evidence, failure, attempt + 1, asked)
+        finally:
+            decomposer.repair_turns.release(block, digest)
+        attempt += 1
+
+
+def _repaired(decomposer, block, digest: str, saved: SavedModule, evidence: Evidence, failure, attempt: int,
+              asked: bool):
+    """(module, program, asked): the module revised for `evidence` by this reach (which holds the repair turn), within
+    `[decompose] max_run_repairs` for the module in this run; when they ran out, a person may guide one more (at the
+    program's own block, asked once per reach), else the failure goes up (RepairsExhausted)."""
+    from orgtree_lang.compile.api import compile_source
+
+    guidance = ""
+    used = decomposer.repairs.get(digest, 0)
+    if used >= decomposer.settings.max_run_repairs:
+        guidance = "" if asked else _person_says(decomposer, block, evidence, used)
+        asked = True
+        if not guidance:
+            # With no repair made there is nothing to add: the failure is what it would be with no repairs.
+            raise _exhausted(block, saved, evidence, used, failure) if used else failure
+    decomposer.repairs[digest] = used + 1
+    block.note(f"repairing {saved.path.name} ({evidence.summary()[:120]})")
+    try:
+        saved = repair(decomposer, block, evidence, key=f"{block.node}:repair-{attempt}", guidance=guidance,
+                       saved=saved)
+    except PipeRuntimeError as err:
+        if err.kind in ("model", "budget"):
+            raise
+        raise _exhausted(block, saved, evidence, used + 1, failure, why=f"the repair failed: {err.message}") from err
+    program = compile_source(saved.text, str(saved.path), decomposer.registry).program
+    decomposer.remember(digest, saved, program)
+    block.note(f"repaired: version {_version_of(decomposer, saved).version} of {saved.path.name}; running the "
+               "block again from its inputs")
+    return saved, program, asked
 
 
 def repair(decomposer, block, evidence: Evidence, *, key: str | None = None, guidance: str = "",
