@@ -1,7 +1,8 @@
 """Every agent that calls a model takes its turn and may propose insights (issue 25 items 3 and 4): the code reviewer,
 the output reviewer, the reuse reviewer, the escalation judge, the output coercer, the agent of a block's node, the bug
-reviewer and the promotion tester each offer one in a structured part of their answer; it joins the pool only after an independent review, and
-the answer is read without it. (The author: test_decompose_protocol.py; the research agent: test_research_agent.py.)"""
+reviewer and the promotion tester each offer one in a structured part of their answer; it joins the pool only after
+an independent review, and the answer is read without it. (The author: test_decompose_protocol.py; the research
+agent: test_research_agent.py; the agent of a node outside blocks: test_org_route_meaning.py.)"""
 
 from __future__ import annotations
 
