@@ -414,3 +414,53 @@ def test_parallel_reaches_sharing_one_repair_replay_with_no_outside_call(tmp_pat
     replayed = run_pipe("replay", json.loads(first.stdout)["run_id"], cwd=tmp_path, env=env)
     assert replayed.returncode == 0, replayed.stderr
     assert "0 outside call(s)" in replayed.stderr and "identical" in replayed.stderr
+
+
+# ---- a module that refuses inputs its spec accepts ----------------------------------------------------------------
+
+# Right for prices with a dot; refuses the others with `fail`, although the spec says a price may have no cents part.
+REFUSES = FIRST.replace("    parts = text.split(item, \".\")\n",
+                        "    parts = text.split(item, \".\")\n    if len(parts) != 2:\n        fail f\"not a price: {item}\"\n")
+WRONG_REFUSAL = json.dumps({"concerns": [{"id": "r1", "severity": "blocking", "spec_basis": "a price may have no "
+                                          "cents part", "evidence": "12 is a price without cents: 1200",
+                                          "suggested_fix": "read a price with no dot as whole units"}],
+                            "summary": "the refusal is wrong"})
+REFUSAL = "It refused these inputs with `fail`"
+
+
+def test_a_refusal_the_reviewer_says_the_spec_does_not_call_for_is_repaired(tmp_path):
+    author, reviewer = models(tmp_path, [{"match": {"contains": REPAIR}, "reply": FIXED}, {"reply": REFUSES}],
+                              [{"match": {"contains": REFUSAL}, "reply": WRONG_REFUSAL}, {"reply": NO_CONCERNS}])
+    assert run_decomposed(tmp_path, PRICES, {"items": ITEMS}, author, reviewer, review_outputs="first",
+                          review_sample=0) == [350, 125, 1200, 400]
+    (refusal,) = [p for p in reviewer.prompts if REFUSAL in p]
+    assert "the message: not a price: 12" in refusal and '- item = "12"' in refusal
+    (request,) = author.asked(REPAIR)
+    asked = request[0][-1].content
+    assert "it refused these inputs with `fail` (not a price: 12), and a reviewer says the spec does not: r1" in asked
+    # The inputs it refused are a case the revision must give outputs for: a revision that refuses them again fails.
+    assert '- item = "12" -> gives outputs (not `fail`)' in asked
+    assert [c.source for c in history(tmp_path)[1].cases] == ["refused"]
+
+
+def test_a_refusal_the_spec_calls_for_is_the_blocks_answer_and_only_three_per_version_and_run_are_reviewed(tmp_path):
+    strict = '''use text
+
+pipeline main(items: list[str]) -> list[int]:
+    amounts = []
+    for item in items:
+        try:
+            ambiguous cents(item: str) -> amount: int:
+                """Refuses a price without a dot. The amount in cents of a price written with a dot, like "3.50"."""
+            amounts = amounts + [amount]
+        except e:
+            amounts = amounts + [-1]
+    return amounts
+'''
+    author, reviewer = models(tmp_path, [{"reply": REFUSES}])
+    items = ["3.50", "1", "2", "3", "4"]
+    assert run_decomposed(tmp_path, strict, {"items": items}, author, reviewer, review_outputs="first",
+                          review_sample=0) == [350, -1, -1, -1, -1]
+    refusals = [p for p in reviewer.prompts if REFUSAL in p]
+    assert [p.split("the message: not a price: ")[1][0] for p in refusals] == ["1", "2", "3"]
+    assert author.asked(REPAIR) == [] and [v.version for v in history(tmp_path)] == [1]

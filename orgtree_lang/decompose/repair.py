@@ -11,13 +11,13 @@ import json
 from typing import Any
 
 from orgtree_lang.decompose.design import spec_with_contracts
-from orgtree_lang.decompose.evidence import (Evidence, RepairRequest, RepairsExhausted, evidence_of,
-                                             request_text)
+from orgtree_lang.decompose.evidence import (Evidence, RepairRequest, RepairsExhausted, evidence_of, refusal_of,
+                                             request_text, where)
 from orgtree_lang.decompose.output_review import listing, outputs_subject, rejection, review_outputs, sampled
 from orgtree_lang.decompose.repair_turns import repair_turn
 from orgtree_lang.decompose.simulate import Case, module_part
 from orgtree_lang.decompose.spec import spec_hash
-from orgtree_lang.decompose.store import SavedModule
+from orgtree_lang.decompose.store import SavedModule, body_hash
 from orgtree_lang.decompose.versions import ModuleVersion, ModuleVersions
 from orgtree_lang.decompose.writing import write_module
 from orgtree_lang.runtime.errors import PipeRuntimeError
@@ -37,7 +37,7 @@ def run_repaired(decomposer, program, block, saved: SavedModule, author) -> dict
             outputs = decomposer.run_child(program, block, saved, author, name=f"repair-{attempt}" if attempt else "")
         except PipeRuntimeError as err:
             saved, program = decomposer.ran.pop(block.node, (saved, program))  # a re-plan on the way revised it
-            evidence = evidence_of(err, block, saved)
+            evidence = evidence_of(err, block, saved) or reviewed_refusal(decomposer, block, saved, err)
             if evidence is None:
                 raise
             failure = err
@@ -175,6 +175,48 @@ def checked_outputs(decomposer, block, saved: SavedModule, outputs: dict[str, An
     if evidence is not None:
         return Evidence("expectation", f"{evidence.what}; {what}", evidence.inputs, evidence.outputs), error
     return Evidence("review", what, dict(block.inputs), dict(outputs)), rejection(spec, blocking, subject)
+
+
+REFUSAL_REVIEWS = 3  # refusals of one module version reviewed per run (a loop of refused inputs asks no more)
+
+
+def reviewed_refusal(decomposer, block, saved: SavedModule, err: PipeRuntimeError) -> Evidence | None:
+    """Evidence when the module refused its inputs with `fail` and its output reviewer says the spec does not call
+    for that (`[decompose] review_outputs` not "off"), else None: the refusal is the block's answer. The first
+    REFUSAL_REVIEWS reaches that a version refuses in a run are reviewed, counted in the concern ledger (a resumed
+    or replayed reach is reviewed again exactly when it was, its answer from the journal)."""
+    message = refusal_of(err)
+    if message is None or decomposer.author is None or decomposer.reviewer is None or \
+            decomposer.settings.review_outputs == "off":
+        return None
+    from orgtree_lang.review.ledger import ConcernLedger
+
+    spec = block.spec
+    version = body_hash(saved.body).split(":")[-1][:12]
+    subject = f"{outputs_subject(decomposer.parent_file, spec, spec_hash(spec))}:refusals:{version}"
+    run = block.node.split("/", 1)[0]
+    with ConcernLedger.for_workspace(decomposer.workspace) as ledger:
+        reviewed = {r["author_conversation"] for r in ledger.rounds(subject)}
+    if f"run:{block.node}" not in reviewed and \
+            sum(node.startswith(f"run:{run}/") for node in reviewed) >= REFUSAL_REVIEWS:
+        return None
+    block.note(f"reviewing its refusal: {message[:120]}")
+    reviewer = decomposer.metered(block, review="reviewing the refusal of")[1]
+    blocking = review_outputs(decomposer.agent(block, "output reviewer", reviewer), spec, block.inputs, {},
+                              spec_text=spec_with_contracts(f"The step `{spec.name}`:\n{spec.doc}", spec),
+                              workspace=decomposer.workspace, subject=subject, node=block.node, refused=message)
+    if not blocking:
+        block.note("its refusal was accepted by its review")
+        return None
+    return Evidence("refusal", f"it refused these inputs with `fail` ({message}), and a reviewer says the spec does "
+                               f"not: {listing(blocking)}", dict(block.inputs), location=_where_of(err, saved))
+
+
+def _where_of(err: PipeRuntimeError, saved: SavedModule) -> str:
+    inner = err
+    while isinstance(inner.__cause__, PipeRuntimeError):
+        inner = inner.__cause__
+    return where(inner, saved)
 
 
 def failed_expectation(spec, inputs: dict[str, Any], outputs: dict[str, Any], registry, context,
