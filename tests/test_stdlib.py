@@ -49,6 +49,7 @@ def test_only_fs_time_kv_random_ids_code_http_llm_and_research_skills_are_impure
         "pad.note", "pad.context", "pad.focus", "insight.propose", "insight.remove", "insight.relevant",
         "llm.ask", "llm.extract", "llm.summarize", "llm.classify",
         "research.plan", "research.judge", "research.experiment",  # the research agent's model calls
+        "research.read", "research.ask",  # its journaled read of the pad, and the whole agent as one call
     }
 
 
