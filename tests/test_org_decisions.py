@@ -290,3 +290,45 @@ def test_re_plans_are_bounded_by_max_replans(tmp_path: Path) -> None:
     assert "decided to re-plan" in caught.value.message
     assert "it re-planned 1 time(s) already ([org] max_replans)" in caught.value.message
     assert len([p for p in author.prompts if "New evidence from a run" in p]) == 1
+
+
+def test_a_replan_is_a_repair_its_versions_kept_and_the_blocks_inputs_a_binding_case(tmp_path: Path) -> None:
+    from orgtree_lang.decompose.versions import ModuleVersions
+
+    author, reviewer = models(tmp_path, ASKS, [decision("replan", note="the module must choose the case")])
+    assert run(tmp_path, PROGRAM, author, reviewer).state.result == "v2: hi"
+    (rewrite,) = [p for p in author.prompts if "New evidence from a run" in p]
+    # The repair request: the module as it was (version 1), the message and the node's reason, the inputs, and
+    # those inputs as a case the revision must run on.
+    assert "Version 1 of the module" in rewrite and "### The message" in rewrite
+    assert "the module must choose the case" in rewrite and '- text = "hi"' in rewrite
+    assert 'text = "hi" -> runs without an error and meets every expectation (run)' in rewrite
+    saved = next((tmp_path / ".orgtree" / "modules").rglob("shout.pipe"))
+    with ModuleVersions(tmp_path) as versions:
+        rows = versions.history(saved)
+    assert [(v.version, v.reason.split(":")[0]) for v in rows] == [(1, "written"), (2, "message")]
+    assert "upper or title case?" in rows[1].reason and [c.source for c in rows[1].cases] == ["run"]
+    text = saved.read_text()
+    assert "repaired = version 2 after message:" in text and 'test "example 1 (run)"' in text
+
+
+def test_a_replanned_run_replays_with_no_outside_call(tmp_path: Path) -> None:
+    import os
+
+    from cli_testing import pipe as run_pipe
+
+    (tmp_path / "prog.pipe").write_text(PROGRAM)
+    (tmp_path / "author.json").write_text(json.dumps([
+        {"match": {"contains": "New evidence from a run"}, "reply": ASKS_V2},
+        {"match": {"contains": "A message reached the node"}, "reply": decision("replan")},
+        {"reply": ASKS}]))
+    (tmp_path / "reviewer.json").write_text(json.dumps([{"reply": NO_CONCERNS}]))
+    env = {"PIPE_NO_PLUGINS": "1", "PIPE_MODEL": None}
+    models_args = ["--model", "scripted:author.json", "--review-model", "scripted:reviewer.json"]
+    first = run_pipe("run", "prog.pipe", "-i", "text=hi", "--json", *models_args, cwd=tmp_path, env=env)
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout)["output"] == "v2: hi"
+    os.remove(tmp_path / "author.json")  # a replay needs no model: none is there to ask
+    replayed = run_pipe("replay", json.loads(first.stdout)["run_id"], cwd=tmp_path, env=env)
+    assert replayed.returncode == 0, replayed.stderr
+    assert "0 outside call(s)" in replayed.stderr and "identical" in replayed.stderr

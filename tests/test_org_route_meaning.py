@@ -154,3 +154,39 @@ def test_the_viewer_shows_the_decision_node_and_the_edges_it_made(tmp_path: Path
     main = page.split(f'data-node="{run_id}/main"', 1)[1].split("</li>", 1)[0]
     assert "→ main/worker#1 &quot;yes, in twos&quot;" in main
 
+
+
+def test_the_router_takes_its_turn_on_the_scratchpad_and_a_replay_writes_no_second_note(tmp_path: Path) -> None:
+    from orgtree_lang.memory.scratchpad import Scratchpad
+
+    pick = json.dumps({"topic": "billing", "why": "a double charge"})
+    models = setup(tmp_path, [pick + "\n<note>\nplan: send the double charge to billing\n</note>"])
+    ran = pipe("run", "router.pipe", "-i", "kind=payments", *models, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.splitlines()[0] == "billing: my card was charged twice (payments)"  # the note was taken out
+    assert pipe("replay", only_run_id(tmp_path), cwd=tmp_path).returncode == 0
+    with Scratchpad.for_workspace(tmp_path) as pad:
+        (note,) = pad.notes(agent="message router")
+    assert note.text == "send the double charge to billing"
+
+
+def test_the_agent_answering_a_question_takes_its_turn_and_its_insight_is_reviewed(tmp_path: Path) -> None:
+    from orgtree_lang.memory.insights import InsightPool
+    from orgtree_lang.memory.scratchpad import Scratchpad
+
+    answer = json.dumps({"kind": "answer", "note": "twos are faster", "answer": "yes, in twos"})
+    offered = ('\n<note>\nplan: tell the worker to count in twos\n</note>\n<insight tags="counting">\n'
+               "text: Workers of sup.pipe ask before counting.\nevidence: the worker's question\n</insight>")
+    models = supervised(tmp_path, {})
+    rules = [{"match": {"contains": "insight/"}, "reply": json.dumps({"concerns": [], "summary": "supported"})},
+             {"match": {"contains": "A message reached the node `main`"}, "reply": answer + offered}]
+    (tmp_path / "rules.json").write_text(json.dumps(rules), encoding="utf-8")
+    ran = pipe("run", "sup.pipe", *models, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == "worker got: yes, in twos"
+    with Scratchpad.for_workspace(tmp_path) as pad:
+        (note,) = pad.notes(agent="node main")
+    assert note.text == "tell the worker to count in twos"
+    with InsightPool.for_workspace(tmp_path) as pool:
+        (insight,) = pool.insights("active")
+    assert insight.author == "node main" and insight.tags == ["counting"]

@@ -10,10 +10,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 
 import pytest
+from chat_server import ChatServer
 from cli_testing import pipe
+from durable_testing import only_run_id
 
 from orgtree_lang.compile.api import compile_source
 from orgtree_lang.memory.insights import InsightPool
+from orgtree_lang.memory.memory import Memory
 from orgtree_lang.memory.scratchpad import Scratchpad
 from orgtree_lang.models.roles import RunModels
 from orgtree_lang.run.factory import plain_machine
@@ -165,3 +168,47 @@ def test_the_research_agent_takes_its_turns_and_its_insight_is_reviewed_before_i
     with InsightPool.for_workspace(tmp_path) as pool:
         (insight,) = pool.insights()
     assert insight.author == "research agent" and insight.status == "active" and "/docs" in insight.text
+
+
+# ---- the agent's reads of the scratchpad are journaled steps of their own (research.read) ------------------------
+
+def test_a_resumed_research_step_uses_the_read_it_journaled_and_later_steps_read_afresh(tmp_path):
+    with Memory(tmp_path, vectors=False) as memory:
+        memory.add("The frobnicator server listens on port 8421 unless configured otherwise.", name="notes.txt")
+    state = {"judge": "not json"}
+    judged: list[tuple[str, str]] = []  # (the question judged, the system message the agent was given)
+
+    def answer(body: dict) -> str:
+        system, prompt = body["messages"][0]["content"], body["messages"][-1]["content"]
+        if system.startswith("You are an independent reviewer"):
+            return json.dumps({"concerns": [], "summary": "supported"})
+        if system.startswith("You plan research"):
+            return json.dumps({"plan": [{"question": q[2:], "kind": "lookup", "queries": ["frobnicator port"]}
+                                        for q in prompt.splitlines() if q.startswith("- ")]})
+        judged.append((prompt.splitlines()[0], system))
+        return state["judge"]
+
+    server = ChatServer(answer)
+    models = ["--model", "openai/agent", "--api-base", server.base, "--context-window", "32000", "--no-web"]
+    try:
+        first = pipe("research", PORT_QUESTION, "Which port does the frobnicator use?", *models, "--workspace",
+                     tmp_path, cwd=tmp_path)
+        assert first.returncode != 0 and "research.judge" in first.stderr
+        # Between the failure and the resume another agent writes on the pad.
+        with Scratchpad.for_workspace(tmp_path) as pad:
+            with pad.turn("other agent") as turn:
+                turn.plan("the cellar holds the spare keys")
+        state["judge"] = json.dumps({"relevant": True, "answer": "port 8421", "follow": []})
+        run_id = only_run_id(tmp_path)
+        resumed = pipe("resume", run_id, *models[:6], cwd=tmp_path)
+    finally:
+        server.close()
+    assert resumed.returncode == 0, resumed.stderr
+    (question, failed), (again_question, again), (second_question, second) = judged
+    assert question == again_question == f"Question: {PORT_QUESTION}"
+    # The step asked again is given what was read before it failed, not a new read of the pad ...
+    assert again == failed and "cellar" not in again
+    # ... while the next question's step reads the pad as it is now.
+    assert second_question == "Question: Which port does the frobnicator use?" and "cellar holds the spare" in second
+    replayed = pipe("replay", run_id, cwd=tmp_path)
+    assert replayed.returncode == 0 and "0 outside call(s)" in replayed.stderr, replayed.stderr

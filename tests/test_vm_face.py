@@ -176,7 +176,7 @@ def _every_event_kind() -> list[type]:
             if isinstance(value, type) and issubclass(value, events.Event) and value is not events.Event]
 
 
-def test_every_event_is_a_small_frozen_dataclass_the_fan_out_passes_on_unchanged() -> None:
+def test_every_event_is_a_small_slotted_dataclass_the_fan_out_passes_on_unchanged() -> None:
     kinds = _every_event_kind()
     assert len(kinds) >= 25
 
@@ -191,9 +191,9 @@ def test_every_event_is_a_small_frozen_dataclass_the_fan_out_passes_on_unchanged
         fields = dataclasses.fields(kind)
         event = kind(*[None] * len(fields))
         assert not hasattr(event, "__dict__")  # slots: small
-        for field in fields[:1]:
-            with pytest.raises(dataclasses.FrozenInstanceError):
-                setattr(event, field.name, 1)
+        # Not frozen (a frozen one costs about three times as much to build, and a skill call builds one):
+        # compared by identity, so no observer can take two events with equal fields for one.
+        assert event != kind(*[None] * len(fields))
         fan.on(event)
     assert [type(e) for e in heard.heard] == kinds
     assert [type(e) for e in prints.got] == [events.Printed]  # the fan-out gave it only what it hears

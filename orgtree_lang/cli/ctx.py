@@ -145,8 +145,10 @@ def command_add(args) -> int:
     large = sum(Path(f).stat().st_size for f in args.files if Path(f).is_file()) >= LARGE_INPUT
     reader, summarizer = _reader(args, required=False)
     with _memory(args, vectors=not args.keyword_only) as memory:
-        for name in args.files:
-            doc = memory.add_file(name, tags=args.tags, progress=ProgressBar(f"indexing {name}") if large else None)
+        # One transaction for all the files (Memory.add_all): a folder of files is one durable commit.
+        label = args.files[0] if len(args.files) == 1 else f"{len(args.files)} files"
+        docs = memory.add_files(args.files, tags=args.tags, progress=ProgressBar(f"indexing {label}") if large else None)
+        for name, doc in zip(args.files, docs):
             pieces = len(memory.store.children(doc.id))
             print(f"#{doc.id}  {name}  {doc.end} bytes  {pieces} pieces")
             if reader is not None:

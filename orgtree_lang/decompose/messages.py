@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from orgtree_lang.decompose.evidence import Evidence
+from orgtree_lang.decompose.repair import repair
+from orgtree_lang.decompose.spec import spec_hash
 from orgtree_lang.org.block_node import KINDS, BlockNode, MessageView
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.vm import events
@@ -240,11 +243,11 @@ def _message_model(decomposer, settings: MessageSettings):
 
 
 def replanned(decomposer, block, saved, replan, count: int):
-    """Re-plan: the module for `block` written again with the message as evidence (reviewed and saved as any
-    writing), compiled; (saved module, program). Bounded by `[org] max_replans`."""
+    """Re-plan: the module for `block` revised with the message as evidence, through the same path as a repair on
+    real data (decompose/repair.py): its versions kept, the block's inputs a binding case, the revision reviewed and
+    simulated; compiled, and run by later reaches of the block. (saved module, program). Bounded by `[org]
+    max_replans`; the writing's own `[decompose] max_repairs` bounds its invalid answers."""
     from orgtree_lang.compile.api import compile_source
-    from orgtree_lang.decompose.spec import spec_hash
-    from orgtree_lang.decompose.writing import write_module
     from orgtree_lang.models.base import ModelError
     from orgtree_lang.review.errors import ReviewError
 
@@ -258,18 +261,20 @@ def replanned(decomposer, block, saved, replan, count: int):
                                hint=f"read the module ({saved.path}) and the message; fix the module, or raise "
                                     "[org] max_replans in orgtree.toml")
     block.note(f"re-planning ({count} of {limit}): {replan.why or replan.evidence}"[:200])
-    evidence = (f"## New evidence from a run\nA module for this step ran, and the step's node decided that it must be "
-                f"revised because of {replan.evidence}\n" + (f"Why: {replan.why}\n" if replan.why else "") +
-                f"The module was:\n```pipe\n{saved.body.strip()}\n```\nWrite the module again so that it does the "
-                "step in the light of this evidence.")
-    author, reviewer = decomposer._metered(block)
-    digest = spec_hash(spec)
+    what = f"the step's node decided to re-plan on {replan.evidence}" + (f"\nIts reason: {replan.why}" if replan.why
+                                                                          else "")
     try:
-        revised = write_module(decomposer, spec, block.inputs, digest, author, reviewer, block, [], evidence=evidence)
+        revised = repair(decomposer, block, Evidence("message", what, dict(block.inputs)),
+                         key=f"{block.node}:replan-{count}", saved=saved)
     except (ModelError, ReviewError) as err:
         raise PipeRuntimeError(f"ambiguous block `{spec.name}`: re-planning: {err}", kind="ambiguous",
                                catchable=False, hint=getattr(err, "hint", None)) from err
+    except PipeRuntimeError as err:
+        if err.kind in ("model", "budget", "decision"):
+            raise
+        raise PipeRuntimeError(f"ambiguous block `{spec.name}`: re-planning on {replan.evidence}: {err.message}",
+                               kind="ambiguous", catchable=False, hint=err.hint) from err
     program = compile_source(revised.text, str(revised.path), decomposer.registry).program
-    decomposer._programs[digest] = (revised, program)
+    decomposer.remember(spec_hash(spec), revised, program)
     block.note(f"re-planned: {revised.path}")
     return revised, program

@@ -27,9 +27,12 @@ class RunAgents:
 
     on = True
 
-    def __init__(self, model: Callable[[], Any], workspace: Path | None = None) -> None:
+    def __init__(self, model: Callable[[], Any], workspace: Path | None = None,
+                 reviewer: Callable[[], Any] | None = None) -> None:
         self._model = model
-        self.workspace = workspace  # where an ignored message's note goes (the scratchpad); None: nowhere
+        # Where the agents take their turns and an ignored message's note goes (the scratchpad); None: nowhere.
+        self.workspace = workspace
+        self._reviewer = reviewer  # the insights they offer are reviewed by it; None: none are taken
 
     @classmethod
     def for_run(cls, models, config, workspace: Path | None = None) -> RunAgents | None:
@@ -48,17 +51,33 @@ class RunAgents:
                     built.append(model_from_spec(spec))
                 return built[0]
 
-            return cls(named, workspace)
+            return cls(named, workspace, models.reviewer if models is not None and models.configured else None)
         if models is None or not models.configured:
             return None
-        return cls(models.author, workspace)
+        return cls(models.author, workspace, models.reviewer)
 
-    def pick_route(self, topic: str, body: str, routes: list[tuple[str, str]]) -> dict[str, Any]:
+    def _seated(self, model, agent: str, task: str, key: str | None):
+        """`model` taking `agent`'s turn on the scratchpad around its answer (memory/turn.py). The decision is one
+        journaled step, so the turn's read and note are inside it; its note is keyed by the step's key (a step run
+        again after a crash writes no second note)."""
+        if self.workspace is None:
+            return model
+        from orgtree_lang.memory.turn import agent_turns
+
+        journal = (lambda name, execute: execute(f"{key}:{name}")) if key else None
+        try:
+            reviewer = self._reviewer() if self._reviewer is not None else None
+        except Exception:  # noqa: BLE001 (no reviewer model can be built: the agent's insights are not taken)
+            reviewer = None
+        return agent_turns(model, agent, task, self.workspace, reviewer=reviewer, journal=journal)
+
+    def pick_route(self, topic: str, body: str, routes: list[tuple[str, str]],
+                   key: str | None = None) -> dict[str, Any]:
         """The route (`topic`, or None for none) a message to unknown `topic` means, with the tokens and cost spent:
         {"topic", "why", "tokens", "cost", "model"}. A PipeRuntimeError (kind `decision`) after one repair."""
         from orgtree_lang.models.base import Message, ModelError
 
-        model = self._model()
+        model = self._seated(self._model(), "message router", f"route messages sent to {topic}", key)
         listing = "\n".join(f'- "{name}": {doc}' for name, doc in routes)
         messages = [Message("system", SYSTEM.format(topic=topic, routes=listing)),
                     Message("user", f"The message sent to `{topic}`:\n{body}\n\nWhich route? One JSON object.")]
@@ -91,7 +110,7 @@ class RunAgents:
         from orgtree_lang.decompose.messages import checked_decision, described
         from orgtree_lang.models.base import Message, ModelError
 
-        model = self._model()
+        model = self._seated(self._model(), f"node {node}", f"{view.block} {doc or ''}", key)
         children = "\n".join(f"- {name}: {text}" for name, text in view.children) or "- (none running)"
         messages = [Message("system", NODE_SYSTEM.format(node=node, pipeline=view.block, above=view.above,
                                                          doc=" ".join((doc or "(no docstring)").split()))),

@@ -222,7 +222,8 @@ def simulate(text: str, file: str, spec: AmbiguousSpec, cases: list[Case], regis
             machine.start(name)
             machine.run()
         except PipeRuntimeError as err:
-            result.outcome = "inconclusive" if _sealed(err) or err.kind == "ambiguous" else "failed"
+            result.outcome = "inconclusive" if _sealed(err) or _to_block_node(err) or err.kind == "ambiguous" \
+                else "failed"
             if refusal_allowed(case, err):
                 result.outcome = "passed"
             result.error = err.message
@@ -239,6 +240,12 @@ def refusal_allowed(case: Case, err: PipeRuntimeError) -> bool:
     the spec may say to refuse such inputs (an unknown unit), and whether it does is the code reviewer's to judge,
     who reads the refusal in the evidence."""
     return case.source == "run" and case.fails is None and not case.outputs and err.kind == "fail"
+
+
+def _to_block_node(err: PipeRuntimeError) -> bool:
+    """`send parent` from the module's main: at run time it reaches the block's node, which a simulation has none of
+    (so, like a sealed skill, the case is not simulated past it)."""
+    return err.kind == "send" and "it has no parent" in err.message
 
 
 def _sealed(err: PipeRuntimeError) -> bool:

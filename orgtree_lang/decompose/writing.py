@@ -60,7 +60,7 @@ def write_module(decomposer, spec: AmbiguousSpec, inputs: dict[str, Any], digest
     budget = int(window * settings.context_share)
     # The big inputs' views are summarized by the run's model (before the author is seated: not as its turn).
     summarizer = input_summarizer(block, author, decomposer.workspace)
-    seed = 0
+    seed, unseated = 0, author
     if settings.protocol:
         # The pad and the insights take shares of the window of their own (15% and 10%), next to the request's.
         author, reviewer = seated(author, reviewer, spec, block, decomposer.workspace)
@@ -140,7 +140,9 @@ def write_module(decomposer, spec: AmbiguousSpec, inputs: dict[str, Any], digest
             try:
                 outcome = review(flow.artifact(body), settings.max_review_rounds)
             except ReviewError as failed:
-                judges = judges_for(author, decomposer.parent_author, decomposer.human_for(block))
+                # The parent's author rules as an agent of its own (its turn on the pad), not as this block's author.
+                judge = decomposer.agent(block, "escalation judge", unseated)
+                judges = judges_for(judge, decomposer.parent_author, decomposer.human_for(block))
                 if not failed.open_concerns or failed.outcome is None or not judges:
                     raise
                 outcome, trail = escalate(failed, judges, subject=subject, ledger=ledger,

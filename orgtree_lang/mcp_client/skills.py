@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from orgtree_lang.mcp_client.contents import content_value
 from orgtree_lang.mcp_client.settings import ServerSpec
 from orgtree_lang.runtime.errors import SkillError
 from orgtree_lang.runtime.skills import MISSING, Param, Skill
-from orgtree_lang.runtime.values import conforms
+from orgtree_lang.runtime.records import RecordTypes
+from orgtree_lang.runtime.values import conforms, to_plain
 from orgtree_lang.syntax import types as T
 from orgtree_lang.syntax.types import PipeType
 
@@ -43,12 +45,21 @@ def pipe_type(schema: Any) -> PipeType:
         return _SCALARS[kind]
     if kind == "array":
         return T.list_of(pipe_type(schema.get("items")))
+    if kind == "object" and schema.get("title") == "bytes" and "base64" in (schema.get("properties") or {}):
+        return T.BYTES  # runtime/skill_spec.py json_schema: a bytes value of `pipe mcp serve` (or any server)
     if kind == "object":
         extra = schema.get("additionalProperties")
         return T.dict_of(pipe_type(extra) if isinstance(extra, dict) and not schema.get("properties") else T.ANY)
     if "enum" in schema and all(isinstance(v, str) for v in schema["enum"]):
         return T.STR
     return T.ANY
+
+
+def _parts(ptype: PipeType):
+    """`ptype` and the types inside it (list items, dict values, the inner type of `T?`)."""
+    while ptype is not None:
+        yield ptype
+        ptype = ptype.arg
 
 
 def _wrapped_result(schema: Any) -> Any:
@@ -164,7 +175,7 @@ class McpServerSkills:
         params.sort(key=lambda p: not p.required)  # .pipe, like Python, lists required parameters first
         wrapped = _wrapped_result(tool.output_schema)
         if tool.output_schema is None:
-            returns = T.STR
+            returns = T.ANY  # its text, or the bytes of its images and resources (mcp_client/contents.py)
         else:
             returns = pipe_type(wrapped if wrapped is not None else tool.output_schema)
         name = f"{self.spec.namespace}.{short_name or pipe_name(tool.name)}"
@@ -176,9 +187,11 @@ class McpServerSkills:
         connection, tool_name, skill_name = self.connection, tool.name, name
 
         def call(**arguments: Any) -> Any:
-            sent = {k: v for k, v in arguments.items() if not (k in omitted and v is None)}
+            # Plain JSON on the wire: records as their fields, bytes values as {media_type, size, sha256, base64}.
+            sent = {k: to_plain(v) for k, v in arguments.items() if not (k in omitted and v is None)}
             result = connection.call(tool_name, sent)
-            return _value(skill_name, result, tool.output_schema is not None, wrapped is not None)
+            value = _value(skill_name, result, tool.output_schema is not None, wrapped is not None)
+            return RecordTypes({}).from_plain(value, returns) if T.BYTES in _parts(returns) else value
 
         return Skill(name=name, description=description, params=tuple(params), returns=returns,
                      returns_doc="", pure=False, func=call, origin=f"mcp server {self.spec.name}",
@@ -248,7 +261,7 @@ def _warn(message: str) -> None:
 def _value(skill: str, result, structured: bool, wrapped: bool) -> Any:
     """What a tool call gives the program: its structured content when it declares an output schema (the
     `result` inside it when that only wraps one value), else its text; an error result is a SkillError."""
-    texts = [block.text for block in result.content if getattr(block, "type", None) == "text"]
+    texts = [getattr(block, "text", "") or "" for block in result.content if getattr(block, "type", None) == "text"]
     if result.is_error:
         message = "\n".join(texts).strip() or "no message"
         raise SkillError(f"{skill}: the tool failed: {message}",
@@ -261,7 +274,7 @@ def _value(skill: str, result, structured: bool, wrapped: bool) -> Any:
             except ValueError:
                 content = texts[0]
         return content.get("result") if wrapped and isinstance(content, dict) else content
-    return "\n".join(texts)
+    return content_value(skill, result.content)
 
 
 def add_servers(registry, root: Path | str, *, offline: bool = False, config=None) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from orgtree_lang.runtime.errors import UsageError
 from orgtree_lang.runtime.skills import json_schema
-from orgtree_lang.runtime.values import to_plain
+from orgtree_lang.runtime.values import bytes_values, to_plain
 
 _NOT_A_NAME = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -36,6 +36,7 @@ class ToolOutcome:
     run_id: str | None
     result: Any = None
     error: str | None = None
+    artifacts: list = field(default_factory=list)  # the bytes values of the result, in order (runtime/artifacts.py)
 
 
 def pipeline_tools(root: Path, registry, refs: list[str], *, learned: bool = True, budget=None) -> list[ExposedTool]:
@@ -154,7 +155,7 @@ def run_tool(tool: ExposedTool, arguments: dict[str, Any], root: Path, registry,
     if state.status == "waiting":
         return ToolOutcome(run_id, error=f"run {run_id} waits for a person's answer: answer it with `pipe reply`, "
                                          f"then `pipe resume {run_id}` finishes it")
-    return ToolOutcome(run_id, to_plain(state.result))
+    return ToolOutcome(run_id, to_plain(state.result), artifacts=bytes_values(state.result))
 
 
 def _message(err, tool: ExposedTool) -> str:

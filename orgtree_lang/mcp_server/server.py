@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from orgtree_lang.mcp_server.catalog import ExposedTool, run_tool
+from orgtree_lang.runtime.values import display, to_plain
 
 SERVER_NAME = "orgtree"
 
@@ -38,12 +39,28 @@ def build_server(tools: list[ExposedTool], root: Path, registry, options=None):
         meta = {"orgtree/run_id": outcome.run_id} if outcome.run_id else None
         if outcome.error is not None:
             return _error(outcome.error, meta)
-        text = outcome.result if isinstance(outcome.result, str) else json.dumps(outcome.result, ensure_ascii=False)
-        return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
-                                    structured_content={"result": outcome.result}, meta=meta)
+        if isinstance(outcome.result, str):
+            text = outcome.result
+        elif len(outcome.artifacts) == 1 and outcome.result == to_plain(outcome.artifacts[0]):
+            text = display(outcome.artifacts[0])  # the data is in the image or resource block, not again in text
+        else:
+            text = json.dumps(outcome.result, ensure_ascii=False)
+        content = [types.TextContent(type="text", text=text), *map(_content_block, outcome.artifacts)]
+        return types.CallToolResult(content=content, structured_content={"result": outcome.result}, meta=meta)
 
     return Server(SERVER_NAME, version=__version__, on_list_tools=list_tools, on_call_tool=call_tool,
                   instructions="Tools are .pipe pipelines; each call is a durable run (`pipe runs`, `pipe tree`).")
+
+
+def _content_block(value):
+    """A bytes value of the result as MCP content: an image for image/*, else an embedded blob resource named by its
+    hash (`orgtree://blobs/SHA256`)."""
+    import mcp_types as types
+
+    if value.is_image:
+        return types.ImageContent(type="image", data=value.base64, mime_type=value.media_type)
+    return types.EmbeddedResource(type="resource", resource=types.BlobResourceContents(
+        uri=f"orgtree://blobs/{value.sha256}", mime_type=value.media_type, blob=value.base64))
 
 
 def _error(message: str, meta: dict | None = None):

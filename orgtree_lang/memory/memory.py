@@ -93,55 +93,62 @@ class Memory:
 
     def add(self, text: str, name: str = "", tags: Iterable[str] = (), progress: Progress | None = None) -> Node:
         """Store a text as a document cut into pieces (all indexed); adding the same name and text again is a no-op."""
-        if not isinstance(text, str):
-            raise MemoryInputError(f"a document is text (str), got {type(text).__name__}"
-                                   + (f" for {name}" if name else ""))
-        if not text.strip():
-            raise MemoryInputError(f"the document {name or '(unnamed)'} is empty; there is nothing to remember")
-        data = text.encode("utf-8")
-        digest = hashlib.sha256(data).hexdigest()
-        key = f"document:{name}:{digest}"
-        existing = self.store.by_key(key)
-        if existing is not None:
-            return existing
-        self._ready()
-        tokenizer = Tokenizer(PIECE_MODEL)
-        ranges = split_document(text, PIECE_TOKENS, tokenizer)
+        return self.add_all([(name, text)], tags, progress)[0]
+
+    def add_all(self, documents: Iterable[tuple[str, str]], tags: Iterable[str] = (),
+                progress: Progress | None = None) -> list[Node]:
+        """`add` of each (name, text), all in one transaction, their blobs written side by side (`pipe ctx add` of
+        several files): one durable commit for the lot, where an add each made one per document."""
         tags = tuple(sorted(set(tags)))
+        tokenizer = Tokenizer(PIECE_MODEL)
+        out: list[Node | None] = []
+        keys: list[str] = []
+        new: dict[str, tuple[int, str, bytes, str, list[tuple[int, int, int]]]] = {}  # key -> (place, name, ...)
+        for name, text in documents:
+            if not isinstance(text, str):
+                raise MemoryInputError(f"a document is text (str), got {type(text).__name__}"
+                                       + (f" for {name}" if name else ""))
+            if not text.strip():
+                raise MemoryInputError(f"the document {name or '(unnamed)'} is empty; there is nothing to remember")
+            data = text.encode("utf-8")
+            digest = hashlib.sha256(data).hexdigest()
+            key = f"document:{name}:{digest}"
+            keys.append(key)
+            out.append(self.store.by_key(key))
+            if out[-1] is None and key not in new:
+                new[key] = (len(out) - 1, name, data, digest, split_document(text, PIECE_TOKENS, tokenizer))
+        if not new:
+            return out
+        self._ready()
+        pieces: list[Node] = []
         with self.store.write() as db:
-            # Checked again inside the transaction: another process or thread may have added it meanwhile. The
-            # blob is written in here too, so a concurrent delete of the same text cannot remove it under us.
-            existing = self.store.by_key(key)
-            if existing is not None:
-                return existing
-            self.blobs.put(data)
-            doc = self.store.insert(db, "document", 0, digest, 0, len(data), sum(r[2] for r in ranges), key,
-                                    name=name, tags=tags)
-            pieces = [self.store.insert(db, "piece", 0, digest, start, end, tokens,
-                                        f"piece:{doc.id}:{start}:{end}", document=doc.id, covers={doc.id})
-                      for start, end, tokens in ranges]
-            db.executemany("INSERT INTO memory_edges (parent, position, child) VALUES (?, ?, ?)",
-                           [(doc.id, i, p.id) for i, p in enumerate(pieces)])
-            self.store.bump(db)
+            # The blobs are written in here, so a concurrent delete of the same text cannot remove them under us.
+            self.blobs.put_many([item[2] for item in new.values()])
+            for key, (place, name, data, digest, ranges) in new.items():
+                # Checked again inside the transaction: another process or thread may have added it meanwhile.
+                doc = self.store.by_key(key)
+                if doc is None:
+                    doc = self.store.insert(db, "document", 0, digest, 0, len(data), sum(r[2] for r in ranges), key,
+                                            name=name, tags=tags)
+                    pieces += self.store.insert_pieces(db, doc, ranges)
+                out[place] = doc
+            if pieces:
+                self.store.bump(db)
         self._indexed(pieces, progress)
-        return doc
+        # A text given twice under one name is the node made for its first place.
+        return [node if node is not None else out[new[key][0]] for node, key in zip(out, keys)]
 
     def add_file(self, path: Path | str, name: str | None = None, tags: Iterable[str] = (),
                  progress: Progress | None = None) -> Node:
         """Add a UTF-8 text file; a binary or undecodable file is refused with its name and the first bad byte."""
-        path = Path(path)
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise MemoryInputError(f"cannot read {path}: {exc.strerror or exc}") from None
-        if b"\0" in data[:8192]:
-            raise MemoryInputError(f"{path} looks binary (it has NUL bytes); only text files can be added")
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise MemoryInputError(f"{path} is not UTF-8 text: byte {exc.start} is {data[exc.start]:#04x}; "
-                                   f"convert it first (e.g. iconv -t utf-8)") from None
-        return self.add(text, name=str(path) if name is None else name, tags=tags, progress=progress)
+        return self.add_files([path], None if name is None else [name], tags, progress)[0]
+
+    def add_files(self, paths: Iterable[Path | str], names: Iterable[str] | None = None, tags: Iterable[str] = (),
+                  progress: Progress | None = None) -> list[Node]:
+        """`add_file` of each, in one `add_all`; a file that cannot be read refuses them all, before anything is added."""
+        paths = [Path(p) for p in paths]
+        names = [str(p) for p in paths] if names is None else list(names)
+        return self.add_all([(name, _file_text(path)) for name, path in zip(names, paths)], tags, progress)
 
     def pieces(self, doc: Node, limit: int, tokenizer: Tokenizer) -> list[Node]:
         """A document's pieces, each at most `limit` tokens (a larger piece is cut further, once, and kept)."""
@@ -158,12 +165,8 @@ class Memory:
             text = self.text(piece)
             ranges = split_document(text, limit, tokenizer)
             with self.store.write() as db:
-                smaller = [self.store.insert(db, "piece", 0, piece.blob, piece.start + a, piece.start + b, tokens,
-                                             f"piece:{piece.document}:{piece.start + a}:{piece.start + b}",
-                                             document=piece.document, covers={piece.document})
-                           for a, b, tokens in ranges]
-                db.executemany("INSERT INTO memory_edges (parent, position, child) VALUES (?, ?, ?)",
-                               [(piece.id, i, p.id) for i, p in enumerate(smaller)])
+                smaller = self.store.insert_pieces(db, piece, [(piece.start + a, piece.start + b, tokens)
+                                                               for a, b, tokens in ranges])
                 self.store.bump(db)
             self._indexed(smaller)
         out: list[Node] = []
@@ -248,6 +251,21 @@ class Memory:
     def _indexed(self, nodes: list[Node], progress: Progress | None = None) -> None:
         if self.indexing and nodes:
             self.search_index().add(nodes, progress)
+
+
+def _file_text(path: Path) -> str:
+    """A UTF-8 text file's text; a binary or undecodable file is refused with its name and the first bad byte."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise MemoryInputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if b"\0" in data[:8192]:
+        raise MemoryInputError(f"{path} looks binary (it has NUL bytes); only text files can be added")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MemoryInputError(f"{path} is not UTF-8 text: byte {exc.start} is {data[exc.start]:#04x}; "
+                               f"convert it first (e.g. iconv -t utf-8)") from None
 
 
 def fit(documents: Iterable[Node | int | str], model: object, share: float = 0.25, *, memory: Memory | None = None,

@@ -68,6 +68,23 @@ class NodeStore:
         db.executemany("INSERT INTO memory_covers (node, document) VALUES (?, ?)", [(node_id, d) for d in covers])
         return Node(node_id, kind, level, blob, start, end, tokens, document, name, tuple(tags))
 
+    def insert_pieces(self, db: sqlite3.Connection, parent: Node, ranges: list[tuple[int, int, int]]) -> list[Node]:
+        """Inside a write: the pieces (byte start, byte end, tokens) of `parent`'s blob, in order, as `parent`'s
+        children (a document's, or a piece cut smaller), each covering the document: a statement per table."""
+        document, blob, now = parent.document, parent.blob, time.time()
+        db.executemany("INSERT INTO memory_nodes (kind, level, blob, start, end, tokens, document, name, tags, key, "
+                       "created) VALUES ('piece', 0, ?, ?, ?, ?, ?, '', '[]', ?, ?)",
+                       [(blob, start, end, tokens, document, f"piece:{document}:{start}:{end}", now)
+                        for start, end, tokens in ranges])
+        # The write holds the database's only write lock: the rows just inserted are the last ids, in order.
+        last = db.execute("SELECT last_insert_rowid()").fetchone()[0]
+        ids = range(last - len(ranges) + 1, last + 1)
+        db.executemany("INSERT INTO memory_edges (parent, position, child) VALUES (?, ?, ?)",
+                       [(parent.id, i, child) for i, child in enumerate(ids)])
+        db.executemany("INSERT INTO memory_covers (node, document) VALUES (?, ?)", [(child, document) for child in ids])
+        return [Node(child, "piece", 0, blob, start, end, tokens, document, "", ())
+                for child, (start, end, tokens) in zip(ids, ranges)]
+
     def get(self, node_id: int) -> Node | None:
         row = self.db.execute(f"SELECT {_NODE_COLUMNS} FROM memory_nodes WHERE id = ?", (node_id,)).fetchone()
         return _node(row) if row else None

@@ -146,10 +146,9 @@ class TreeBuilder:
                 self._cache_text(missing[index], raw)
 
             texts = summarize_many(self.summarizer, [w[2] for w in missing], self.target, self.tokenizer, keep)
-            for item, raw in zip(missing, texts):
-                self._cache_text(item, raw)
-        for place, group, _source, cache_key in wanted:
-            out[place] = self._insert(group, cache_key, fresh)
+            self._cache_texts(list(zip(missing, texts)))
+        if wanted:
+            self._insert_all([(place, group, key) for place, group, _source, key in wanted], out, fresh)
         return out
 
     def _node_key(self, group: list[Node]) -> str:
@@ -157,27 +156,40 @@ class TreeBuilder:
 
     def _cache_text(self, item: tuple[int, list[Node], str, str], raw: str) -> None:
         """Cut a summary to its target and keep it in the text cache (an empty answer keeps the source's start)."""
-        _place, _group, source, cache_key = item
-        if self.memory.store.cached_summary(cache_key) is not None:
-            return
-        text = fit_to(raw, self.target, self.tokenizer) if raw.strip() else fit_to(source, self.target, self.tokenizer)
-        blob = self.memory.blobs.put(text.encode("utf-8"))
-        with self.memory.store.write() as db:
-            self.memory.store.cache_summary(db, cache_key, blob, self.tokenizer.count(text))
-        self.summarized += 1
+        self._cache_texts([(item, raw)])
 
-    def _insert(self, group: list[Node], cache_key: str, fresh: list[Node]) -> Node:
-        blob, tokens = self.memory.store.cached_summary(cache_key)
-        size = len(self.memory.blobs.read(blob))
-        covers: set[int] = set()
-        for n in group:
-            covers.update(self.memory.store.covered_documents(n.id))
+    def _cache_texts(self, answers: list[tuple[tuple[int, list[Node], str, str], str]]) -> None:
+        """`_cache_text` of each (item, answer) not cached yet, in one transaction, their blobs written side by side."""
+        rows = []
+        for (_place, _group, source, cache_key), raw in answers:
+            if self.memory.store.cached_summary(cache_key) is None:
+                text = fit_to(raw if raw.strip() else source, self.target, self.tokenizer)
+                rows.append((cache_key, text.encode("utf-8"), self.tokenizer.count(text)))
+        if not rows:
+            return
+        blobs = self.memory.blobs.put_many([data for _key, data, _tokens in rows])
         with self.memory.store.write() as db:
-            node = self.memory.store.insert(db, "summary", 1 + max(n.level for n in group), blob, 0, size, tokens,
-                                            self._node_key(group), children=[n.id for n in group], covers=covers)
-            self.memory.store.bump(db)
-        fresh.append(node)
-        return node
+            for (cache_key, _data, tokens), blob in zip(rows, blobs):
+                self.memory.store.cache_summary(db, cache_key, blob, tokens)
+        self.summarized += len(rows)
+
+    def _insert_all(self, wanted: list[tuple[int, list[Node], str]], out: list[Node | None], fresh: list[Node]) -> None:
+        """A summary node over each group (place in `out`, group, cache key), all in one transaction."""
+        store = self.memory.store
+        made = []
+        for place, group, cache_key in wanted:
+            blob, tokens = store.cached_summary(cache_key)
+            covers: set[int] = set()
+            for n in group:
+                covers.update(store.covered_documents(n.id))
+            made.append((place, group, blob, self.memory.blobs.path(blob).stat().st_size, tokens, covers))
+        with store.write() as db:
+            for place, group, blob, size, tokens, covers in made:
+                node = store.insert(db, "summary", 1 + max(n.level for n in group), blob, 0, size, tokens,
+                                    self._node_key(group), children=[n.id for n in group], covers=covers)
+                out[place] = node
+                fresh.append(node)
+            store.bump(db)
 
 
 def split_document(text: str, limit: int, tokenizer: Tokenizer) -> list[tuple[int, int, int]]:

@@ -31,13 +31,19 @@ class ModelError(PipeError):
 
 @dataclass(frozen=True)
 class Message:
-    """One chat message: role is "system", "user" or "assistant"."""
+    """One chat message: role is "system", "user" or "assistant"; a user message may show images (bytes values
+    with an image/* media type, runtime/artifacts.py), sent after its text as OpenAI `image_url` content parts."""
 
     role: str
     content: str
+    images: tuple = ()
 
-    def to_dict(self) -> dict[str, str]:
-        return {"role": self.role, "content": self.content}
+    def to_dict(self) -> dict[str, Any]:
+        if not self.images:
+            return {"role": self.role, "content": self.content}
+        parts: list[dict[str, Any]] = [{"type": "text", "text": self.content}]
+        parts += [{"type": "image_url", "image_url": {"url": image.data_url()}} for image in self.images]
+        return {"role": self.role, "content": parts}
 
 
 @dataclass(frozen=True)

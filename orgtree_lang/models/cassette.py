@@ -24,7 +24,9 @@ CASSETTE_VERSION = 1
 
 def request_hash(messages: list[Message]) -> str:
     """A stable hash of a request's messages (role and content, in order)."""
-    canonical = json.dumps([[m.role, m.content] for m in messages], ensure_ascii=False, separators=(",", ":"))
+    # An image counts by its hash and media type; messages without images keep the key they always had.
+    canonical = json.dumps([[m.role, m.content, *([[i.media_type, i.sha256] for i in m.images] if m.images else [])]
+                            for m in messages], ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
 

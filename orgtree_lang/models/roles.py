@@ -115,7 +115,7 @@ class RunModels:
 
     def ask(self, skill: str, system: str, prompt: str, *, schema: type | None = None,
             check: Callable[[Completion], tuple[Any, str | None]] | None = None, retries: int = 1,
-            spend: Any = None) -> Any:
+            spend: Any = None, images: tuple = ()) -> Any:
         """One answer from the author model for the skill named `skill`, in a fresh conversation.
 
         With `schema` (a pydantic class) the answer is validated into `.parsed`. `check(completion)` returns
@@ -123,7 +123,8 @@ class RunModels:
         same conversation up to `retries` times, then raised as SkillError("<skill>: ..."). Any other model
         failure is a SkillError with the model layer's message and hint. Returns check's value, else the
         parsed object (with a schema) or the text. `spend` (the skill context's ModelSpend) checks each call
-        against the run tree's token and cost budgets and charges it.
+        against the run tree's token and cost budgets and charges it. `images` (bytes values of image/* types) are
+        shown to the model with the prompt.
         """
         try:
             model = self.author()
@@ -136,7 +137,7 @@ class RunModels:
 
             model = MeteredModel(model, spend=spend, what=skill)
         conversation = uuid.uuid4().hex
-        messages = [Message("system", system), Message("user", prompt)]
+        messages = [Message("system", system), Message("user", prompt, tuple(images))]
         problem = ""
         for _attempt in range(retries + 1):
             try:

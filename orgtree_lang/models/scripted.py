@@ -12,6 +12,8 @@ from typing import Any
 from orgtree_lang.models.base import Completion, Message, Model, ModelError, Usage, first_line, last_user_text
 from orgtree_lang.models.tokens import count_tokens
 
+IMAGE_TOKENS = 85
+
 RULE_KEYS = {"role", "match", "reply", "replies", "repeat"}
 MATCH_KEYS = {"contains", "regex"}
 
@@ -137,7 +139,8 @@ class ScriptedModel(Model):
             reply = rule.next_reply()
             self.calls += 1
             number = self.calls
-        prompt = sum(count_tokens(m.content) for m in messages)
+        # An image counts as OpenAI's low-detail image does: 85 tokens.
+        prompt = sum(count_tokens(m.content) + IMAGE_TOKENS * len(m.images) for m in messages)
         usage = Usage(prompt_tokens=prompt, completion_tokens=count_tokens(reply))
         return Completion(text=reply, usage=usage, model=self.name,
                           conversation_id=conversation_id or f"{self.name}#{number}", scripted=True)

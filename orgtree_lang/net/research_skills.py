@@ -1,6 +1,8 @@
-"""The research agent's judgment steps, skills for stdlib/research.pipe: questions in, a plan out (research.plan); a text
-and a question in, whether it answers it and which links to follow out (research.judge); an empirical question in,
-code to run in the sandbox out (research.experiment).
+"""The research agent's skills: questions in, a plan out (research.plan); a text and a question in, whether it answers
+it and which links to follow out (research.judge); an empirical question in, code to run in the sandbox out
+(research.experiment); a task in, the agent's read of the scratchpad out (research.read, a journaled step of its own
+that the others take as `read=`); and questions in, findings out (research.ask: stdlib/research.pipe, which the
+others are the steps of, as one skill a program calls).
 
 With a model configured for the run each is the author model's answer, taken as the agent `research agent`'s turn
 on the scratchpad (memory/turn.py: it reads the pad and the relevant insights first, writes its note after, and the
@@ -14,10 +16,11 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any
+from typing import Any, Callable
 
 from orgtree_lang.memory.skills import summarizer_of
 from orgtree_lang.memory.summarize import content_words
+from orgtree_lang.net.research_ask import run_research
 from orgtree_lang.runtime.errors import SkillError
 from orgtree_lang.runtime.skills import SkillContext, skill
 
@@ -68,8 +71,12 @@ answers it. It runs in a sandbox with no network and a private scratch folder, w
 tools. Answer with one JSON object: {"language": "python", "source": "..."}"""
 
 
-def _model(ctx: SkillContext, task: str):
-    """The run's author model as the research agent (its turn taken around each answer), metered; None offline."""
+def _model(ctx: SkillContext, task: str, read: dict[str, Any] | None = None):
+    """The run's author model as the research agent (its turn taken around each answer), metered; None offline.
+
+    `read` is what research.read returned for this step (a journaled skill call of its own): the turn uses it
+    instead of reading the pad again. The note and the insights are keyed by the call's idempotency key, so a
+    resumed call that was in flight writes no second note and proposes no insight twice."""
     models = getattr(ctx, "models", None)
     if models is None or not getattr(models, "configured", False):
         return None
@@ -83,7 +90,38 @@ def _model(ctx: SkillContext, task: str):
         reviewer = models.reviewer()
     except Exception:  # no reviewer model: the agent's insights are not taken
         reviewer = None
-    return agent_turns(model, AGENT, task, ctx.workspace.root, reviewer=reviewer)
+    key = ctx.idempotency_key
+
+    def journal(name: str, execute):
+        if name == f"{AGENT}: read" and read and "seed" in read:
+            return dict(read)
+        return execute(f"{key}:{name}" if key else None)
+
+    return agent_turns(model, AGENT, task, ctx.workspace.root, reviewer=reviewer, journal=journal)
+
+
+@skill("research.read", slow=True)
+def read(ctx: SkillContext, task: str) -> dict[str, Any]:
+    """What the research agent reads before a step on `task`: the scratchpad and the insights relevant to it, within
+    their shares of its model's window (docs/scratchpad.md, "An agent's turn").
+
+    A skill call of its own, so a durable run journals the read: a resume or replay does not read again (nor ask a
+    summarizer), and the step it is passed to (`read=` of research.plan, research.judge, research.experiment)
+    sees what was read then. Without it those steps read for themselves.
+
+    Args:
+        task: What the agent is about to work on (the question, or the questions being planned).
+
+    Returns:
+        The read (`seed`, the text added to the agent's instructions, and what it was made of); an empty dict when
+        no model is configured (offline there is no turn).
+    """
+    from orgtree_lang.memory.turn import read_turn
+
+    agent = _model(ctx, task)
+    if agent is None:
+        return {}
+    return read_turn(agent.seat, agent.model.name, agent.model)
 
 
 def _ask(model, system: str, prompt: str, schema: str, what: str):
@@ -103,7 +141,7 @@ def _words(text: str) -> set[str]:
 
 
 @skill("research.plan", slow=True)
-def plan(ctx: SkillContext, questions: list[str]) -> list[dict[str, Any]]:
+def plan(ctx: SkillContext, questions: list[str], read: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """A research plan for each question: whether it is a lookup or empirical, and the searches to try.
 
     With a model configured the run's author model plans, as the research agent; without one every question is a
@@ -111,12 +149,13 @@ def plan(ctx: SkillContext, questions: list[str]) -> list[dict[str, Any]]:
 
     Args:
         questions: The questions to research.
+        read: What research.read returned for them (the agent's journaled read); default: read now.
 
     Returns:
         One dict per question, in order: `question`, `kind` ("lookup" or "empirical") and `queries` (best first).
     """
     questions = [q for q in questions if q.strip()]
-    model = _model(ctx, " ".join(questions))
+    model = _model(ctx, " ".join(questions), read)
     if model is not None and questions:
         asked = _ask(model, PLAN_PROMPT, "\n".join(f"- {q}" for q in questions), "plan", "research.plan")
         by_question = {p.question.strip(): p for p in asked.plan}
@@ -132,7 +171,7 @@ def plan(ctx: SkillContext, questions: list[str]) -> list[dict[str, Any]]:
 
 @skill("research.judge", slow=True)
 def judge(ctx: SkillContext, question: str, text: str, source: str, links: list[str] | None = None,
-          kind: str = "text") -> dict[str, Any]:
+          kind: str = "text", read: dict[str, Any] | None = None) -> dict[str, Any]:
     """Whether a text (a memory passage, a web page, an experiment's output) answers a research question.
 
     With a model configured the research agent reads the text through the context tree (a quarter of its window:
@@ -146,12 +185,13 @@ def judge(ctx: SkillContext, question: str, text: str, source: str, links: list[
         links: The text's links (absolute URLs) the research may follow next.
         kind: "text" (read about the question) or "output" (what an experiment written for it printed; offline
             its whole output is the answer).
+        read: What research.read returned for the question (the agent's journaled read); default: read now.
 
     Returns:
         A dict with `relevant` (bool), `answer` (str, "" when none) and `follow` (up to three of `links`).
     """
     links = [link for link in (links or []) if link.strip()]
-    model = _model(ctx, question)
+    model = _model(ctx, question, read)
     if kind not in ("text", "output"):
         raise SkillError(f"research.judge: kind must be \"text\" or \"output\", got {kind!r}")
     if model is None or not text.strip():
@@ -184,7 +224,8 @@ def _judged_offline(question: str, text: str, links: list[str]) -> dict[str, Any
 
 
 @skill("research.experiment", slow=True)
-def experiment(ctx: SkillContext, question: str, known: str = "") -> dict[str, str]:
+def experiment(ctx: SkillContext, question: str, known: str = "",
+               read: dict[str, Any] | None = None) -> dict[str, str]:
     """The code of an experiment that answers an empirical question when run with code.run.
 
     With a model configured the research agent writes it; without one the question's own ```python (or sh) block
@@ -193,11 +234,12 @@ def experiment(ctx: SkillContext, question: str, known: str = "") -> dict[str, s
     Args:
         question: The empirical question.
         known: What the research found so far, for the agent to build on.
+        read: What research.read returned for the question (the agent's journaled read); default: read now.
 
     Returns:
         A dict with `language` (python, sh or bash) and `source` ("" when no experiment can be written).
     """
-    model = _model(ctx, question)
+    model = _model(ctx, question, read)
     if model is None:
         match = _CODE.search(question)
         return {"language": match.group(1), "source": match.group(2)} if match else {"language": "python",
@@ -207,3 +249,33 @@ def experiment(ctx: SkillContext, question: str, known: str = "") -> dict[str, s
     language = written.language if written.language in ("python", "sh", "bash") else "python"
     return {"language": language, "source": written.source}
 
+
+def ask_skill(registry) -> Callable:
+    """research.ask for `registry` (stdlib.register adds it last): its calls compile the research module with the
+    skills of that registry, which the module's `use` lines name."""
+
+    @skill("research.ask", slow=True)
+    def ask(ctx: SkillContext, questions: list[str], web: bool = True, max_reads: int = 8) -> dict[str, Any]:
+        """Research questions with the research agent and answer with findings that cite their sources.
+
+        For each question the agent plans (a lookup or an experiment), searches the workspace memory and, with
+        `web`, the web provider of `[web]` (pages fetched within `[http] allow`), reads what it finds with the run's
+        model (offline: by word overlap), runs an experiment in the sandbox for an empirical question, and stops when
+        a source answers it or `max_reads` sources were read. Each finding is proposed as an insight and reviewed by
+        the run's review model before it joins the pool. The call is one journaled step of a durable run (a replay
+        asks no model), its model calls count against the run's --max-tokens / --max-cost, and the agent takes its
+        turns on the scratchpad as `research agent`.
+
+        Args:
+            questions: The questions to research.
+            web: Search the web provider too, when `[web] search` names one (else the workspace memory only).
+            max_reads: Sources read per question before it is given up.
+
+        Returns:
+            A dict with `findings` (one dict per answered question: `question`, `answer`, `source` (a URL, a
+            memory node or an experiment) and `insight`, the review's decision: accepted, rejected or "not
+            proposed: why") and `notes` (what could not be found or used).
+        """
+        return run_research(ctx, registry, questions, web, max_reads)
+
+    return ask

@@ -85,11 +85,11 @@ class Routing:
         node = f"{state.run_id}/{frame.node}"
         decision = f"{node}/route#{state.steps}"
 
-        def pick(_key: str | None) -> dict[str, Any]:
+        def pick(key: str | None) -> dict[str, Any]:
             if not on:
                 return {"topic": None, "off": True}  # run-time agents are off: the send fails as it always did
             machine.meter.check_model(machine.budget, what)
-            return agents.pick_route(topic, shown, candidates)
+            return agents.pick_route(topic, shown, candidates, key)
 
         if effects is None:
             chosen = pick(None)

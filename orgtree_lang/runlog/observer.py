@@ -91,14 +91,18 @@ class TreeObserver(RunObserver):
 
     @hearing(events.SkillCalled)
     def skill_called(self, event: events.SkillCalled) -> None:
+        # Heard once per skill call: the org tree's cost on a skill-heavy loop is mostly this method's.
+        state, outcome, spend = event.state, event.outcome, event.spend
         seconds = time.perf_counter() - event.started
-        tokens, cost = event.spend.take() if event.spend is not None else (0, 0.0)
-        parent = f"{event.state.run_id}/{event.frame.node}"
+        tokens, cost = spend.take() if spend is not None else (0, 0.0)
+        run_id, frame, name = state.run_id, event.frame, event.name
+        parent = f"{run_id}/{frame.node}"
+        args, kwargs = event.args, event.kwargs
+        inputs = _call_inputs(args, kwargs) if kwargs or len(args) != 1 else summarize(args[0], 80)
         self.recorder.skill_call(
-            f"{parent}/{event.name}#s{event.state.skill_calls}", event.state.run_id, parent, event.name,
-            event.frame.pipeline, _call_inputs(event.args, event.kwargs), time.time() - seconds,
-            round(seconds * 1000, 3), event.outcome,
-            summarize(event.result) if event.outcome == "ok" else "", event.failure, tokens, cost, detail=event.where)
+            f"{parent}/{name}#s{state.skill_calls}", run_id, parent, name, frame.pipeline, inputs,
+            time.time() - seconds, round(seconds * 1000, 3), outcome,
+            summarize(event.result) if outcome == "ok" else "", event.failure, tokens, cost, event.where)
 
     @hearing(events.BlockStarted)
     def block_started(self, event: events.BlockStarted) -> None:

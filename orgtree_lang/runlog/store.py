@@ -68,13 +68,14 @@ _GROUP_COLUMNS = "run_id, parent_id, name, kind, caller, calls"
 _CALL = itemgetter(0, 3, 7, 8, 9, 10, 11, 12, 13, 14, 15)  # id, seq, status, inputs, output, error,
                                                           # started_at, duration_ms, tokens, cost, detail
 _STARTED, _STATUS = itemgetter(11), itemgetter(7)
+_GROUP = itemgetter(1, 2, 4, 5, 6)  # run_id, parent_id, name, kind, caller
 
 
 def _grouped(rows: list[tuple]) -> list[tuple]:
     """Finished call rows (TreeNode field order) as tree_calls rows, one per caller node, name and kind."""
     groups: dict[tuple, list[tuple]] = {}
     for row in rows:
-        key = row[1], row[2], row[4], row[5], row[6]
+        key = _GROUP(row)
         found = groups.get(key)
         if found is None:
             groups[key] = [row]

@@ -91,6 +91,19 @@ class BytesValue:
         return value
 
 
+def from_plain(value: dict[str, Any]) -> BytesValue:
+    """A bytes value from its JSON form `{"media_type", "base64"}` (what `pipe run --json` and MCP give, and take
+    as an argument); ValueError when the data is not base64 or a sha256 given does not match it."""
+    try:
+        data = base64.b64decode(value.get("base64") or "", validate=True)
+    except (ValueError, TypeError):
+        raise ValueError("its `base64` is not base64 text") from None
+    made = BytesValue(data, value.get("media_type"))
+    if value.get("sha256") not in (None, made.sha256):
+        raise ValueError(f"its sha256 {value['sha256']} is not that of its data ({made.sha256})")
+    return made
+
+
 def describe(value: BytesValue) -> str:
     """`<bytes image/png 12,345 B sha256:abcd1234…>`: how print, `pipe show` and traces show a bytes value."""
     return f"<bytes {value.media_type} {value.size:,} B sha256:{value.sha256[:12]}…>"

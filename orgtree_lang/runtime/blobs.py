@@ -15,6 +15,7 @@ import base64
 import hashlib
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
@@ -23,6 +24,9 @@ from orgtree_lang.runtime.files import write_atomic
 from orgtree_lang.runtime.values import MEMO_MIN_ITEMS
 
 INLINE_BYTES = 4096  # the default threshold: values larger than this are stored as blobs
+# New files `put_many` writes side by side: the file system commits fsyncs that wait together in one journal
+# commit, where one after another each waits for its own (800 small files: 1.8 s alone, 0.05 s 16 at a time).
+WRITERS = 16
 PREVIEW_CHARS = 120
 _TAG = "$blob"
 _USER_DICT = "$dict"  # runtime.values.encode's wrapper: its one key is the program's, never a reference
@@ -46,6 +50,22 @@ class BlobStore:
         target.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(target, data)
         return digest
+
+    def put_many(self, datas: list[bytes]) -> list[str]:
+        """`put` of each of `datas` (their sha256s, in order), the new files written and fsynced side by side:
+        when it returns every one is on disk, as after `put`."""
+        digests = [hashlib.sha256(data).hexdigest() for data in datas]
+        new = {digest: data for digest, data in zip(digests, datas) if not self.path(digest).exists()}
+        if len(new) <= 1:
+            for data in new.values():
+                self.put(data)
+            return digests
+        for digest in new:
+            self.path(digest).parent.mkdir(parents=True, exist_ok=True)
+        with ThreadPoolExecutor(min(WRITERS, len(new)), thread_name_prefix="blob-write") as pool:
+            # A failure is raised here once the pool has closed: every other write has ended by then.
+            list(pool.map(write_atomic, map(self.path, new), new.values()))
+        return digests
 
     def read(self, digest: str, start: int = 0, end: int | None = None) -> bytes:
         """Bytes `start:end` of the blob `digest` (all of it by default)."""

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
+from orgtree_lang.runtime.artifacts import BytesValue, guess_media_type
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.values import conforms, display_short
 from orgtree_lang.syntax.errors import UsageError
@@ -87,6 +89,8 @@ def parse_input(name: str, text: str, ptype) -> Any:
         return None
     if kind in ("str", "path"):
         return text
+    if kind == "bytes":
+        return _file_input(name, text)
     if kind == "bool":
         if text in ("true", "false"):
             return text == "true"
@@ -108,6 +112,21 @@ def parse_input(name: str, text: str, ptype) -> Any:
         if kind == "any":
             return text
         raise InputError(f"input `{name}` ({ptype}): expected JSON, e.g. -i '{name}=[1, 2]', got {text!r}") from None
+
+
+def _file_input(name: str, text: str) -> Any:
+    """A bytes input: the file named by `-i name=FILE` (relative to the current folder), its media type guessed from
+    its name; `FILE:MEDIA/TYPE` names the type."""
+    path, media = text, None
+    if ":" in text and "/" in text.rsplit(":", 1)[1] and not Path(text).exists():
+        path, media = text.rsplit(":", 1)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(f"input `{name}` (bytes): cannot read the file {path!r}: {exc.strerror}",
+                         hint=f"give a file: -i {name}=photo.png (or photo.png:image/png to name its media type)"
+                         ) from None
+    return BytesValue(data, media or guess_media_type(path))
 
 
 def check_inputs(code, inputs: dict[str, Any], records) -> None:

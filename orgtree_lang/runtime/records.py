@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from orgtree_lang.runtime.artifacts import BytesValue, from_plain
 from orgtree_lang.runtime.errors import PipeRuntimeError
 from orgtree_lang.runtime.values import RecordValue, display
 from orgtree_lang.syntax import types as t
@@ -50,6 +51,12 @@ class RecordTypes:
             return [self.from_plain(v, ptype.arg) for v in value]
         if kind == "dict" and isinstance(value, dict):
             return {k: self.from_plain(v, ptype.arg) for k, v in value.items()}
+        if kind == "bytes" and isinstance(value, dict) and "base64" in value:
+            try:
+                return from_plain(value)
+            except ValueError as err:
+                raise PipeRuntimeError(f"the bytes value is not valid: {err}", kind="type",
+                                       hint='give {"media_type": "image/png", "base64": "..."}') from None
         return value
 
     def _validate(self, name: str, values: dict[str, Any]) -> None:
@@ -104,12 +111,20 @@ class RecordTypes:
             return Optional[self._annotation(ptype.arg)]
         if kind == "record":
             return Annotated[Any, AfterValidator(_check_record(ptype.name))]
+        if kind == "bytes":
+            return Annotated[Any, AfterValidator(_check_bytes)]
         return Any
 
 
 def _check_float(value: Any) -> Any:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError("expected a number")
+    return value
+
+
+def _check_bytes(value: Any) -> Any:
+    if not isinstance(value, BytesValue):
+        raise ValueError("expected a bytes value")
     return value
 
 

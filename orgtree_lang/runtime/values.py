@@ -205,6 +205,21 @@ def to_plain(value: Any) -> Any:
     return value
 
 
+def bytes_values(value: Any) -> list[BytesValue]:
+    """Every bytes value inside `value` (in lists, dicts and record fields), in order, each once."""
+    found: dict[str, BytesValue] = {}
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, BytesValue):
+            found.setdefault(item.sha256 + item.media_type, item)
+        elif isinstance(item, (list, dict, RecordValue)):
+            children = item.fields.values() if isinstance(item, RecordValue) else (
+                item.values() if isinstance(item, dict) else item)
+            pending.extend(reversed(list(children)))
+    return list(found.values())
+
+
 # The exact encoding used for run state. Plain JSON values stand for themselves, except that
 # records, the unbound marker, non-finite floats, ints too long for JSON's decimal text, and dicts
 # that could be mistaken for one of these are wrapped in a one-key object whose key starts with "$".

@@ -1,4 +1,9 @@
-"""The events a run tells its observers, each a small frozen dataclass: the one place an event is declared.
+"""The events a run tells its observers, each a small dataclass: the one place an event is declared.
+
+Events are data observers read and never change. They are not frozen: building a frozen dataclass sets each
+field through object.__setattr__, about three times the cost of a plain one (1.4 against 0.5 us for eleven
+fields), and every skill call and pipeline call builds one when the org tree is recorded
+(benchmarks/orgtree_overhead.py). eq=False: an event is itself, not its fields.
 
 A new event is a class here. The code where it happens sends it (`if Event in observer.hears:
 observer.on(Event(...))`: nothing is built for an event no observer hears), and the observers that care list it
@@ -13,14 +18,14 @@ if TYPE_CHECKING:
     from orgtree_lang.vm.state import Frame, RunState
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class Event:
     """Something a run did, as data."""
 
 
 # ---- the run -------------------------------------------------------------------------------------------------
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class RunStarted(Event):
     """A stretch of the run begins (`fresh`: its very first, at step 0); `span` is the entry pipeline's."""
 
@@ -29,7 +34,7 @@ class RunStarted(Event):
     span: Any
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class RunStopped(Event):
     """The loop returned (done or paused) or raised `error`; the state says which."""
 
@@ -37,14 +42,14 @@ class RunStopped(Event):
     error: Exception | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class Suspending(Event):
     """The loop is about to leave at a statement boundary (a pause, or a budget stop): the state is whole."""
 
     state: RunState
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class WaitingLong(Event):
     """The run has waited WAIT_NOTICE seconds (vm/calls.py) for a slow call and waits on; nothing changes until
     it answers. `whole`: the state can be saved and resumed as it is (a task's call, issued again on resume);
@@ -54,7 +59,7 @@ class WaitingLong(Event):
     whole: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class AtStatement(Event):
     """A statement boundary, at most `step_interval` statements after the last one reported."""
 
@@ -64,7 +69,7 @@ class AtStatement(Event):
 
 # ---- pipeline calls ------------------------------------------------------------------------------------------
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class PipelineEntered(Event):
     """The entry pipeline's frame was created (`parent_node`: the ambiguous node a child runs for)."""
 
@@ -73,7 +78,7 @@ class PipelineEntered(Event):
     parent_node: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class FramesAttached(Event):
     """A saved state's frames run again (resume): their nodes are open once more."""
 
@@ -81,7 +86,7 @@ class FramesAttached(Event):
     parent_node: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class PipelineCalled(Event):
     """`caller` called the pipeline whose new frame is `frame` (already on the stack)."""
 
@@ -90,7 +95,7 @@ class PipelineCalled(Event):
     frame: Frame
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class PipelineReturned(Event):
     """`frame` returned `value` and was popped; `finished` when it was the last frame."""
 
@@ -100,7 +105,7 @@ class PipelineReturned(Event):
     finished: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class FrameUnwound(Event):
     """`frame` was left by an error caught in a frame below it."""
 
@@ -111,7 +116,7 @@ class FrameUnwound(Event):
 
 # ---- skills, prints, errors, blocks --------------------------------------------------------------------------
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class SkillCalled(Event):
     """A skill call ended (`outcome` ok or error); `started` is its perf_counter start; `spend.take()`
     (when `spend` is not None) gives the tokens and cost of the model calls made inside it; `where` says
@@ -130,7 +135,7 @@ class SkillCalled(Event):
     where: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class Printed(Event):
     """The program printed `line`."""
 
@@ -139,7 +144,7 @@ class Printed(Event):
     line: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class ErrorRaised(Event):
     """A runtime error was raised (`caught`: a try block in the run will handle it)."""
 
@@ -148,7 +153,7 @@ class ErrorRaised(Event):
     caught: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class BlockStarted(Event):
     """Ambiguous block `spec` is being resolved as node `node_id`."""
 
@@ -159,7 +164,7 @@ class BlockStarted(Event):
     node_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class BlockEnded(Event):
     """The block's outputs, or the error that ended it."""
 
@@ -168,7 +173,7 @@ class BlockEnded(Event):
     error: Exception | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class DecisionStarted(Event):
     """The agent of a block's node starts deciding what a message means (a node of kind `decision`)."""
 
@@ -178,7 +183,7 @@ class DecisionStarted(Event):
     name: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class DecisionEnded(Event):
     """The decision `node_id` was taken (`detail` says which) or failed."""
 
@@ -187,7 +192,7 @@ class DecisionEnded(Event):
     error: Exception | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class NodeAnnotated(Event):
     """Model spending or a progress note for node `node_id` (the decomposer's)."""
 
@@ -197,7 +202,7 @@ class NodeAnnotated(Event):
     detail: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class ModelCallEnded(Event):
     """A model call charged to `spend` ended: a skill's vm.budget.ModelSpend (the same object reaches
     `SkillCalled` when the skill ends) or an ambiguous block's NodeSpend (`spend.node`). `started` is its
@@ -214,7 +219,7 @@ class ModelCallEnded(Event):
 
 # ---- tasks (org/scheduler.py) --------------------------------------------------------------------------------
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class TaskStarted(Event):
     """`task` (a branch of a parallel block) was started by the task running `frame`."""
 
@@ -223,7 +228,7 @@ class TaskStarted(Event):
     frame: Frame
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class TaskCancelled(Event):
     """`task` was asked to stop (it sees a `cancelled` error at its next statement boundary)."""
 
@@ -231,7 +236,7 @@ class TaskCancelled(Event):
     task: Any
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class TaskEnded(Event):
     """`task` ended: its status is done, failed (its `error` says how) or cancelled."""
 
@@ -239,14 +244,14 @@ class TaskEnded(Event):
     task: Any
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class Released(Event):
     """The machine will not run again: let go of what it holds (a generated child's trace file)."""
 
 
 # ---- the human node ------------------------------------------------------------------------------------------
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class HumanWaiting(Event):
     """The run stops to wait for a person's answer to `question` (a vm.people.HumanQuestion)."""
 
@@ -254,7 +259,7 @@ class HumanWaiting(Event):
     question: Any
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class HumanAnswered(Event):
     """`question` got `answer` (from the journal: a reply recorded by `pipe reply`)."""
 
@@ -265,7 +270,7 @@ class HumanAnswered(Event):
 
 # ---- messages ------------------------------------------------------------------------------------------------
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class MessageSent(Event):
     """A message went into a mailbox (`message`: id, sender, to, topic, body encoded, sent_at)."""
 
@@ -273,7 +278,7 @@ class MessageSent(Event):
     message: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class MessageReceived(Event):
     """A node took `message` out of its mailbox (with `receive`, or its `on message` handler)."""
 
@@ -281,7 +286,7 @@ class MessageReceived(Event):
     message: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class Interrupted(Event):
     """`message` interrupted node `node` at the statement at `span`: its `on message` handler runs."""
 
@@ -291,7 +296,7 @@ class Interrupted(Event):
     span: Any
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class Receiving(Event):
     """`task` starts (`waiting`) or stops waiting in `receive` for a message (its innermost frame's node)."""
 
