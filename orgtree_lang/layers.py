@@ -41,7 +41,8 @@ LAYERS: tuple[Layer, ...] = (
     Layer("memory", ("memory",), "content store, context tree, search, scratchpad, insights"),
     Layer("sandbox", ("sandbox",), "code.run backends (bubblewrap, docker), environments, the URL allowlist"),
     Layer("net", ("net",), "network skills: http.fetch, web.extract, web.links, web.search providers, the research "
-                            "agent's steps (research.plan, research.judge, research.experiment)"),
+                            "agent's steps (research.plan, research.judge, research.experiment, research.read) and "
+                            "research.ask"),
     Layer("mcp_client", ("mcp_client",), "the MCP servers of orgtree.toml, their tools as skills `mcp.NAME.TOOL`"),
     Layer("stdlib", ("stdlib",),
           "the seed skill pool (the top-level stdlib/ folder, installed as orgtree_lang.stdlib)"),

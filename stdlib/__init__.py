@@ -25,3 +25,5 @@ def register(registry: SkillRegistry) -> None:
     """The same hook a plugin package exposes: add every stdlib skill to `registry` with origin "stdlib"."""
     for module in MODULES:
         registry.register_module(module, origin="stdlib")
+    # research.ask runs stdlib/research.pipe, whose skills it looks up in the registry it is registered in.
+    registry.register(research_skills.ask_skill(registry), origin="stdlib")

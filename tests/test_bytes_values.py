@@ -98,9 +98,20 @@ def test_pipe_show_prints_a_bytes_result_by_media_type_size_and_hash(workspace):
     assert done.returncode == 0, done.stderr
     output = json.loads(done.stdout)["output"]
     assert base64.b64decode(output["base64"]) == IMAGE and output["media_type"] == "image/png"
-    shown = run(workspace, "show", json.loads(done.stdout)["run_id"])
+    shown = run(workspace, "show", json.loads(done.stdout)["run_id"], "--save-artifacts", "saved")
     digest = BytesValue(IMAGE).sha256
     assert f"result: <bytes image/png {len(IMAGE):,} B sha256:{digest[:12]}…>" in shown.stdout
+    assert (workspace / "saved" / f"{digest[:12]}.png").read_bytes() == IMAGE
+    assert f"saved saved/{digest[:12]}.png" in shown.stderr
+
+
+def test_pipe_show_prints_a_bytes_input_by_its_description_not_its_data(workspace):
+    (workspace / "size.pipe").write_text("pipeline main(picture: bytes) -> int:\n    return picture.size\n")
+    done = run(workspace, "run", "size.pipe", "-i", "picture=logo.png", "--json")
+    assert done.returncode == 0 and json.loads(done.stdout)["output"] == len(IMAGE), done.stderr
+    shown = run(workspace, "show", json.loads(done.stdout)["run_id"])
+    assert f"inputs: picture=<bytes image/png {len(IMAGE):,} B sha256:" in shown.stdout
+    assert "base64" not in shown.stdout and "MARKER" not in shown.stdout
 
 
 def test_read_bytes_refuses_a_file_over_the_limit_and_says_which_setting_raises_it(workspace):

@@ -372,7 +372,8 @@ def test_a_real_data_task_is_repaired_where_its_first_module_fails_and_spec_wind
     assert result["real_data_exits"] == [0] * 8 + [70, 70] and result["repairs"] == 1
     assert (result["first_module_passed"], result["hidden_passed"], result["hidden_cases"]) == (2, 10, len(cases))
     # Author: design, module, repair. Reviewer: design, code, the first run's outputs, the repair's code and its
-    # first run's outputs; none counted as the author's although the specs are not the trace's model names.
-    assert (result["calls"]["author_calls"], result["calls"]["reviewer_calls"]) == (3, 5)
+    # first run's outputs, and the two refusals (accepted: the spec says to refuse those dates); none counted as
+    # the author's although the specs are not the trace's model names.
+    assert (result["calls"]["author_calls"], result["calls"]["reviewer_calls"]) == (3, 7)
     repair_table = printed[printed.index("flow: repair"):]
-    assert re.search(r"\niso_date +0 +yes +2/10 +10/10 +1 +3\+5 ", repair_table), repair_table
+    assert re.search(r"\niso_date +0 +yes +2/10 +10/10 +1 +3\+7 ", repair_table), repair_table

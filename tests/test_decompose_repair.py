@@ -4,6 +4,7 @@ back to its author with the failing case, is revised (or split), reviewed and si
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -326,3 +327,140 @@ pipeline main(report: str) -> str:
     # The failing input is an example of the new version, checked against the block's expectation.
     assert 'test "example 1 (run)":\n    report = "it crashed"' in saved
     assert 'expect label == "bug" or label == "question", "one of the two labels"' in saved
+
+
+# ---- parallel reaches of one block: one repair at a time -------------------------------------------------------
+
+GATHERED = threading.Barrier(2)
+
+
+@skill("gate.both", slow=True)
+def both_here() -> bool:
+    """Waits until two callers are here (the two parallel reaches run the first module together)."""
+    GATHERED.wait(timeout=60)
+    return True
+
+
+PARALLEL_PRICES = '''use text, gate
+
+pipeline main(items: list[str]) -> list[int]:
+    amounts = for item in items parallel:
+        ambiguous cents(item: str) -> amount: int:
+            """The amount in cents of a price written with a dot, like "3.50"; a price may have no cents part."""
+        amount
+    return amounts
+'''
+# Both reaches run this one together, and both fail on it (neither price has a dot).
+GATED_FIRST = FIRST.replace("    parts = text.split", "    gate.both()\n    parts = text.split").replace(
+    "use text", "use text, gate")
+
+
+def test_two_parallel_reaches_failing_on_one_module_make_one_repair_and_the_second_runs_on_it(tmp_path):
+    from orgtree_lang.compile.api import compile_source
+    from orgtree_lang.decompose.decomposer import Decomposer
+    from orgtree_lang.run.runner import RunOptions, run_program
+
+    GATHERED.reset()
+    author, reviewer = models(tmp_path, [{"match": {"contains": REPAIR}, "reply": FIXED}, {"reply": GATED_FIRST}])
+    registry = default_registry(plugins=False)
+    registry.register(both_here)
+    (tmp_path / "prog.pipe").write_text(PARALLEL_PRICES)
+    decomposer = Decomposer(author=author, reviewer=reviewer, registry=registry, workspace=tmp_path,
+                            parent_file="prog.pipe", parent_source=PARALLEL_PRICES,
+                            settings=DecomposeSettings(protocol=False, review_outputs="off"))
+    options = RunOptions(printer=lambda line: None, durable=True, durability="process", executor="threads:4",
+                         decomposer=decomposer, inputs={"items": ["12", "7"]})
+    machine = run_program(compile_source(PARALLEL_PRICES, "prog.pipe", registry).program, tmp_path, registry,
+                          options, source=PARALLEL_PRICES, program_path=tmp_path / "prog.pipe")
+    assert machine.state.result == [1200, 700]
+    # One module written, one repair asked for: the reach that did not repair waited and ran the revision.
+    assert len(author.asked(REPAIR)) == 1 and len(author.prompts) == 2
+    assert [v.version for v in history(tmp_path)] == [1, 2]
+    assert decomposer.repairs == {next(iter(decomposer.repairs)): 1}
+
+
+GATE_SKILL = '''import threading
+
+from orgtree_lang.runtime.skills import skill
+
+GATHERED = threading.Barrier(2)
+
+
+@skill("gate.both", slow=True)
+def both() -> bool:
+    """Waits until two callers are here (the two parallel reaches run the first module together)."""
+    GATHERED.wait(timeout=60)
+    return True
+'''
+
+
+def test_parallel_reaches_sharing_one_repair_replay_with_no_outside_call(tmp_path):
+    import os
+
+    (tmp_path / "skills").mkdir()
+    (tmp_path / "skills" / "gate.py").write_text(GATE_SKILL)
+    (tmp_path / "prog.pipe").write_text(PARALLEL_PRICES)
+    (tmp_path / "orgtree.toml").write_text("[decompose]\nreview_outputs = \"off\"\nprotocol = false\n")
+    (tmp_path / "author.json").write_text(json.dumps([{"match": {"contains": REPAIR}, "reply": FIXED},
+                                                      {"reply": GATED_FIRST}]))
+    (tmp_path / "reviewer.json").write_text(json.dumps([{"reply": NO_CONCERNS}]))
+    env = {"PIPE_NO_PLUGINS": "1", "PIPE_MODEL": None}
+    first = run_pipe("run", "prog.pipe", "-i", 'items=["12", "7"]', "--json", "--executor", "threads:4", "--model",
+                     "scripted:author.json", "--review-model", "scripted:reviewer.json", cwd=tmp_path, env=env)
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout)["output"] == [1200, 700]
+    assert [v.version for v in history(tmp_path)] == [1, 2]  # one repair
+    os.remove(tmp_path / "author.json")  # a replay needs no model: none is there to ask
+    replayed = run_pipe("replay", json.loads(first.stdout)["run_id"], cwd=tmp_path, env=env)
+    assert replayed.returncode == 0, replayed.stderr
+    assert "0 outside call(s)" in replayed.stderr and "identical" in replayed.stderr
+
+
+# ---- a module that refuses inputs its spec accepts ----------------------------------------------------------------
+
+# Right for prices with a dot; refuses the others with `fail`, although the spec says a price may have no cents part.
+REFUSES = FIRST.replace("    parts = text.split(item, \".\")\n",
+                        "    parts = text.split(item, \".\")\n    if len(parts) != 2:\n        fail f\"not a price: {item}\"\n")
+WRONG_REFUSAL = json.dumps({"concerns": [{"id": "r1", "severity": "blocking", "spec_basis": "a price may have no "
+                                          "cents part", "evidence": "12 is a price without cents: 1200",
+                                          "suggested_fix": "read a price with no dot as whole units"}],
+                            "summary": "the refusal is wrong"})
+REFUSAL = "It refused these inputs with `fail`"
+
+
+def test_a_refusal_the_reviewer_says_the_spec_does_not_call_for_is_repaired(tmp_path):
+    author, reviewer = models(tmp_path, [{"match": {"contains": REPAIR}, "reply": FIXED}, {"reply": REFUSES}],
+                              [{"match": {"contains": REFUSAL}, "reply": WRONG_REFUSAL}, {"reply": NO_CONCERNS}])
+    assert run_decomposed(tmp_path, PRICES, {"items": ITEMS}, author, reviewer, review_outputs="first",
+                          review_sample=0) == [350, 125, 1200, 400]
+    (refusal,) = [p for p in reviewer.prompts if REFUSAL in p]
+    assert "the message: not a price: 12" in refusal and '- item = "12"' in refusal
+    (request,) = author.asked(REPAIR)
+    asked = request[0][-1].content
+    assert "it refused these inputs with `fail` (not a price: 12), and a reviewer says the spec does not: r1" in asked
+    # The inputs it refused are a case the revision must give outputs for: a revision that refuses them again fails.
+    assert '- item = "12" -> gives outputs (not `fail`)' in asked
+    assert [c.source for c in history(tmp_path)[1].cases] == ["refused"]
+
+
+def test_a_refusal_the_spec_calls_for_is_the_blocks_answer_and_only_three_per_version_and_run_are_reviewed(tmp_path):
+    strict = '''use text
+
+pipeline main(items: list[str]) -> list[int]:
+    amounts = []
+    for item in items:
+        try:
+            ambiguous cents(item: str) -> amount: int:
+                """Refuses a price without a dot. The amount in cents of a price written with a dot, like "3.50"."""
+            amounts = amounts + [amount]
+        except e:
+            amounts = amounts + [-1]
+    return amounts
+'''
+    author, reviewer = models(tmp_path, [{"reply": REFUSES}])
+    items = ["3.50", "1", "2", "3", "4"]
+    assert run_decomposed(tmp_path, strict, {"items": items}, author, reviewer, review_outputs="first",
+                          review_sample=0) == [350, -1, -1, -1, -1]
+    refusals = [p for p in reviewer.prompts if REFUSAL in p]
+    assert [p.split("the message: not a price: ")[1][0] for p in refusals] == ["1", "2", "3"]
+    assert author.asked(REPAIR) == [] and [v.version for v in history(tmp_path)] == [1]

@@ -233,6 +233,40 @@ def test_a_collector_that_is_down_costs_one_warning_and_the_run_goes_on(tmp_path
         "endpoint)"]
 
 
+def test_a_collector_that_is_down_is_never_sent_a_batch_so_exit_does_not_wait_for_retries(capsys):
+    import socket
+
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
+    from orgtree_lang.telemetry.otel import _OneWarning
+
+    class CountingExporter(OTLPSpanExporter):
+        """The SDK's exporter, counting the batches handed to it (each one retried with backoff when refused)."""
+
+        batches = 0
+
+        def export(self, spans):
+            CountingExporter.batches += 1
+            return super().export(spans)
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    endpoint = f"http://127.0.0.1:{port}"
+    exporter = _OneWarning(CountingExporter(endpoint=f"{endpoint}/v1/traces", timeout=5), endpoint)
+    tracer = TracerProvider().get_tracer("test")
+    spans = []
+    for name in ("first", "second"):
+        with tracer.start_as_current_span(name) as span:
+            pass
+        spans.append(span)
+    assert [exporter.export([span]) for span in spans] == [SpanExportResult.FAILURE] * 2
+    assert CountingExporter.batches == 0  # the SDK's retries never start
+    assert capsys.readouterr().err.count("warning: the OpenTelemetry collector") == 1
+
+
 def test_a_bad_endpoint_is_refused_before_the_run(tmp_path):
     (tmp_path / "p.pipe").write_text("pipeline main() -> int:\n    print(\"ran\")\n    return 1\n")
     result = _pipe(["run", "p.pipe", "--otel-endpoint", "127.0.0.1:4318"], tmp_path)

@@ -32,6 +32,8 @@ def register(commands) -> None:
     show.add_argument("--json", action="store_true", help="print JSON")
     show.add_argument("--steps", action="store_true",
                       help="list the journaled steps with the statement each ran in (`pipe fork --at` counts these)")
+    show.add_argument("--save-artifacts", metavar="DIR",
+                      help="write each bytes value of the run's inputs and result to DIR (SHA256-PREFIX.EXT)")
 
     resume = add_attempt_options(verb(
         "resume", handler=command_resume, help="continue a crashed, stopped or failed run",
@@ -122,7 +124,7 @@ def command_show(args) -> int:
     from orgtree_lang.durable.journal import Journal
     from orgtree_lang.durable.runs import effective_status, find_run, view_meta
     from orgtree_lang.durable.resume import in_call_order, node_names
-    from orgtree_lang.runtime.values import decode, display, to_plain
+    from orgtree_lang.runtime.values import bytes_values, decode, display, to_plain
 
     run_dir = find_run(Path(args.workspace), args.run)
     journal = Journal.open(run_dir)
@@ -140,13 +142,16 @@ def command_show(args) -> int:
     # What a node that is not plainly running or finished is doing, or how it ended: waiting, receiving, cancelled.
     states = {path: node.status for path, node in recorded.items()
               if node.status in ("waiting", "receiving", "cancelled", "interrupted")}
-    inputs = to_plain(decode(meta.get("inputs", {})))
-    defaults = to_plain(decode(meta.get("defaults", {})))
+    given_values, result = decode(meta.get("inputs", {})), decode(meta.get("result"))
+    inputs, defaults = to_plain(given_values), to_plain(decode(meta.get("defaults", {})))
+    if args.save_artifacts:
+        for path in _save_artifacts(Path(args.save_artifacts), given_values, result):
+            print(f"saved {path}", file=sys.stderr)
     if args.steps:
         return _print_steps(meta, steps, args.json)
     if args.json:
         print(json.dumps({"id": meta["run_id"], "program": meta.get("program"), "status": status,
-                          "inputs": inputs, "defaults": defaults, "result": to_plain(decode(meta.get("result"))),
+                          "inputs": inputs, "defaults": defaults, "result": to_plain(result),
                           "printed": meta.get("output", []), "error": meta.get("error"), "nodes": nodes,
                           "steps": meta.get("steps", 0), "journaled_steps": len(steps),
                           "attempts": meta.get("attempts", 0), "parent_run": meta.get("parent_run"),
@@ -158,7 +163,7 @@ def command_show(args) -> int:
     print(printable(f"program: {meta.get('program')} (pipeline {meta.get('entry')})", one_line=True))
     if meta.get("parent_run"):
         print(f"forked from run {meta['parent_run']} at step {meta.get('fork_step')}")
-    given = [f"{k}={display(v, True)}" for k, v in inputs.items()]
+    given = [f"{k}={display(v if bytes_values(v) else to_plain(v), True)}" for k, v in given_values.items()]
     given += [f"{k}={display(v, True)} (default)" for k, v in defaults.items()]
     print(printable("inputs: " + (", ".join(given) or "(none)"), one_line=True))
     if meta.get("output"):
@@ -166,7 +171,7 @@ def command_show(args) -> int:
         for line in meta["output"]:
             print(f"  {printable(line, one_line=True)}")
     if status == "done":
-        print(f"result: {printable(display(decode(meta.get('result')), True))}")
+        print(f"result: {printable(display(result, True))}")
     if meta.get("error"):
         error = meta["error"]
         where = ", ".join(f"{label} {error[key]}" for key, label in (("at", "at"), ("node", "node")) if error.get(key))
@@ -187,6 +192,26 @@ def command_show(args) -> int:
         print(printable(f"  {'  ' * depth}{node.rsplit('/', 1)[-1]}  [{len(own)} step(s)"
                         f"{f', {errors} error(s)' if errors else ''}]  {node}{mark}", one_line=True))
     return EXIT_OK
+
+
+def _save_artifacts(folder: Path, *values) -> list[Path]:
+    """Write every bytes value inside `values` to `folder` as SHA256-PREFIX.EXT (the extension from its media type)."""
+    import mimetypes
+
+    from orgtree_lang.runtime.files import write_atomic
+    from orgtree_lang.runtime.values import bytes_values
+
+    saved = []
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for value in bytes_values(list(values)):
+            extension = mimetypes.guess_extension(value.media_type, strict=False) or ".bin"
+            path = folder / f"{value.sha256[:12]}{extension}"
+            write_atomic(path, value.data)
+            saved.append(path)
+    except OSError as exc:
+        raise UsageError(f"--save-artifacts: cannot write to {folder}: {exc.strerror or exc}") from None
+    return saved
 
 
 def run_tree(root: Path, run_id: str) -> dict:

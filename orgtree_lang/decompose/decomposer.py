@@ -17,6 +17,7 @@ from orgtree_lang.decompose.limits import ChildLimits, output_size
 from orgtree_lang.decompose.messages import block_node, replanned
 from orgtree_lang.decompose.prompt import CONTEXT_SHARE
 from orgtree_lang.decompose.repair import run_repaired
+from orgtree_lang.decompose.repair_turns import RepairTurns
 from orgtree_lang.decompose.reuse import (SIMILARITY, ReuseRefused, ask_reuse, checked_for_reuse,
                                          similar_modules)
 from orgtree_lang.decompose.spec import OUTPUTS_RECORD, spec_hash
@@ -97,7 +98,7 @@ class Decomposer:
                  settings: DecomposeSettings | None = None, depth: int = 0, max_repairs: int | None = None,
                  max_review_rounds: int | None = None, max_depth: int | None = None, goal=None,
                  parent_author: tuple[str, str] | None = None, human=None, config=None,
-                 notices: set[str] | None = None) -> None:
+                 notices: set[str] | None = None, repair_turns: RepairTurns | None = None) -> None:
         """`parent_author` is (module path, conversation) of the author that wrote the module this program is, for
         a generated one; `human(question) -> answer` asks the human node. Both settle review disagreements.
         `config` is the run's orgtree.toml as read at its start (runtime.config.ConfigSnapshot; its `[web]` says
@@ -135,6 +136,8 @@ class Decomposer:
         self._messages = None  # decompose.messages.MessageSettings, read from `[org]` when a child first runs
         self._programs: dict[str, tuple[SavedModule, Any]] = {}  # spec hash -> module and program, this run
         self.repairs: dict[str, int] = {}  # spec hash -> repairs made on real data in this run (decompose/repair.py)
+        self.repair_turns = repair_turns or RepairTurns()  # one repair of a module at a time, in the whole run tree
+        self.ran: dict[str, tuple[SavedModule, Any]] = {}  # block node -> the module its reach ran last (a re-plan's)
         self.checks: dict[str, Any] = {}  # spec hash -> the compiled check of the block's `expect` lines, this run
 
     @property
@@ -377,13 +380,14 @@ class Decomposer:
             parent_file=str(path), parent_source=saved.text, settings=self.settings, depth=self.depth + 1,
             goal=self.goal.inside(self.parent_file, spec), human=self.human, config=self.config,
             parent_author=(str(path), saved.provenance.get("author-conversation") or f"module:{path}"),
-            notices=self.notices)
+            notices=self.notices, repair_turns=self.repair_turns)
         limits = self.settings.limits
         replans = 0
         try:
             while True:
                 # The block's node, which the child's `send parent` reaches; its agent reads what no handler does.
                 block.desk = block_node(self, block)
+                self.ran[block.node] = (saved, program)
                 try:
                     # Every child runs within a generated module's limits, even when the parent has none, and its
                     # workspace keeps program sources read-only whatever the settings say.

@@ -28,6 +28,7 @@ class Evidence:
     """Why a block's module needs a repair: the failing inputs and what happened on them."""
 
     kind: str  # error | expectation | assumption | review | nested (a nested block ran out of repairs) | message
+    #            | refusal (a `fail` its reviewer says the spec does not call for)
     what: str  # the error's message, the failed condition, the reviewer's concerns, the message
     inputs: dict[str, Any]
     outputs: dict[str, Any] | None = None  # what the module gave, when it gave something
@@ -46,7 +47,9 @@ class Evidence:
             size = sum(len(pipe_literal(v)) for v in self.inputs.values())
         except ValueError:
             return None
-        return Case(dict(self.inputs), {}, "run") if size <= SAVED_CASE_CHARS else None
+        # Inputs it wrongly refused must give outputs now ("refused"); other failing inputs may be refused (`fail`).
+        source = "refused" if self.kind == "refusal" else "run"
+        return Case(dict(self.inputs), {}, source) if size <= SAVED_CASE_CHARS else None
 
 
 @dataclasses.dataclass
@@ -79,7 +82,7 @@ def evidence_of(err: PipeRuntimeError, block, saved) -> Evidence | None:
     chain = _chain(err)
     for link in chain:
         if isinstance(link, RepairsExhausted) and link.evidence is not None:
-            return Evidence("nested", link.message, dict(block.inputs), location=_where(link, saved))
+            return Evidence("nested", link.message, dict(block.inputs), location=where(link, saved))
     if err.kind in NOT_REPAIRED or any(getattr(link, "kind", "") in NOT_REPAIRED for link in chain):
         return None
     if err.kind == "ambiguous" and not err.catchable:
@@ -90,7 +93,17 @@ def evidence_of(err: PipeRuntimeError, block, saved) -> Evidence | None:
                                                                                                     "error")
     crash = _CRASH.search(message)
     blamed = ((crash.group(1), crash.group(2).strip()),) if crash else ()
-    return Evidence(kind, message, dict(block.inputs), location=_where(inner, saved), blamed=blamed)
+    return Evidence(kind, message, dict(block.inputs), location=where(inner, saved), blamed=blamed)
+
+
+def refusal_of(err: PipeRuntimeError) -> str | None:
+    """The message of the `fail` with which a run of the module refused its inputs, or None when it failed otherwise
+    (a nested block that ran out of repairs is not a refusal)."""
+    chain = _chain(err)
+    if err.kind != "fail" or any(isinstance(link, RepairsExhausted) for link in chain):
+        return None
+    inner = chain[-1] if isinstance(chain[-1], PipeRuntimeError) else err
+    return inner.message if inner.kind == "fail" else None
 
 
 def _chain(err: BaseException) -> list[BaseException]:
@@ -101,7 +114,7 @@ def _chain(err: BaseException) -> list[BaseException]:
     return chain
 
 
-def _where(err, saved) -> str:
+def where(err, saved) -> str:
     """Where the error stopped: a line of the module as its author reads it (without the provenance header), or
     another file's `file:line`."""
     from pathlib import Path
@@ -171,6 +184,8 @@ def _case_line(case: Case) -> str:
     inputs = ", ".join(f"{k} = {display_short(v, 160)}" for k, v in case.inputs.items()) or "(no inputs)"
     if case.fails is not None:
         return f"{inputs} -> fails with {display_short(case.fails, 160)} ({case.source})"
+    if not case.outputs and case.source == "refused":
+        return f"{inputs} -> gives outputs (not `fail`) and meets every expectation (refused wrongly before)"
     if not case.outputs:
         return f"{inputs} -> runs without an error and meets every expectation ({case.source})"
     outputs = ", ".join(f"{k} = {display_short(v, 160)}" for k, v in case.outputs.items())

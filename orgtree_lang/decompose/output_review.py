@@ -51,19 +51,27 @@ def sampled(node: str, share: float) -> bool:
     return draw < share
 
 
+REFUSED = """## It gave no outputs
+It refused these inputs with `fail`, the message: {message}
+Is refusing them what the spec says for these inputs? If the spec says such inputs give outputs, that is a blocking concern (quote the part of the spec)."""
+
+
 def review_outputs(reviewer, spec: AmbiguousSpec, inputs: dict[str, Any], outputs: dict[str, Any], *,
-                   spec_text: str, workspace: Path, subject: str, node: str) -> list:
-    """Ask `reviewer` (journaled and metered by the caller) about `outputs`; record its concerns under `subject`;
-    the blocking ones (with a spec basis), empty when the outputs are accepted."""
+                   spec_text: str, workspace: Path, subject: str, node: str, refused: str | None = None) -> list:
+    """Ask `reviewer` (journaled and metered by the caller) about `outputs` (or, with `refused`, about the run's
+    refusing its inputs with that `fail` message); record its concerns under `subject`; the blocking ones (with a
+    spec basis), empty when the outputs (or the refusal) are accepted."""
     from orgtree_lang.models.base import Message
     from orgtree_lang.review.concerns import VERDICT_SCHEMA, Verdict
     from orgtree_lang.review.ledger import ConcernLedger
 
     shown_inputs = "\n".join(f"- {k} = {display_short(v, SHOWN_CHARS)}" for k, v in inputs.items()) or "(none)"
-    shown_outputs = "\n".join(f"- {k} = {display_short(v, SHOWN_CHARS)}" for k, v in outputs.items())
+    shown_outputs = "## Outputs\n" + "\n".join(f"- {k} = {display_short(v, SHOWN_CHARS)}" for k, v in outputs.items())
+    if refused is not None:
+        shown_outputs = REFUSED.format(message=refused[:SHOWN_CHARS])
     messages = [Message("system", SYSTEM.format(schema=VERDICT_SCHEMA)),
                 Message("user", f"Output review of {subject}.\n\n## Spec\n{spec_text.strip()}\n\n## Inputs\n"
-                                f"{shown_inputs}\n\n## Outputs\n{shown_outputs}\n\nAnswer with one JSON object "
+                                f"{shown_inputs}\n\n{shown_outputs}\n\nAnswer with one JSON object "
                                 "matching the schema in your instructions.")]
     from orgtree_lang.models.base import ModelError
 

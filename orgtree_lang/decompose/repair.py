@@ -11,12 +11,13 @@ import json
 from typing import Any
 
 from orgtree_lang.decompose.design import spec_with_contracts
-from orgtree_lang.decompose.evidence import (Evidence, RepairRequest, RepairsExhausted, evidence_of,
-                                             request_text)
+from orgtree_lang.decompose.evidence import (Evidence, RepairRequest, RepairsExhausted, evidence_of, refusal_of,
+                                             request_text, where)
 from orgtree_lang.decompose.output_review import listing, outputs_subject, rejection, review_outputs, sampled
+from orgtree_lang.decompose.repair_turns import repair_turn
 from orgtree_lang.decompose.simulate import Case, module_part
 from orgtree_lang.decompose.spec import spec_hash
-from orgtree_lang.decompose.store import SavedModule
+from orgtree_lang.decompose.store import SavedModule, body_hash
 from orgtree_lang.decompose.versions import ModuleVersion, ModuleVersions
 from orgtree_lang.decompose.writing import write_module
 from orgtree_lang.runtime.errors import PipeRuntimeError
@@ -28,54 +29,73 @@ PERSON_RETRY = "retry"
 def run_repaired(decomposer, program, block, saved: SavedModule, author) -> dict[str, Any]:
     """The block's outputs from its module: a run that fails (or whose outputs fail an expectation or their review)
     is repaired and the block run again, while `[decompose] max_run_repairs` for the module in this run allow."""
-    from orgtree_lang.compile.api import compile_source
-
     digest = spec_hash(block.spec)
     attempt, asked = 0, False
-    guidance = ""
     while True:
         failure: PipeRuntimeError | None = None
         try:
             outputs = decomposer.run_child(program, block, saved, author, name=f"repair-{attempt}" if attempt else "")
         except PipeRuntimeError as err:
-            saved, program = decomposer.current(digest) or (saved, program)  # a re-plan on the way revised it
-            evidence = evidence_of(err, block, saved)
+            saved, program = decomposer.ran.pop(block.node, (saved, program))  # a re-plan on the way revised it
+            evidence = evidence_of(err, block, saved) or reviewed_refusal(decomposer, block, saved, err)
             if evidence is None:
                 raise
             failure = err
         else:
+            saved, program = decomposer.ran.pop(block.node, (saved, program))
             if decomposer.author is None:
                 return outputs  # no agents: the parent checks the block's expectations, as it always has
-            saved, program = decomposer.current(digest) or (saved, program)
             evidence, failure = checked_outputs(decomposer, block, saved, outputs)
             if evidence is None:
                 return outputs
         if decomposer.author is None:
             raise failure
         file_bugs(decomposer, block, evidence.blamed, evidence, f"{attempt}")
-        used = decomposer.repairs.get(digest, 0)
-        if used >= decomposer.settings.max_run_repairs:
-            guidance = "" if asked else _person_says(decomposer, block, evidence, used)
-            asked = True
-            if not guidance:
-                # With no repair made there is nothing to add: the failure is what it would be with no repairs.
-                raise _exhausted(block, saved, evidence, used, failure) if used else failure
-        decomposer.repairs[digest] = used + 1
-        attempt += 1
-        block.note(f"repairing {saved.path.name} ({evidence.summary()[:120]})")
+        # One repair of a module at a time: while another reach (a parallel branch) repairs it, wait; if it revised
+        # the module this reach ran, run the block again on the revision instead of repairing it a second time.
+        revised = repair_turn(decomposer, block, digest, saved)
+        if revised is not None:
+            saved, program = revised
+            attempt += 1
+            block.note(f"another reach of the block revised {saved.path.name} meanwhile: running the block again "
+                       "on the revision")
+            continue
         try:
-            saved = repair(decomposer, block, evidence, key=f"{block.node}:repair-{attempt}", guidance=guidance,
-                           saved=saved)
-        except PipeRuntimeError as err:
-            if err.kind in ("model", "budget"):
-                raise
-            raise _exhausted(block, saved, evidence, used + 1, failure, why=f"the repair failed: {err.message}") \
-                from err
-        guidance = ""
-        program = compile_source(saved.text, str(saved.path), decomposer.registry).program
-        decomposer.remember(digest, saved, program)
-        block.note(f"repaired: version {_version_of(decomposer, saved).version} of {saved.path.name}; running the "
-                   "block again from its inputs")
+            saved, program, asked = _repaired(decomposer, block, digest, saved, evidence, failure, attempt + 1, asked)
+        finally:
+            decomposer.repair_turns.release(block, digest)
+        attempt += 1
+
+
+def _repaired(decomposer, block, digest: str, saved: SavedModule, evidence: Evidence, failure, attempt: int,
+              asked: bool):
+    """(module, program, asked): the module revised for `evidence` by this reach (which holds the repair turn), within
+    `[decompose] max_run_repairs` for the module in this run; when they ran out, a person may guide one more (at the
+    program's own block, asked once per reach), else the failure goes up (RepairsExhausted)."""
+    from orgtree_lang.compile.api import compile_source
+
+    guidance = ""
+    used = decomposer.repairs.get(digest, 0)
+    if used >= decomposer.settings.max_run_repairs:
+        guidance = "" if asked else _person_says(decomposer, block, evidence, used)
+        asked = True
+        if not guidance:
+            # With no repair made there is nothing to add: the failure is what it would be with no repairs.
+            raise _exhausted(block, saved, evidence, used, failure) if used else failure
+    decomposer.repairs[digest] = used + 1
+    block.note(f"repairing {saved.path.name} ({evidence.summary()[:120]})")
+    try:
+        saved = repair(decomposer, block, evidence, key=f"{block.node}:repair-{attempt}", guidance=guidance,
+                       saved=saved)
+    except PipeRuntimeError as err:
+        if err.kind in ("model", "budget"):
+            raise
+        raise _exhausted(block, saved, evidence, used + 1, failure, why=f"the repair failed: {err.message}") from err
+    program = compile_source(saved.text, str(saved.path), decomposer.registry).program
+    decomposer.remember(digest, saved, program)
+    block.note(f"repaired: version {_version_of(decomposer, saved).version} of {saved.path.name}; running the "
+               "block again from its inputs")
+    return saved, program, asked
 
 
 def repair(decomposer, block, evidence: Evidence, *, key: str | None = None, guidance: str = "",
@@ -155,6 +175,48 @@ def checked_outputs(decomposer, block, saved: SavedModule, outputs: dict[str, An
     if evidence is not None:
         return Evidence("expectation", f"{evidence.what}; {what}", evidence.inputs, evidence.outputs), error
     return Evidence("review", what, dict(block.inputs), dict(outputs)), rejection(spec, blocking, subject)
+
+
+REFUSAL_REVIEWS = 3  # refusals of one module version reviewed per run (a loop of refused inputs asks no more)
+
+
+def reviewed_refusal(decomposer, block, saved: SavedModule, err: PipeRuntimeError) -> Evidence | None:
+    """Evidence when the module refused its inputs with `fail` and its output reviewer says the spec does not call
+    for that (`[decompose] review_outputs` not "off"), else None: the refusal is the block's answer. The first
+    REFUSAL_REVIEWS reaches that a version refuses in a run are reviewed, counted in the concern ledger (a resumed
+    or replayed reach is reviewed again exactly when it was, its answer from the journal)."""
+    message = refusal_of(err)
+    if message is None or decomposer.author is None or decomposer.reviewer is None or \
+            decomposer.settings.review_outputs == "off":
+        return None
+    from orgtree_lang.review.ledger import ConcernLedger
+
+    spec = block.spec
+    version = body_hash(saved.body).split(":")[-1][:12]
+    subject = f"{outputs_subject(decomposer.parent_file, spec, spec_hash(spec))}:refusals:{version}"
+    run = block.node.split("/", 1)[0]
+    with ConcernLedger.for_workspace(decomposer.workspace) as ledger:
+        reviewed = {r["author_conversation"] for r in ledger.rounds(subject)}
+    if f"run:{block.node}" not in reviewed and \
+            sum(node.startswith(f"run:{run}/") for node in reviewed) >= REFUSAL_REVIEWS:
+        return None
+    block.note(f"reviewing its refusal: {message[:120]}")
+    reviewer = decomposer.metered(block, review="reviewing the refusal of")[1]
+    blocking = review_outputs(decomposer.agent(block, "output reviewer", reviewer), spec, block.inputs, {},
+                              spec_text=spec_with_contracts(f"The step `{spec.name}`:\n{spec.doc}", spec),
+                              workspace=decomposer.workspace, subject=subject, node=block.node, refused=message)
+    if not blocking:
+        block.note("its refusal was accepted by its review")
+        return None
+    return Evidence("refusal", f"it refused these inputs with `fail` ({message}), and a reviewer says the spec does "
+                               f"not: {listing(blocking)}", dict(block.inputs), location=_where_of(err, saved))
+
+
+def _where_of(err: PipeRuntimeError, saved: SavedModule) -> str:
+    inner = err
+    while isinstance(inner.__cause__, PipeRuntimeError):
+        inner = inner.__cause__
+    return where(inner, saved)
 
 
 def failed_expectation(spec, inputs: dict[str, Any], outputs: dict[str, Any], registry, context,

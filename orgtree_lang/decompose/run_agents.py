@@ -71,7 +71,8 @@ class RunAgents:
             reviewer = None
         return agent_turns(model, agent, task, self.workspace, reviewer=reviewer, journal=journal)
 
-    def pick_route(self, topic: str, body: str, routes: list[tuple[str, str]], key: str | None = None) -> dict[str, Any]:
+    def pick_route(self, topic: str, body: str, routes: list[tuple[str, str]],
+                   key: str | None = None) -> dict[str, Any]:
         """The route (`topic`, or None for none) a message to unknown `topic` means, with the tokens and cost spent:
         {"topic", "why", "tokens", "cost", "model"}. A PipeRuntimeError (kind `decision`) after one repair."""
         from orgtree_lang.models.base import Message, ModelError

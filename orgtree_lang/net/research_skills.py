@@ -1,7 +1,8 @@
-"""The research agent's judgment steps, skills for stdlib/research.pipe: questions in, a plan out (research.plan); a text
-and a question in, whether it answers it and which links to follow out (research.judge); an empirical question in,
-code to run in the sandbox out (research.experiment); a task in, the agent's read of the scratchpad out
-(research.read, a journaled step of its own that the others take as `read=`).
+"""The research agent's skills: questions in, a plan out (research.plan); a text and a question in, whether it answers
+it and which links to follow out (research.judge); an empirical question in, code to run in the sandbox out
+(research.experiment); a task in, the agent's read of the scratchpad out (research.read, a journaled step of its own
+that the others take as `read=`); and questions in, findings out (research.ask: stdlib/research.pipe, which the
+others are the steps of, as one skill a program calls).
 
 With a model configured for the run each is the author model's answer, taken as the agent `research agent`'s turn
 on the scratchpad (memory/turn.py: it reads the pad and the relevant insights first, writes its note after, and the
@@ -15,10 +16,11 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any
+from typing import Any, Callable
 
 from orgtree_lang.memory.skills import summarizer_of
 from orgtree_lang.memory.summarize import content_words
+from orgtree_lang.net.research_ask import run_research
 from orgtree_lang.runtime.errors import SkillError
 from orgtree_lang.runtime.skills import SkillContext, skill
 
@@ -247,3 +249,33 @@ def experiment(ctx: SkillContext, question: str, known: str = "",
     language = written.language if written.language in ("python", "sh", "bash") else "python"
     return {"language": language, "source": written.source}
 
+
+def ask_skill(registry) -> Callable:
+    """research.ask for `registry` (stdlib.register adds it last): its calls compile the research module with the
+    skills of that registry, which the module's `use` lines name."""
+
+    @skill("research.ask", slow=True)
+    def ask(ctx: SkillContext, questions: list[str], web: bool = True, max_reads: int = 8) -> dict[str, Any]:
+        """Research questions with the research agent and answer with findings that cite their sources.
+
+        For each question the agent plans (a lookup or an experiment), searches the workspace memory and, with
+        `web`, the web provider of `[web]` (pages fetched within `[http] allow`), reads what it finds with the run's
+        model (offline: by word overlap), runs an experiment in the sandbox for an empirical question, and stops when
+        a source answers it or `max_reads` sources were read. Each finding is proposed as an insight and reviewed by
+        the run's review model before it joins the pool. The call is one journaled step of a durable run (a replay
+        asks no model), its model calls count against the run's --max-tokens / --max-cost, and the agent takes its
+        turns on the scratchpad as `research agent`.
+
+        Args:
+            questions: The questions to research.
+            web: Search the web provider too, when `[web] search` names one (else the workspace memory only).
+            max_reads: Sources read per question before it is given up.
+
+        Returns:
+            A dict with `findings` (one dict per answered question: `question`, `answer`, `source` (a URL, a
+            memory node or an experiment) and `insight`, the review's decision: accepted, rejected or "not
+            proposed: why") and `notes` (what could not be found or used).
+        """
+        return run_research(ctx, registry, questions, web, max_reads)
+
+    return ask

@@ -76,14 +76,35 @@ class _Silenced(logging.Filter):
         return False
 
 
+PROBE_SECONDS = 1.0  # how long the first export waits for the collector's port to accept a connection
+
+
+def _reachable(endpoint: str, timeout: float = PROBE_SECONDS) -> bool:
+    """Whether something accepts TCP connections at the endpoint's host and port."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(endpoint)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        with socket.create_connection((parts.hostname or "127.0.0.1", port), timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
 class _OneWarning:
     """A SpanExporter in front of the OTLP one: when the collector does not take a batch, one warning on stderr,
-    and no more tries for the rest of the process (the SDK's own retry and failure lines are silenced)."""
+    and no more tries for the rest of the process (the SDK's own retry and failure lines are silenced).
+
+    Before the first batch it checks that the collector's port accepts a connection at all: the SDK retries a
+    refused connection with backoff for its whole timeout, which held every run's exit for seconds."""
 
     def __init__(self, inner, endpoint: str) -> None:
         self.inner = inner
         self.endpoint = endpoint
         self.down = False
+        self.probed = False
         sdk = logging.getLogger(SDK_EXPORT_LOGGER)
         if not any(isinstance(f, _Silenced) for f in sdk.filters):
             sdk.addFilter(_Silenced())
@@ -93,7 +114,9 @@ class _OneWarning:
 
         if self.down:
             return SpanExportResult.FAILURE
-        result = self.inner.export(spans)
+        reachable = self.probed or _reachable(self.endpoint)
+        self.probed = True
+        result = self.inner.export(spans) if reachable else SpanExportResult.FAILURE
         if result != SpanExportResult.SUCCESS:
             self.down = True
             print(f"warning: the OpenTelemetry collector at {self.endpoint} did not take this run's spans (nothing "

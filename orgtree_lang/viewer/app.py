@@ -25,12 +25,12 @@ def build_app(site: Site, *, poll_seconds: float = POLL_SECONDS, allow_hosts: tu
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
     from starlette.middleware import Middleware
-    from starlette.responses import HTMLResponse, JSONResponse, StreamingResponse
+    from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
     from starlette.routing import Mount, Route
     from starlette.staticfiles import StaticFiles
 
     from orgtree_lang.runtime.errors import PipeError
-    from orgtree_lang.viewer import actions, live, memory, modules, nodes, programs, runs, skills
+    from orgtree_lang.viewer import actions, artifacts, live, memory, modules, nodes, programs, runs, skills
 
     resumes: list[subprocess.Popen] = []
 
@@ -99,6 +99,13 @@ def build_app(site: Site, *, poll_seconds: float = POLL_SECONDS, allow_hosts: tu
         html = skills.skill_page(site, request.path_params["name"])
         return not_found(f"no skill {request.path_params['name']} in this workspace") if html is None else page(html)
 
+    def blob(request):
+        answer = artifacts.blob_answer(site.workspace, request.path_params["digest"],
+                                       request.query_params.get("type", ""), request.query_params.get("download") == "1")
+        if answer is None:
+            return not_found(f"no blob {request.path_params['digest']} in this workspace")
+        return Response(answer[0], headers=answer[1])
+
     def pad(request):
         return page(memory.pad_page(site))
 
@@ -134,7 +141,7 @@ def build_app(site: Site, *, poll_seconds: float = POLL_SECONDS, allow_hosts: tu
               Route("/modules", module_list), Route("/modules/{path:path}", module),
               Route("/programs", program_list), Route("/programs/{path:path}", program),
               Route("/skills", skill_list), Route("/skills/{name}", skill),
-              Route("/pad", pad), Route("/insights", insights),
+              Route("/pad", pad), Route("/insights", insights), Route("/blobs/{digest}", blob),
               Route("/actions/run", start, methods=["POST"]), Route("/actions/reply", reply, methods=["POST"]),
               Route("/actions/resume", resume, methods=["POST"]),
               Mount("/static", StaticFiles(directory=STATIC), name="static")]

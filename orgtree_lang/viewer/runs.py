@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from orgtree_lang.runtime.errors import UsageError
+from orgtree_lang.viewer.artifacts import artifacts_html
 from orgtree_lang.viewer.page import Site, duration, esc, frame, status_badge, table, when
 
 MAX_CHILDREN_SHOWN = 200  # children listed under one node; the rest are counted, so a huge run stays a small page
@@ -99,11 +100,14 @@ def run_body(site: Site, view: RunView) -> str:
 
 
 def _summary(view: RunView) -> str:
-    from orgtree_lang.runtime.values import decode, display, to_plain
+    from orgtree_lang.runtime.values import bytes_values, decode, display, to_plain
 
     meta = view.meta
-    given = [f"{k}={display(v, True)}" for k, v in to_plain(decode(meta.get("inputs", {}))).items()]
-    given += [f"{k}={display(v, True)} (default)" for k, v in to_plain(decode(meta.get("defaults", {}))).items()]
+    def shown(value) -> str:  # records as their fields; a bytes value by its media type, size and hash
+        return display(value if bytes_values(value) else to_plain(value), True)
+
+    given = [f"{k}={shown(v)}" for k, v in decode(meta.get("inputs", {})).items()]
+    given += [f"{k}={shown(v)} (default)" for k, v in decode(meta.get("defaults", {})).items()]
     rows = [("status", status_badge(view.status)), ("program", esc(meta.get("program"))),
             ("pipeline", esc(meta.get("entry"))), ("started", esc(when(meta.get("created"))))]
     if view.status == "running":  # the figures the run wrote last (durable/runs.py view_meta), about a second old
@@ -115,8 +119,12 @@ def _summary(view: RunView) -> str:
     if meta.get("parent_run"):
         rows.append(("forked from", f'<a href="/runs/{esc(meta["parent_run"])}">{esc(meta["parent_run"])}</a> '
                                     f'at step {esc(meta.get("fork_step"))}'))
+    inputs, result = decode(meta.get("inputs", {})), decode(meta.get("result")) if view.status == "done" else None
     if view.status == "done":
-        rows.append(("result", f'<code class="result">{esc(display(decode(meta.get("result")), True))}</code>'))
+        rows.append(("result", f'<code class="result">{esc(display(result, True))}</code>'))
+    shown = artifacts_html(inputs, result)
+    if shown:
+        rows.append(("artifacts", shown))
     if meta.get("error"):
         error = meta["error"]
         rows.append(("error", f'<span class="error">{esc(error.get("message"))}</span> '
