@@ -32,7 +32,7 @@ KEYWORD_SCOPES = {"true": "constant.language", "false": "constant.language", "no
                   "and": "keyword.operator", "or": "keyword.operator", "not": "keyword.operator",
                   "in": "keyword.operator", "is": "keyword.operator", "pipeline": "storage.type",
                   "record": "storage.type", "ambiguous": "storage.type", "use": "keyword.control.import"}
-TYPE_NAMES = ("str", "int", "float", "bool", "path", "any", "list", "dict")
+TYPE_NAMES = ("str", "int", "float", "bool", "path", "bytes", "any", "list", "dict")
 
 
 def _node_modules() -> Path:
