@@ -111,6 +111,10 @@ BENCHMARKS = (
     Benchmark("parallel.py", ("--mode", "ambiguous", "--counts", "1", "8", "--scale", "0.1", "--repeat", "2"), (
         Figure("8 ambiguous blocks in parallel / 1, protocol on", r"wall\(N=8\) / wall\(N=1\): ([\d.]+)", "<=", 1.25,
                "x"),)),
+    Benchmark("block_reach.py", ("--reaches", "300", "--repeat", "1"), (
+        Figure("reused block, journaled run per reach", r"now\s+journaled\s+[\d.]+ s \(\s*([\d.]+) ms a reach", None, None,
+               "ms"),
+        Figure("reused block, journaled / --no-journal", r"now\s+journaled.*journaled ([\d.]+)x", None, None, "x"))),
     Benchmark("language_tasks/measure.py", (), (
         Figure("task solutions, lines / idiomatic", r"mean ratio ([\d.]+)", None, None, "x"),)),
     Benchmark("long_context.py", ("--sizes", "100k,1m"), (
