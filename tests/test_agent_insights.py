@@ -1,7 +1,8 @@
 """Every agent that calls a model takes its turn and may propose insights (issue 25 items 3 and 4): the code reviewer,
-the output reviewer, the reuse reviewer, the escalation judge, the output coercer, the bug reviewer and the promotion
-tester each offer one in a structured part of their answer; it joins the pool only after an independent review, and
-the answer is read without it. (The author: test_decompose_protocol.py; the research agent: test_research_agent.py.)"""
+the output reviewer, the reuse reviewer, the escalation judge, the output coercer, the agent of a block's node, the bug
+reviewer and the promotion tester each offer one in a structured part of their answer; it joins the pool only after
+an independent review, and the answer is read without it. (The author: test_decompose_protocol.py; the research
+agent: test_research_agent.py; the agent of a node outside blocks: test_org_route_meaning.py.)"""
 
 from __future__ import annotations
 
@@ -202,3 +203,34 @@ def test_the_promotion_tester_may_propose_an_insight(root, tmp_path):
     assert promote(root, saved, reviewer=tester, registry=registry)["accepted"]
     (insight,) = active_insights(root)
     assert insight.author == "promotion tester of shout" and insight.tags == ["promotion tester"]
+
+
+# ---- the agent of a block's node, answering a question its generated child asks --------------------------------
+
+SHOUT_CASE = '''pipeline main(text: str) -> str:
+    ambiguous shout(text: str) -> loud: str:
+        """Say the text loudly, in the case the reader wants."""
+    return loud
+'''
+ASKS_PARENT = '''```pipe
+pipeline main(text: str) -> str:
+    send parent, "upper or title case?", topic="question"
+    try:
+        m = receive(timeout=1)
+        return m.body + ": " + text
+    except err:
+        return "no answer: " + text
+```'''
+
+
+def test_the_agent_answering_a_childs_question_may_propose_an_insight(tmp_path):
+    answer = json.dumps({"kind": "answer", "note": "readers want capitals", "answer": "UPPER"})
+    author = scripted(tmp_path, "a", [
+        {"match": {"contains": "A message reached the node"},
+         "reply": answer + "\n<note>\nplan: answer UPPER\n</note>" + offered("message reader")},
+        {"match": {"contains": "Write a module"}, "reply": ASKS_PARENT}], "author")
+    reviewer = scripted(tmp_path, "r", insight_review_first([{"reply": NO_CONCERNS}]), "reviewer")
+    assert run_decomposed(tmp_path, SHOUT_CASE, {"text": "hi"}, author, reviewer, file="s.pipe") == "UPPER: hi"
+    assert [n.text for n in notes_of(tmp_path, "message reader of shout")] == ["answer UPPER"]
+    (insight,) = active_insights(tmp_path)
+    assert insight.author == "message reader of shout" and insight.tags == ["message reader"]

@@ -127,3 +127,10 @@ def test_read_bytes_refuses_a_named_pipe_without_waiting_for_a_writer(workspace)
     (workspace / "fifo.pipe").write_text('use fs\n\npipeline main() -> int:\n    return fs.read_bytes("pipe.png").size\n')
     refused = run(workspace, "run", "fifo.pipe")
     assert refused.returncode == 70 and "is not a regular file" in refused.stderr, refused.stderr
+
+
+def test_a_bytes_result_over_the_memory_budget_stops_the_run_and_names_the_skill(workspace):
+    (workspace / "size.pipe").write_text('use fs\n\npipeline main() -> int:\n    return fs.read_bytes("logo.png").size\n')
+    stopped = run(workspace, "run", "size.pipe", "--max-memory", "1000")
+    assert stopped.returncode == 70
+    assert "memory budget exceeded: limit 1,000 bytes" in stopped.stderr and "fs.read_bytes" in stopped.stderr

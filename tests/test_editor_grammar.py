@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -32,20 +33,30 @@ KEYWORD_SCOPES = {"true": "constant.language", "false": "constant.language", "no
                   "and": "keyword.operator", "or": "keyword.operator", "not": "keyword.operator",
                   "in": "keyword.operator", "is": "keyword.operator", "pipeline": "storage.type",
                   "record": "storage.type", "ambiguous": "storage.type", "use": "keyword.control.import"}
-TYPE_NAMES = ("str", "int", "float", "bool", "path", "any", "list", "dict")
+TYPE_NAMES = ("str", "int", "float", "bool", "path", "bytes", "any", "list", "dict")
 
 
 def _node_modules() -> Path:
     """vscode-textmate and vscode-oniguruma, installed once into the cache folder with npm."""
     folder = CACHE / "-".join(p.replace("@", "") for p in NPM_PACKAGES)
-    if (folder / "node_modules" / "vscode-oniguruma" / "release" / "onig.wasm").is_file():
+    wasm = folder / "node_modules" / "vscode-oniguruma" / "release" / "onig.wasm"
+    if wasm.is_file():
         return folder / "node_modules"
     if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.skip("node and npm are needed to run VS Code's TextMate tokenizer (vscode-textmate)")
-    folder.mkdir(parents=True, exist_ok=True)
-    result = subprocess.run(["npm", "install", "--prefix", str(folder), "--no-audit", "--no-fund", "--no-save",
+    # Installed beside the cache folder, then renamed into it: another pytest process (an xdist worker, a second
+    # checkout's suite) installing at the same time never sees, or writes into, a half-installed folder.
+    CACHE.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=folder.name + ".", dir=CACHE))
+    result = subprocess.run(["npm", "install", "--prefix", str(staging), "--no-audit", "--no-fund", "--no-save",
                              *NPM_PACKAGES], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, f"npm install {' '.join(NPM_PACKAGES)} failed:\n{result.stderr}"
+    if folder.exists() and not wasm.is_file():  # a half install left by an older version of this helper
+        shutil.rmtree(folder, ignore_errors=True)
+    try:
+        staging.rename(folder)
+    except OSError:  # another process renamed its install into place first: use that one
+        shutil.rmtree(staging, ignore_errors=True)
     return folder / "node_modules"
 
 

@@ -27,8 +27,9 @@ AREAS = {
 
 def selected_tests() -> list[str]:
     """The node ids `pytest -m fast` runs, as pytest itself selects them (markers on modules, classes and tests)."""
-    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "fast", "-p", "no:cacheprovider",
-                           "-p", "no:xdist"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    # xdist (on in pyproject's addopts) stays out of a --collect-only run by itself.
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "fast", "-p", "no:cacheprovider"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     return [line for line in done.stdout.splitlines() if line.startswith("tests/") and "::" in line]
 

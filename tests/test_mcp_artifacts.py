@@ -126,3 +126,25 @@ def test_pipe_mcp_serve_answers_bytes_with_image_and_resource_contents(tmp_path)
     resource = bundle.content[2].resource
     assert resource.mime_type == "application/pdf" and base64.b64decode(resource.blob) == PDF
     assert str(resource.uri).startswith("orgtree://blobs/")
+
+
+def test_a_bytes_value_goes_both_ways_between_two_workspaces_over_pipe_mcp_serve(tmp_path):
+    served = tmp_path / "served"
+    served.mkdir()
+    (served / "tools.pipe").write_text(SERVED)
+    (served / "logo.png").write_bytes(PNG)
+    (served / "report.pdf").write_bytes(PDF)
+    client = tmp_path / "client"
+    client.mkdir()
+    command = [sys.executable, "-m", "orgtree_lang.cli.main", "mcp", "serve", "--workspace", str(served),
+               "tools.pipe:logo", "tools.pipe:measure"]
+    (client / "orgtree.toml").write_text(f"[mcp.servers.served]\ncommand = {json.dumps(command)}\n")
+    (client / "p.pipe").write_text('use mcp.served, fs\n\npipeline main() -> str:\n'
+                                   '    logo = mcp.served.logo("logo.png")\n'
+                                   '    fs.write_bytes("copy.png", logo)\n'
+                                   '    return mcp.served.measure(logo)\n')
+    listed = pipe("skills", "mcp.served.logo", cwd=client, env={"PIPE_NO_PLUGINS": "1"})
+    assert "mcp.served.logo(name: str) -> bytes" in listed.stdout, listed.stdout + listed.stderr
+    done = pipe("run", "p.pipe", cwd=client, env={"PIPE_NO_PLUGINS": "1"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "image/png 70" and (client / "copy.png").read_bytes() == PNG

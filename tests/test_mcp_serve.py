@@ -16,6 +16,7 @@ import pytest
 pytest.importorskip("mcp")
 
 import anyio  # noqa: E402  (after the skip: part of the mcp extra)
+from cli_testing import pipe  # noqa: E402
 
 TRIAGE = '''use text
 
@@ -69,8 +70,7 @@ def session(server, work):
 
 
 def runs(workspace: Path) -> list[dict]:
-    result = subprocess.run([sys.executable, "-m", "orgtree_lang.cli.main", "runs", "--json"], cwd=workspace,
-                            capture_output=True, text=True, timeout=60)
+    result = pipe("runs", "--json", cwd=workspace)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -103,8 +103,7 @@ def test_a_tool_call_is_a_durable_run_of_the_workspace(workspace):
     run_id = result.meta["orgtree/run_id"]
     (run,) = runs(workspace)
     assert run["id"] == run_id and run["status"] == "done"
-    tree = subprocess.run([sys.executable, "-m", "orgtree_lang.cli.main", "tree", run_id], cwd=workspace,
-                          capture_output=True, text=True, timeout=60)
+    tree = pipe("tree", run_id, cwd=workspace)
     assert "text.split  skill  ok" in tree.stdout
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from cli_testing import pipe
 from orgtree_lang.cli.run import used_namespaces
 
 SERVER = Path(__file__).resolve().parent / "mcp_servers" / "notes_server.py"
@@ -24,9 +25,6 @@ pipeline main(text: str) -> str:
 '''
 
 
-def pipe(*args, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "orgtree_lang.cli.main", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 from chat_server import ChatServer, is_review
+from cli_testing import pipe
 from decompose_testing import NO_CONCERNS
 from durable_testing import cli_command, cli_env
 
@@ -88,8 +89,7 @@ def test_kill_9_while_a_block_node_decides_then_resume_repeats_no_model_call_and
         assert before["author"] >= 1 and before["reviewer"] >= 1
         server.release.set()
         run_id = list_runs(tmp_path)[-1].run_id
-        resumed = subprocess.run(cli_command("resume", run_id, *models), cwd=tmp_path, env=env,
-                                 capture_output=True, text=True, timeout=300)
+        resumed = pipe("resume", run_id, *models, cwd=tmp_path, env=env)
         assert resumed.returncode == 0, resumed.stderr
         assert resumed.stdout.strip().splitlines()[-1] == "UPPER: hi"
         # The module was not written or reviewed again; only the decision in flight was asked again. (The outputs of
@@ -97,21 +97,18 @@ def test_kill_9_while_a_block_node_decides_then_resume_repeats_no_model_call_and
         assert server.counts == Counter({**before, "decider": 2, "reviewer": before["reviewer"] + 1})
         assert log.read_text().splitlines() == ["asked", "answered UPPER"]
         asked = sum(server.counts.values())
-        replayed = subprocess.run(cli_command("replay", run_id), cwd=tmp_path, env=env, capture_output=True,
-                                  text=True, timeout=300)
+        replayed = pipe("replay", run_id, cwd=tmp_path, env=env)
         assert replayed.returncode == 0, replayed.stderr
         assert "0 outside call(s)" in replayed.stderr and "identical" in replayed.stderr
         assert sum(server.counts.values()) == asked
         assert log.read_text().splitlines() == ["asked", "answered UPPER"]
 
-        tree = subprocess.run(cli_command("tree", run_id), cwd=tmp_path, env=env, capture_output=True, text=True,
-                              timeout=120)
+        tree = pipe("tree", run_id, cwd=tmp_path, env=env)
         assert tree.returncode == 0, tree.stderr
         (decided,) = [line for line in tree.stdout.splitlines() if "decision#1" in line]
         assert "  decision  ok" in decided and "15 tokens" in decided and "out: answer: UPPER" in decided
         assert any("→ main/shout@" in line and "upper or title case?" in line for line in tree.stdout.splitlines())
-        shown = subprocess.run(cli_command("messages", run_id, "--json"), cwd=tmp_path, env=env,
-                               capture_output=True, text=True, timeout=120)
+        shown = pipe("messages", run_id, "--json", cwd=tmp_path, env=env)
         assert shown.returncode == 0, shown.stderr
         edges = [(m["sender"], m["to"], m["topic"]) for m in json.loads(shown.stdout)]
         block = edges[0][1]
@@ -154,14 +151,12 @@ def test_kill_9_while_a_node_that_reads_no_messages_decides_then_resume_and_repl
         process.communicate()
         server.release.set()
         run_id = list_runs(tmp_path)[-1].run_id
-        resumed = subprocess.run(cli_command("resume", run_id, *models), cwd=tmp_path, env=env,
-                                 capture_output=True, text=True, timeout=300)
+        resumed = pipe("resume", run_id, *models, cwd=tmp_path, env=env)
         assert resumed.returncode == 0, resumed.stderr
         assert resumed.stdout.strip().splitlines()[-1] == "worker got: UPPER"
         assert server.counts == Counter({"decider": 2})  # the decision in flight, asked again; nothing else
         assert log.read_text().splitlines() == ["asked", "answered UPPER"]
-        replayed = subprocess.run(cli_command("replay", run_id), cwd=tmp_path, env=env, capture_output=True,
-                                  text=True, timeout=300)
+        replayed = pipe("replay", run_id, cwd=tmp_path, env=env)
         assert replayed.returncode == 0, replayed.stderr
         assert "0 outside call(s)" in replayed.stderr and "identical" in replayed.stderr
         assert server.counts == Counter({"decider": 2})

@@ -12,6 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 from chat_server import ChatServer, is_review
+from cli_testing import pipe
 from decompose_testing import NO_CONCERNS
 from durable_testing import cli_command, cli_env
 
@@ -233,8 +234,7 @@ def test_a_resume_after_kill_9_redoes_no_finished_decomposition_and_replay_calls
         process.communicate()
         server.release.set()
         run_id = list_runs(tmp_path)[-1].run_id
-        resumed = subprocess.run(cli_command("resume", run_id, *models), cwd=tmp_path, env=env,
-                                 capture_output=True, text=True, timeout=300)
+        resumed = pipe("resume", run_id, *models, cwd=tmp_path, env=env)
         assert resumed.returncode == 0, resumed.stderr
         assert resumed.stdout.strip().splitlines()[-1] == "one:hi two:hi three:hi"
         # The finished decompositions were not asked again; the one in flight was. (Each block's reviewer read the
@@ -243,8 +243,7 @@ def test_a_resume_after_kill_9_redoes_no_finished_decomposition_and_replay_calls
                                          ("author", "second"): 1, ("reviewer", "second"): 2,
                                          ("author", "third"): 2, ("reviewer", "third"): 2})
         asked = sum(server.counts.values())
-        replayed = subprocess.run(cli_command("replay", run_id), cwd=tmp_path, env=env, capture_output=True,
-                                  text=True, timeout=300)
+        replayed = pipe("replay", run_id, cwd=tmp_path, env=env)
         assert replayed.returncode == 0, replayed.stderr
         assert "0 outside call(s)" in replayed.stderr and "identical" in replayed.stderr
         assert sum(server.counts.values()) == asked

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -541,12 +542,20 @@ def test_the_seconds_budget_of_the_run_stops_a_remote_node_and_its_task(cluster,
     assert not _alive(worker), "the node went on on the cluster after the run stopped"
 
 
-def test_a_run_on_a_new_local_cluster_prints_no_note_about_ray_token_authentication(tmp_path) -> None:
+def test_a_run_on_a_new_local_cluster_prints_no_note_about_ray_token_authentication(cluster, tmp_path) -> None:
     # As from a shell: no RAY_AUTH_MODE (a Ray started in this process sets it), no cluster address.
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_AUTH_MODE", "RAY_ADDRESS")}
     program = tmp_path / "nap.pipe"
     program.write_text("use time\n\npipeline main() -> int:\n    time.sleep(0.1)\n    return 1\n")
-    ran = subprocess.run([sys.executable, "-m", "orgtree_lang.cli.main", "run", str(program), "--executor", "ray"],
+    ran = subprocess.run([sys.executable, "-m", "orgtree_lang.cli.main", "run", str(program), "--executor", "ray",
+                          "--run-id", "private"],
                          cwd=tmp_path, env={**env, **LOOPBACK}, capture_output=True, text=True, timeout=300)
     assert (ran.returncode, ran.stdout) == (0, "1\n"), ran.stderr
     assert "Token authentication" not in ran.stderr, ran.stderr  # Ray's note that its default is on (it stays on)
+    # A private instance: not the module's cluster, which Ray recorded in /tmp/ray/ray_current_cluster as the
+    # machine's current one (ray.init(address=None) would have joined it).
+    import ray
+
+    tree = pipe("tree", "private", "--every-call", "--workspace", tmp_path).stdout
+    [where] = re.findall(r"\[ray node (\w+)\]", tree)
+    assert where not in {node["NodeID"][:8] for node in ray.nodes()}, tree

@@ -172,3 +172,32 @@ def test_pipe_run_takes_the_id_it_is_given_and_refuses_one_taken_or_not_an_id(wo
     assert again.returncode == 2 and "there is a run first-run in" in again.stderr
     path = pipe("run", "greet.pipe", "-i", "name=Ada", "--run-id", "../elsewhere", cwd=workspace)
     assert path.returncode == 2 and "--run-id expects letters, digits, - and _" in path.stderr
+
+
+PICTURE = '''\
+pipeline main(picture: bytes) -> str:
+    """Say what the picture is."""
+    return f"{picture.media_type} {picture.size}"
+'''
+
+
+def test_a_bytes_input_from_the_page_is_a_file_of_the_workspace_and_never_one_outside_it(workspace, tmp_path_factory):
+    outside = tmp_path_factory.mktemp("outside") / "secret.png"
+    outside.write_bytes(b"\x89PNG\r\n\x1a\nthe host's own file")
+    (workspace / "picture.pipe").write_text(PICTURE)
+    (workspace / "cat.png").write_bytes(b"\x89PNG\r\n\x1a\n0123")
+    (workspace / "link.png").symlink_to(outside)
+    with Server(workspace, "--allow-actions") as server:
+        form = server.http.get(f"{server.url}programs/picture.pipe").text
+        started = _start(server, {"program": "picture.pipe", "input.picture": "cat.png"})
+        refused = [_start(server, {"program": "picture.pipe", "input.picture": given})
+                   for given in (str(outside), "../" + outside.name, "link.png", "nope.png")]
+    assert "a file of the workspace" in html.unescape(form)
+    assert started.status_code == 200, started.text
+    run_id = started.json()["run"]
+    assert wait_for(lambda: _show(workspace, run_id)["status"] == "done", "the run's end")
+    assert _show(workspace, run_id)["result"] == "image/png 12"
+    assert [answer.status_code for answer in refused] == [400] * 4, [answer.text for answer in refused]
+    assert all("must name a file of the workspace" in answer.json()["message"] for answer in refused[:3])
+    assert "the workspace has no file `nope.png`" in refused[3].json()["message"]
+    assert len(json.loads(pipe("runs", "--workspace", workspace, "--json").stdout)) == 1

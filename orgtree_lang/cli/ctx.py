@@ -160,7 +160,9 @@ def command_add(args) -> int:
 
 def command_fit(args) -> int:
     reader, summarizer = _reader(args, required=True)
-    with _memory(args) as memory:
+    # A view is no search: as the ctx.fit skill, the summaries it writes are indexed for keyword search at once and
+    # embedded by the next search by meaning, so fitting never waits for the embedding model to load.
+    with _memory(args, vectors=False) as memory:
         view = _built(memory, args.documents, args, reader, summarizer)
         if args.json:
             print(json.dumps({"text": view.text, "nodes": [n.id for n in view.nodes], "levels": view.levels,

@@ -83,7 +83,7 @@ _BUDGETS = (
     ("--max-cost", positive(float, "an amount in USD"), "USD",
      "stop once the models of the whole run tree have cost USD dollars", "new limit on model cost (so far counts)"),
     ("--max-memory", positive(_bytes, "a size like 500M or 2G"), "SIZE",
-     "stop when the program builds one value (a string, list or dict) larger than SIZE (bytes, or with K, M or G)",
+     "stop when the program builds one value (a string, list, dict or bytes) over SIZE (bytes, or with K, M or G)",
      "limit on the bytes one value may take (500M, 2G, or bytes)"),
 )
 

@@ -418,9 +418,14 @@ class Decomposer:
                                    f"an {OUTPUTS_RECORD} record", kind="ambiguous")
         if limits.output_chars is not None and output_size(outputs, limits.output_chars) > limits.output_chars:
             raise self._over_limits(spec, saved, limits.describe("output"), None)
-        # The coercer is an agent of the block: its reshape (asked only when no exact rule fits) is a turn on the pad.
-        reshaper = (model_reshaper(self.agent(block, "output coercer", author), block.records, uuid.uuid4().hex)
-                    if author is not None else None)
+        reshaper = None
+        if author is not None:
+            conversation = uuid.uuid4().hex
+
+            def reshaper(value, ptype):
+                # The coercer is an agent of the block, seated only when no exact rule fits: its reshape is a turn.
+                return model_reshaper(self.agent(block, "output coercer", author), block.records,
+                                      conversation)(value, ptype)
         return fit_outputs(outputs, spec, block.records, reshaper)
 
     def _over_limits(self, spec: AmbiguousSpec, saved: SavedModule, limit: str, err: PipeRuntimeError | None):

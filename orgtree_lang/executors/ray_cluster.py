@@ -245,7 +245,9 @@ class RayExecutor:
             if not ray.is_initialized():
                 runtime_env = {"env_vars": {name: os.environ[name] for name in self.ship_env if name in os.environ}}
                 try:
-                    ray.init(address=self.address, include_dashboard=False, logging_level=logging.WARNING,
+                    # No address is a private instance: "local", because None would join the cluster a `ray start`
+                    # (or any test's cluster) last recorded in /tmp/ray/ray_current_cluster.
+                    ray.init(address=self.address or "local", include_dashboard=False, logging_level=logging.WARNING,
                              log_to_driver=False, runtime_env=runtime_env if runtime_env["env_vars"] else None)
                 except Exception as err:  # ConnectionError, TimeoutError, RuntimeError, ValueError: all say "no cluster"
                     where = f"the Ray cluster at {self.address}" if self.address else "a local Ray cluster"

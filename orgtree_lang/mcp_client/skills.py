@@ -14,7 +14,8 @@ from orgtree_lang.mcp_client.contents import content_value
 from orgtree_lang.mcp_client.settings import ServerSpec
 from orgtree_lang.runtime.errors import SkillError
 from orgtree_lang.runtime.skills import MISSING, Param, Skill
-from orgtree_lang.runtime.values import conforms
+from orgtree_lang.runtime.records import RecordTypes
+from orgtree_lang.runtime.values import conforms, to_plain
 from orgtree_lang.syntax import types as T
 from orgtree_lang.syntax.types import PipeType
 
@@ -44,12 +45,21 @@ def pipe_type(schema: Any) -> PipeType:
         return _SCALARS[kind]
     if kind == "array":
         return T.list_of(pipe_type(schema.get("items")))
+    if kind == "object" and schema.get("title") == "bytes" and "base64" in (schema.get("properties") or {}):
+        return T.BYTES  # runtime/skill_spec.py json_schema: a bytes value of `pipe mcp serve` (or any server)
     if kind == "object":
         extra = schema.get("additionalProperties")
         return T.dict_of(pipe_type(extra) if isinstance(extra, dict) and not schema.get("properties") else T.ANY)
     if "enum" in schema and all(isinstance(v, str) for v in schema["enum"]):
         return T.STR
     return T.ANY
+
+
+def _parts(ptype: PipeType):
+    """`ptype` and the types inside it (list items, dict values, the inner type of `T?`)."""
+    while ptype is not None:
+        yield ptype
+        ptype = ptype.arg
 
 
 def _wrapped_result(schema: Any) -> Any:
@@ -177,9 +187,11 @@ class McpServerSkills:
         connection, tool_name, skill_name = self.connection, tool.name, name
 
         def call(**arguments: Any) -> Any:
-            sent = {k: v for k, v in arguments.items() if not (k in omitted and v is None)}
+            # Plain JSON on the wire: records as their fields, bytes values as {media_type, size, sha256, base64}.
+            sent = {k: to_plain(v) for k, v in arguments.items() if not (k in omitted and v is None)}
             result = connection.call(tool_name, sent)
-            return _value(skill_name, result, tool.output_schema is not None, wrapped is not None)
+            value = _value(skill_name, result, tool.output_schema is not None, wrapped is not None)
+            return RecordTypes({}).from_plain(value, returns) if T.BYTES in _parts(returns) else value
 
         return Skill(name=name, description=description, params=tuple(params), returns=returns,
                      returns_doc="", pure=False, func=call, origin=f"mcp server {self.spec.name}",

@@ -100,6 +100,9 @@ class Scheduler:
         return self.cancels_pending or self.interrupts_pending
 
     def turn_over(self, frame: Frame) -> bool:
+        if not (self.cancels_pending or self.interrupts_pending):  # the common stop: only the turn may be over
+            state = self.machine.state
+            return state.steps >= state.slice_end and self._next_turn()
         state = self.state
         task = self.current_task()
         if task.cancel:
@@ -301,7 +304,7 @@ class Scheduler:
 
     def _next_ready(self) -> Task | None:
         """The first ready task (in task order) with an id after the current one's, else the first ready one."""
-        current = self.state.current
+        current = self.machine.state.current
         first = None
         for task in self.state.tasks:  # one pass: this runs at the end of every turn
             if task.status == "ready":
@@ -313,7 +316,7 @@ class Scheduler:
 
     def _next_turn(self) -> bool:
         """The current task's quantum is spent: give the next ready task its turn. True when the task changed."""
-        state = self.state
+        state = self.machine.state
         state.slice_end = state.steps + QUANTUM
         task = self._next_ready()
         if task is None or task.id == state.current:

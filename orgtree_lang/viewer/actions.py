@@ -137,6 +137,25 @@ class NotStarted(Refused):
     status = 422
 
 
+def _workspace_file(site: Site, name: str, value: str) -> str:
+    """The real path of the workspace file a bytes input names (`FILE` or `FILE:MEDIA/TYPE`); Malformed when it
+    is not one (absolute, `..` out, a symbolic link out, a folder, missing)."""
+    from orgtree_lang.runtime.errors import SkillError
+    from orgtree_lang.runtime.workspace import Workspace
+
+    path, media = value, ""
+    if ":" in value and "/" in value.rsplit(":", 1)[1]:
+        path, media = value.rsplit(":", 1)
+    try:
+        real = Workspace(site.workspace).resolve(path)
+    except SkillError as err:
+        raise Malformed(f"input `{name}` (bytes) must name a file of the workspace: {err}",
+                        hint="copy the file into the workspace, or run the program with `pipe run -i`") from None
+    if not real.is_file():
+        raise Malformed(f"input `{name}` (bytes): the workspace has no file `{path}`")
+    return str(real) + (f":{media}" if media else "")
+
+
 def start_run(site: Site, fields: dict[str, str], running: list[subprocess.Popen]) -> dict[str, str]:
     """Start `pipe run PROGRAM --workspace DIR --run-id ID [--entry NAME] -i NAME=VALUE ...` as a process of its
     own, with the inputs the form gave (each read by its parameter's type, as `-i` reads it); wait until the run
@@ -147,7 +166,7 @@ def start_run(site: Site, fields: dict[str, str], running: list[subprocess.Popen
     from orgtree_lang.durable.journal import JOURNAL_FILE
     from orgtree_lang.durable.runs import new_run_id, runs_dir
 
-    from orgtree_lang.viewer.programs import program_path
+    from orgtree_lang.viewer.programs import entry_params, program_path
 
     relative = fields.get("program", "")
     path = program_path(site, relative)
@@ -157,12 +176,16 @@ def start_run(site: Site, fields: dict[str, str], running: list[subprocess.Popen
                "--workspace", str(Path(site.workspace).resolve())]
     if fields.get("entry"):
         command += ["--entry", fields["entry"]]
+    files = {p.name for p in entry_params(site, relative, fields.get("entry") or None)
+             if (p.type.arg if p.type.kind == "optional" else p.type).kind == "bytes"}
     for name, value in fields.items():
         if not name.startswith("input.") or value == "":
             continue  # an empty field: the parameter's default (or pipe run says it needs one)
         if len(value) > MAX_INPUT_CHARS:
             raise Malformed(f"input `{name[6:]}` is {len(value):,} characters long: at most {MAX_INPUT_CHARS:,} "
                             "can be given here", hint="write large data to a file and read it with fs.read")
+        if name[6:] in files:  # `-i NAME=FILE` reads any file of this machine: from the page, the workspace's only
+            value = _workspace_file(site, name[6:], value)
         command += ["-i", f"{name[6:]}={value}"]
     run_id = new_run_id()
     run_dir = runs_dir(site.workspace) / run_id

@@ -68,6 +68,17 @@ def program_page(site: Site, relative: str, entry: str | None) -> str | None:
     return frame(site, f"program {relative}", body)
 
 
+def entry_params(site: Site, relative: str, entry: str | None) -> tuple:
+    """The parameters of the pipeline a run of `relative` would start with (`entry`, else its main one); empty when
+    the program is missing, does not compile or has no such pipeline (then `pipe run` says why)."""
+    path = program_path(site, relative)
+    compiled = _compiled(site, path, relative) if path is not None else ""
+    try:
+        return () if isinstance(compiled, str) else tuple(compiled.program.entry(entry).params)
+    except KeyError:
+        return ()
+
+
 def _compiled(site: Site, path: Path, relative: str):
     """The program compiled as `pipe run` compiles it (the workspace's skills and cache), or its rendered errors;
     named as the run the page starts names it (relative to the workspace), so both say the same file:line:col."""
@@ -119,6 +130,8 @@ def _field(param, default: str) -> str:
         return f'<select name="{esc(name)}" {aria}>{options}</select>'
     if kind in ("str", "path", "int", "float", "any"):
         return f'<input name="{esc(name)}" {aria} placeholder="{esc(default)}">'
+    if kind == "bytes":
+        return f'<input name="{esc(name)}" {aria} placeholder="{esc(default)}; a file of the workspace, e.g. photo.png">'
     example = json.dumps([1, 2]) if kind == "list" else '{"key": "value"}'
     return (f'<textarea name="{esc(name)}" {aria} rows="3" '
             f'placeholder="{esc(default)}; JSON, e.g. {esc(example)}"></textarea>')

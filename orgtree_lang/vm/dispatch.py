@@ -11,10 +11,12 @@ from typing import Any, Callable
 
 from orgtree_lang.compile.code import CodeObject
 from orgtree_lang.compile.opcodes import CODE, OPCODES
+from orgtree_lang.vm.assignments import assignments
 from orgtree_lang.vm.instructions import COMPARE_FUNCS, HANDLERS, UNARY_FUNCS
 
-# Statement boundaries, loops and compare-and-jump.
-FLOW = ("STMT", "JUMP_STMT", "COMPARE_LOCALS_JUMP_IF_FALSE", "COMPARE_LOCAL_CONST_JUMP_IF_FALSE",
+# Statement boundaries, loops and compare-and-jump. STMT_ASSIGN is no opcode: prepare makes it of the STMT of
+# an arithmetic assignment (vm/assignments.py).
+FLOW = ("STMT", "JUMP_STMT", "STMT_ASSIGN", "COMPARE_LOCALS_JUMP_IF_FALSE", "COMPARE_LOCAL_CONST_JUMP_IF_FALSE",
         "COMPARE_CONST_JUMP_IF_FALSE", "JUMP_FOR_ITER_STORE", "FOR_ITER_STORE", "COMPARE_JUMP_IF_FALSE")
 # Locals, constants and arithmetic whose result goes into a local.
 LOCALS_GROUP = ("BINARY_LOCAL_CONST_STORE", "LOAD_LOCAL2", "BINARY_CONST", "BINARY_STORE", "LOAD_LOCAL",
@@ -22,28 +24,33 @@ LOCALS_GROUP = ("BINARY_LOCAL_CONST_STORE", "LOAD_LOCAL2", "BINARY_CONST", "BINA
 # The other instructions the loop runs itself: the rest of the operators and jumps, built-in calls, frames.
 OTHERS = ("BINARY_LOCAL_CONST", "BINARY_LOCALS", "BINARY_CONST_STORE", "BINARY", "COMPARE", "JUMP_IF_FALSE",
           "JUMP", "POP", "FOR_ITER", "CALL_BUILTIN", "CALL_PIPELINE", "RETURN")
-INLINE = frozenset(FLOW + LOCALS_GROUP + OTHERS)
+INLINE = frozenset(FLOW + LOCALS_GROUP + OTHERS) - {"STMT_ASSIGN"}  # the opcodes the loop runs itself
 
 LOOP_CODE: dict[str, int] = {name: i for i, name in enumerate(FLOW + LOCALS_GROUP + OTHERS)}
 LOCALS = len(FLOW)  # the first loop code of LOCALS_GROUP
 OTHER = LOCALS + len(LOCALS_GROUP)  # the first of OTHERS
 HANDLED = OTHER + len(OTHERS)  # the first code of an instruction run by its handler
+STMT_ASSIGN = LOOP_CODE["STMT_ASSIGN"]
 LOOP_CODE.update({name: HANDLED + i for i, name in enumerate(sorted(HANDLERS))})
 HANDLERS_BY_LOOP_CODE: dict[int, Callable] = {LOOP_CODE[name]: handler for name, handler in HANDLERS.items()}
-_BY_TABLE_CODE = {CODE[name]: code for name, code in LOOP_CODE.items()}
-# The loop tells the two statement boundaries apart from everything else with `op <= 1`, and from each other with
-# `if op`: they must stay the first two loop codes.
-if (LOOP_CODE["STMT"], LOOP_CODE["JUMP_STMT"]) != (0, 1):
-    raise AssertionError("STMT and JUMP_STMT must be the first two codes of FLOW")
+_BY_TABLE_CODE = {CODE[name]: code for name, code in LOOP_CODE.items() if name in CODE}
+# The loop tells the statement boundaries apart from everything else with `op <= 2`: they must stay the first
+# three loop codes.
+if (LOOP_CODE["STMT"], LOOP_CODE["JUMP_STMT"], LOOP_CODE["STMT_ASSIGN"]) != (0, 1, 2):
+    raise AssertionError("STMT, JUMP_STMT and STMT_ASSIGN must be the first three codes of FLOW")
 
 _OPERAND_FUNCS = {"compare": COMPARE_FUNCS, "unary": UNARY_FUNCS}  # and "binop": the machine's operator table
 
 
 def prepare(code: CodeObject, binary: dict[str, Callable]) -> list[tuple[int, Any]]:
     """The instructions as (loop code, argument) pairs: operator names in arguments replaced by their functions
-    (`binary` for arithmetic) and a superinstruction's constants by their values."""
-    return [(_BY_TABLE_CODE[op], _argument(OPCODES[op].fields, arg, code, binary))
-            for op, arg in zip(code.ops, code.args)]
+    (`binary` for arithmetic), a superinstruction's constants by their values, and the STMT of each arithmetic
+    assignment by a STMT_ASSIGN (function of the locals, the local it sets, the pc after the statement)."""
+    prepared = [(_BY_TABLE_CODE[op], _argument(OPCODES[op].fields, arg, code, binary))
+                for op, arg in zip(code.ops, code.args)]
+    for pc, assignment in assignments(code, binary).items():
+        prepared[pc] = (STMT_ASSIGN, assignment)
+    return prepared
 
 
 def _argument(fields: tuple[str, ...], arg: Any, code: CodeObject, binary: dict[str, Callable]) -> Any:

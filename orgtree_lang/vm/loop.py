@@ -31,6 +31,7 @@ def dispatch(m: Machine) -> None:  # noqa: C901 - one flat loop is the fast shap
     # The loop's own instruction codes (vm/dispatch.py), bound to locals once so the loop compares plain ints.
     c = LOOP_CODE
     JUMP_STMT, JUMP_FOR_ITER_STORE, FOR_ITER_STORE = c["JUMP_STMT"], c["JUMP_FOR_ITER_STORE"], c["FOR_ITER_STORE"]
+    STMT_ASSIGN = c["STMT_ASSIGN"]
     COMPARE_LOCALS_JUMP_IF_FALSE, COMPARE_LOCAL_CONST_JUMP_IF_FALSE = (
         c["COMPARE_LOCALS_JUMP_IF_FALSE"], c["COMPARE_LOCAL_CONST_JUMP_IF_FALSE"])
     COMPARE_CONST_JUMP_IF_FALSE, COMPARE_JUMP_IF_FALSE = c["COMPARE_CONST_JUMP_IF_FALSE"], c["COMPARE_JUMP_IF_FALSE"]
@@ -69,8 +70,9 @@ def dispatch(m: Machine) -> None:  # noqa: C901 - one flat loop is the fast shap
                     op, arg = instructions[pc]
                     pc += 1
                     if op < LOCALS:  # statement boundaries, loops, compare-and-jump
-                        if op <= JUMP_STMT:  # STMT (0), or JUMP_STMT (1): a JUMP and the STMT at its target in one
-                            if op:
+                        if op <= STMT_ASSIGN:  # STMT (0), JUMP_STMT (1): a JUMP and the STMT at its target in
+                            # one, or STMT_ASSIGN (2): a STMT and its arithmetic assignment in one (vm/assignments.py)
+                            if op == JUMP_STMT:
                                 pc = arg + 1
                             if steps >= stop_at:
                                 frame.pc = pc - 1  # a stop leaves the frame at the STMT
@@ -83,6 +85,12 @@ def dispatch(m: Machine) -> None:  # noqa: C901 - one flat loop is the fast shap
                                     return
                                 stop_at = m.next_stop(steps)
                             steps += 1
+                            if op == STMT_ASSIGN:
+                                try:
+                                    locals_[arg[1]] = arg[0](locals_)
+                                    pc = arg[2]
+                                except Exception:  # noqa: S110 - the statement's own instructions follow: they
+                                    pass  # raise the error, naming its operands and place
                         elif op == COMPARE_LOCALS_JUMP_IF_FALSE:
                             left, right = locals_[arg[0]], locals_[arg[1]]
                             if left is unbound or right is unbound:

@@ -6,6 +6,7 @@ from struct import calcsize
 from sys import getsizeof
 from typing import Any, Callable
 
+from orgtree_lang.runtime.artifacts import BytesValue
 from orgtree_lang.vm.budget import budget_exceeded
 
 _GROWING = (str, list, tuple, dict)
@@ -50,11 +51,16 @@ def built_size(parts: list[Any], repeat: int = 1) -> int:
 
 
 def check_value(value: Any, limit: int, what: str) -> Any:
-    """`value` itself if its own size (a string's bytes, a list's or dict's table) is within `limit`."""
+    """`value` itself if its own size (a string's bytes, a list's or dict's table, a bytes value's data) is within
+    `limit`."""
     if isinstance(value, _GROWING):
         size = getsizeof(value)
-        if size > limit:
-            raise budget_exceeded("memory", limit, size, None, f"by {what}")
+    elif isinstance(value, BytesValue):
+        size = getsizeof(value.data)
+    else:
+        return value
+    if size > limit:
+        raise budget_exceeded("memory", limit, size, None, f"by {what}")
     return value
 
 
