@@ -4,6 +4,7 @@
     python benchmarks/run_all.py context vm       # only the benchmarks whose file name contains a word given
     python benchmarks/run_all.py --show           # also print each benchmark's own output
     python benchmarks/run_all.py --model M --api-base URL   # also the real-model figures (long_context, research_eval)
+    python benchmarks/run_all.py long_context research_eval --model M --api-base URL --window 32000 --review-model R
 
 A helper for seeing where things stand, not a CI gate: it always exits 0 unless a benchmark could not be run.
 Each figure is read from the benchmark's printed output with a regular expression; the RATIO column is the
@@ -41,6 +42,7 @@ class Benchmark:
     quick: tuple[str, ...]
     figures: tuple[Figure, ...]
     model: bool = False  # a real-model figure: run only with --model (and --api-base), which it is given
+    takes: tuple[str, ...] = ()  # the further endpoint options it takes: --window, --review-model
 
 
 # The targets are issue #12's where it sets one, else the benchmark's own.
@@ -109,6 +111,10 @@ BENCHMARKS = (
     Benchmark("parallel.py", ("--mode", "ambiguous", "--counts", "1", "8", "--scale", "0.1", "--repeat", "2"), (
         Figure("8 ambiguous blocks in parallel / 1, protocol on", r"wall\(N=8\) / wall\(N=1\): ([\d.]+)", "<=", 1.25,
                "x"),)),
+    Benchmark("block_reach.py", ("--reaches", "300", "--repeat", "1"), (
+        Figure("reused block, journaled run per reach", r"now\s+journaled\s+[\d.]+ s \(\s*([\d.]+) ms a reach", None, None,
+               "ms"),
+        Figure("reused block, journaled / --no-journal", r"now\s+journaled.*journaled ([\d.]+)x", None, None, "x"))),
     Benchmark("language_tasks/measure.py", (), (
         Figure("task solutions, lines / idiomatic", r"mean ratio ([\d.]+)", None, None, "x"),)),
     Benchmark("long_context.py", ("--sizes", "100k,1m"), (
@@ -119,7 +125,8 @@ BENCHMARKS = (
         Figure("long documents, accuracy with model summaries (1 MB)",
                r"RESULT size=1\d{6} flow=model accuracy=([\d.]+)", None, None),
         Figure("long documents, tokens per answer (1 MB, model summaries)",
-               r"RESULT size=1\d{6} flow=model accuracy=[\d.]+ tokens=(\d+)", None, None, "tokens")), model=True),
+               r"RESULT size=1\d{6} flow=model accuracy=[\d.]+ tokens=(\d+)", None, None, "tokens")), model=True,
+              takes=("--window",)),
     Benchmark("decompose_eval.py", ("/tmp/pipe-run-all/decompose_eval",), (
         Figure("decomposer, hidden cases passed (data-driven flow)", r"(?sm)flow: after .*?^all [^\n]*?(\d+)/\d+ *$",
                None, None, "cases"),), model=True),
@@ -128,15 +135,17 @@ BENCHMARKS = (
                "modules"),), model=True),
     Benchmark("research_eval.py", (), (
         Figure("research, answered correctly with citations", r"RESULT answered correctly with citations: \d+/\d+ = "
-               r"([\d.]+)", None, None),), model=True),
+               r"([\d.]+)", None, None),), model=True, takes=("--window", "--review-model")),
 )
 
 
 HELPERS = ("baseline.py",)  # modules the benchmarks import, not benchmarks themselves
 
 
-def run(bench: Benchmark, show: bool, timeout: float, endpoint: tuple[str, ...] = ()) -> tuple[str, float, int | str]:
-    command = [sys.executable, str(HERE / bench.script), *bench.quick, *(endpoint if bench.model else ())]
+def run(bench: Benchmark, show: bool, timeout: float, endpoint: tuple[str, ...] = (),
+        further: dict[str, str] | None = None) -> tuple[str, float, int | str]:
+    given = [part for option, value in (further or {}).items() if option in bench.takes for part in (option, value)]
+    command = [sys.executable, str(HERE / bench.script), *bench.quick, *((*endpoint, *given) if bench.model else ())]
     started = time.perf_counter()
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=HERE.parent)
@@ -171,6 +180,9 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=900, help="seconds per benchmark (default 900)")
     parser.add_argument("--model", help="a real model for the benchmarks that need one (long_context, research_eval)")
     parser.add_argument("--api-base", help="the OpenAI-compatible endpoint of --model")
+    parser.add_argument("--window", help="--model's context window, for the benchmarks that take it")
+    parser.add_argument("--review-model", help="an independent reviewer model, for the benchmarks that take it "
+                                               "(research_eval's insight review)")
     args = parser.parse_args()
     chosen = [b for b in BENCHMARKS if not args.only or any(word in b.script for word in args.only)]
     endpoint = (("--model", args.model) + (("--api-base", args.api_base) if args.api_base else ())) if args.model else ()
@@ -181,7 +193,9 @@ def main() -> int:
                      for figure in bench.figures]
             continue
         print(f"running {bench.script} {' '.join(bench.quick)} ...", flush=True)
-        output, seconds, code = run(bench, args.show, args.timeout, endpoint)
+        further = {option: value for option, value in (("--window", args.window),
+                                                          ("--review-model", args.review_model)) if value}
+        output, seconds, code = run(bench, args.show, args.timeout, endpoint, further)
         if code != 0:
             failed.append(f"{bench.script}: exit {code}" if isinstance(code, int) else f"{bench.script}: {code}")
         rows += [[bench.script, f"{seconds:.0f}"] + row(figure, output) for figure in bench.figures]

@@ -11,13 +11,13 @@ import orgtree_lang.memory.skills as memory_skills
 import orgtree_lang.net.research_skills as research_skills
 import orgtree_lang.net.skills as web_skills
 from orgtree_lang.stdlib import clock, dicts, fs, fs_bytes, ids, json_skills, kv, lists, math_skills, random_skills, text
-from orgtree_lang.stdlib import code_skills
+from orgtree_lang.stdlib import code_skills, text_bytes
 from orgtree_lang.stdlib import llm
 
 if TYPE_CHECKING:
     from orgtree_lang.runtime.skills import SkillRegistry
 
-MODULES = (text, json_skills, math_skills, lists, dicts, fs, fs_bytes, clock, kv, random_skills, ids, code_skills, web_skills,
+MODULES = (text, text_bytes, json_skills, math_skills, lists, dicts, fs, fs_bytes, clock, kv, random_skills, ids, code_skills, web_skills,
            memory_skills, pad_skills, insight_skills, llm, research_skills)
 
 

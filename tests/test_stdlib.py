@@ -41,7 +41,8 @@ def test_every_stdlib_skill_documents_every_parameter(registry: SkillRegistry) -
 def test_only_fs_time_kv_random_ids_code_http_llm_and_research_skills_are_impure(registry: SkillRegistry) -> None:
     impure = {s.name for s in registry if not s.pure}
     assert impure == {
-        "fs.read", "fs.write", "fs.append", "fs.list", "fs.exists", "fs.read_bytes", "fs.write_bytes", "time.now", "time.sleep",
+        "fs.read", "fs.write", "fs.append", "fs.list", "fs.exists", "fs.read_bytes", "fs.write_bytes",
+        "time.now", "time.sleep",
         "kv.get", "kv.set", "kv.delete", "kv.keys",
         "random.number", "random.int", "random.choice", "random.shuffle", "ids.new",
         "code.run", "http.fetch", "web.search",
@@ -49,6 +50,7 @@ def test_only_fs_time_kv_random_ids_code_http_llm_and_research_skills_are_impure
         "pad.note", "pad.context", "pad.focus", "insight.propose", "insight.remove", "insight.relevant",
         "llm.ask", "llm.extract", "llm.summarize", "llm.classify",
         "research.plan", "research.judge", "research.experiment",  # the research agent's model calls
+        "research.read", "research.ask",  # its journaled read of the scratchpad, and the whole agent as one step
     }
 
 

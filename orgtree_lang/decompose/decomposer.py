@@ -176,7 +176,9 @@ class Decomposer:
         numbering = block.numbering
         # Every reach of the block takes this step, a block reached again in the run too: a resume that stops
         # inside that reach (with no earlier reach run again in its process) then asks the journal in the same order.
-        step = block.effect_step("module", f"module for {block.spec.name}", [digest], {})
+        # A module this run has already taken is read from the run's own journal: nobody outside sees that step.
+        step = block.effect_step("module", f"module for {block.spec.name}", [digest], {},
+                                 observed=self._this_runs(block, digest) is None)
         ran: list[tuple[SavedModule, Any]] = []
 
         def find(_key: str | None) -> dict[str, Any]:

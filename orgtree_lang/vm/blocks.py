@@ -90,12 +90,13 @@ class BlockContext:
         if events.NodeAnnotated in self.observer.hears:
             self.observer.on(events.NodeAnnotated(node_id=self.node, detail=detail))
 
-    def effect_step(self, kind: str, name: str, args: list[Any], kwargs: dict[str, Any]) -> EffectStep:
+    def effect_step(self, kind: str, name: str, args: list[Any], kwargs: dict[str, Any],
+                    observed: bool = True) -> EffectStep:
         """A journaled step asked for by this block (a model call), numbered in the run tree's journal."""
         numbering = self.numbering
         numbering.effect_seq += 1
         return EffectStep(numbering.effect_seq, kind, name, self.journal_node, self.spec.span, args, kwargs,
-                          self.statement)
+                          self.statement, observed=observed)
 
     def ask_human(self, question: str) -> str:
         """Escalate to a person (docs/org.md, "People are nodes"): their answer to `question`, from the journal.
@@ -306,8 +307,11 @@ def _outputs(m: Machine, spec: AmbiguousSpec, inputs: dict[str, Any], values: li
         deliver_upward(m, frame, node_id, result)
         return result["outputs:"]
     seq = m.next_effect_seq()
+    # Unobserved: the block's outputs are made from its inner steps (model answers, the child's effects), each
+    # journaled, and fsynced before anyone outside sees it, in its own right; lost with a power loss, the block
+    # runs again on resume and takes those from the journal. An fsync per reach cost a reused block milliseconds.
     step = EffectStep(seq, "ambiguous", spec.name, m.effect_node(frame.node), spec.span, values, {}, m.state.steps,
-                      inner=node_id[len(root.run_id) + 1:])
+                      inner=node_id[len(root.run_id) + 1:], observed=False)
     result = effects.perform(step, decompose)
     if "outputs:" not in result:
         return result
