@@ -52,6 +52,8 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=16, help="calls per batch (default 16)")
     parser.add_argument("--waits", type=int, default=None, help="waiting calls per batch (default: --calls)")
     parser.add_argument("--overhead", type=int, default=30, help="sequential calls for the overhead (default 30)")
+    parser.add_argument("--private", action="store_true",
+                        help="also time the first call of a private local instance (`--executor ray`), started by it")
     args = parser.parse_args()
 
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # keep the simulated cluster on loopback
@@ -103,6 +105,15 @@ def main() -> None:
     print(f"ray per-call overhead over threads: {ray[4] - threads[4]:.2f} ms")
     print(f"ray cold waits / threads: {ray[2] / threads[2]:.2f}x (target <= {TARGET_COLD}x); "
           f"warm {ray[3] / threads[3]:.2f}x")
+    if args.private:
+        private = RayExecutor(None)  # what `pipe run --executor ray` does: a private local instance, stopped after
+        first = time.perf_counter()
+        try:
+            private.submit(nothing).result()
+            print(f"ray start-up, a private instance (--executor ray): the first call took "
+                  f"{time.perf_counter() - first:.2f} s")
+        finally:
+            private.close()
 
 
 if __name__ == "__main__":

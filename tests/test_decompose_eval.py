@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import sqlite3
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -377,3 +378,51 @@ def test_a_real_data_task_is_repaired_where_its_first_module_fails_and_spec_wind
     assert (result["calls"]["author_calls"], result["calls"]["reviewer_calls"]) == (3, 7)
     repair_table = printed[printed.index("flow: repair"):]
     assert re.search(r"\niso_date +0 +yes +2/10 +10/10 +1 +3\+7 ", repair_table), repair_table
+
+
+class NaiveFirstEndpoint(Endpoint):
+    """A real-data task's author: naive.pipe first, its solution.pipe as the repair; the design is the first hidden
+    case as an example (one the naive module passes)."""
+
+    def __init__(self, task: str) -> None:
+        from orgtree_lang.decompose.simulate import pipe_literal
+
+        super().__init__()
+        self.folder = evaluation.TASKS / task
+        first = json.loads((self.folder / "hidden.json").read_text(encoding="utf-8"))[0]
+        block = re.search(r"ambiguous (\w+)\(", (self.folder / "task.pipe").read_text(encoding="utf-8")).group(1)
+        call = f"{block}({', '.join(pipe_literal(v) for v in first['inputs'].values())})"
+        self.design = f"```pipe\nexamples:\n    {call} -> {pipe_literal(first['expected'])}\n```"
+
+    def answer(self, body: dict) -> str:
+        if body["model"] == "bridge-reviewer":
+            return ACCEPT
+        last = [m["content"] for m in body["messages"] if m["role"] == "user"][-1]
+        if "First, the design" in last:
+            return self.design
+        module = "solution.pipe" if "This is a repair" in last else "naive.pipe"
+        return f"```pipe\n{(self.folder / module).read_text(encoding='utf-8')}```"
+
+
+# iso_date is above; csv_row's first module fails an `expect` rather than raising (each such run takes a while).
+@pytest.mark.parametrize("task", ["csv_row"])
+def test_a_real_data_task_whose_first_module_fails_an_expectation_runs_through_the_repair_flow(
+        task, tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.delenv("PIPE_MODEL", raising=False)
+    monkeypatch.delenv("PIPE_REVIEW_MODEL", raising=False)
+    endpoint = NaiveFirstEndpoint(task)
+    try:
+        code = evaluation.main([str(tmp_path / "out"), "--only", task, "--flows", "repair", "--model",
+                                "openai/bridge-author", "--review-model", "openai/bridge-reviewer", "--api-base",
+                                endpoint.base, "--model-timeout", "60"])
+    finally:
+        endpoint.close()
+    assert code == 0, capsys.readouterr().out
+    result = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))["flows"]["repair"][task]
+    # The naive module's outputs fail the block's `expect` on the first quoted comma (case 3): it is repaired once
+    # there, and the repair passes every case (the unterminated quote ends its run with the module's `fail`).
+    assert result["repairs"] == 1 and result["hidden_passed"] == result["hidden_cases"]
+    assert result["first_module_passed"] == 4 and result["real_data_exits"][-1] == 70
+    with sqlite3.connect(tmp_path / "out" / "repair" / task / ".orgtree" / "state.db") as db:
+        (reason,) = db.execute("SELECT reason FROM module_versions WHERE version = 2").fetchone()
+    assert reason.startswith("expectation: ambiguous block `csv_row`: its outputs do not meet an expectation")

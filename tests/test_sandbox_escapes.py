@@ -26,20 +26,45 @@ MARKER = b"ORGTREE_SANDBOX=1"
 
 
 def _sandbox_processes(baseline: set[int], sandbox_uid: int | None) -> list[str]:
-    """Processes carrying the sandbox's marker in their environment, or (as root) run by the sandbox user."""
+    """Processes of this process's sandboxes: carrying the sandbox's marker in their environment, run by the sandbox
+    user (as root) or bwrap itself, and not part of a sandbox another live process started (_launcher)."""
     found = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit() or int(entry.name) in baseline:
             continue
-        try:
-            environ = Path(f"/proc/{entry.name}/environ").read_bytes()
-            owner = Path(f"/proc/{entry.name}").stat().st_uid
-            cmdline = Path(f"/proc/{entry.name}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue  # it ended while we looked
-        if MARKER in environ.split(b"\0") or (sandbox_uid is not None and owner == sandbox_uid):
-            found.append(f"{entry.name}: {cmdline}")
+        pid = int(entry.name)
+        if _is_sandboxed(pid, sandbox_uid) and _launcher(pid, sandbox_uid) in (os.getpid(), 1, None):
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue  # it ended while we looked
+            found.append(f"{pid}: {cmdline}")
     return found
+
+
+def _is_sandboxed(pid: int, sandbox_uid: int | None) -> bool:
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+        owner = Path(f"/proc/{pid}").stat().st_uid
+        program = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
+    except OSError:
+        return False  # it ended while we looked
+    return MARKER in environ.split(b"\0") or (sandbox_uid is not None and owner == sandbox_uid) or \
+        program.endswith(b"/bwrap")
+
+
+def _launcher(pid: int, sandbox_uid: int | None) -> int | None:
+    """The first ancestor of `pid` that is not part of a sandbox: this process for its own sandboxes, init (1) for
+    a process of a sandbox that outlived its launcher, another process for a sandbox that a test of the other xdist
+    worker (or another suite on this machine) runs at the same time, which is no leftover of this one."""
+    seen: int | None = pid
+    while seen not in (None, 0, 1) and _is_sandboxed(seen, sandbox_uid):
+        try:
+            status = Path(f"/proc/{seen}/status").read_text()
+        except OSError:
+            return None
+        seen = int(status.split("\nPPid:", 1)[1].split()[0])
+    return seen
 
 
 def _leftovers(baseline: set[int], sandbox_uid: int | None) -> list[str]:

@@ -14,7 +14,7 @@ from orgtree_lang.cli.main import main as pipe_main
 from orgtree_lang.runtime.schema import (MIGRATIONS, SCHEMA_VERSION, Index, Migration, Table, declared_indexes,
                                          declared_tables)
 from orgtree_lang.runtime.skills import SkillContext
-from orgtree_lang.runtime.state_db import StateSchemaError, open_state_db, schema_version, state_db_path
+from orgtree_lang.runtime.state_db import StateMigrationError, StateSchemaError, open_state_db, schema_version, state_db_path
 from orgtree_lang.runtime.workspace import Workspace
 
 pytestmark = pytest.mark.fast
@@ -131,7 +131,7 @@ def test_a_failing_migration_leaves_the_previous_version_and_nothing_of_itself(t
     path = state_db_path(tmp_path)
     broken = Migration(SCHEMA_VERSION + 1, "creates a table, then fails", tables=(Table("half", "x", "a INT"),),
                        statements=("ALTER TABLE no_such_table ADD COLUMN b INT",))
-    with pytest.raises(sqlite3.OperationalError, match="no_such_table"):
+    with pytest.raises(StateMigrationError, match="no_such_table"):
         open_state_db(path, migrations=(*MIGRATIONS, broken))
     db = open_state_db(path)
     assert schema_version(db) == SCHEMA_VERSION
@@ -280,6 +280,41 @@ def test_pipe_run_exits_2_on_a_newer_state_db(v0: Path, capsys) -> None:
     _newer(v0)
     code, _, err = _pipe(capsys, "run", str(v0 / "triage.pipe"), "-i", "report=Traceback: boom")
     assert code == 2 and "upgrade orgtree-lang" in err
+    assert (v0 / "labels.txt").read_text().count("\n") == 2  # the program did not run
+
+
+# ---- a workspace a development build numbered differently ------------------------------------------------
+
+
+def _at_7_with_module_versions(root: Path) -> Path:
+    """state.db as a build between 70913a7 and 557033e wrote it: version 7 with migration 8's table already there."""
+    path = state_db_path(root)
+    db = open_state_db(path, migrations=MIGRATIONS[:7])
+    db.execute("CREATE TABLE module_versions (key TEXT PRIMARY KEY)")
+    db.execute("INSERT INTO module_versions VALUES ('kept')")
+    db.close()
+    return path
+
+
+def test_a_failing_migration_is_a_usage_error_that_names_the_step_and_leaves_the_database_as_it_was(tmp_path) -> None:
+    path = _at_7_with_module_versions(tmp_path)
+    with pytest.raises(StateMigrationError) as caught:
+        open_state_db(path)
+    assert (caught.value.found, caught.value.version) == (7, 8)
+    assert "table module_versions already exists" in caught.value.message
+    assert "move .orgtree/state.db aside" in caught.value.hint
+    db = _raw(path)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 7
+    assert db.execute("SELECT key FROM module_versions").fetchall() == [("kept",)]
+    db.close()
+
+
+def test_pipe_run_exits_2_with_the_migration_it_could_not_apply(v0: Path, capsys) -> None:
+    (v0 / ".orgtree" / "state.db").unlink()
+    _at_7_with_module_versions(v0)
+    code, _, err = _pipe(capsys, "run", str(v0 / "triage.pipe"), "-i", "report=Traceback: boom")
+    assert code == 2, err
+    assert "could not be migrated to version 8" in err and "internal error" not in err and "Traceback" not in err
     assert (v0 / "labels.txt").read_text().count("\n") == 2  # the program did not run
 
 

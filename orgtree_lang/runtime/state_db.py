@@ -14,6 +14,20 @@ from orgtree_lang.runtime.workspace import STATE_DIR_NAME
 STATE_DB_NAME = "state.db"
 
 
+class StateMigrationError(UsageError):
+    """A migration of state.db failed (a table it adds is there already, a rebuild's rows do not fit): exit 2, the
+    database left at the version it had (each migration is one transaction)."""
+
+    def __init__(self, path: Path, found: int, version: int, summary: str, error: sqlite3.Error) -> None:
+        super().__init__(f"{path} is at schema version {found} but could not be migrated to version {version} "
+                         f"({summary}): {error}",
+                         hint="a development build of orgtree-lang may have written this workspace with another "
+                              "version numbering; nothing was changed: open it with the build that wrote it, or move "
+                              ".orgtree/state.db aside (the ledger, org tree, pad, insights and memory index are in "
+                              "it; runs' journals and saved modules are files of their own)")
+        self.path, self.found, self.version = path, found, version
+
+
 class StateSchemaError(UsageError):
     """state.db was written by a newer orgtree-lang (a schema version this one does not know): exit 2."""
 
@@ -97,8 +111,11 @@ def migrate(db: StateConnection, path: Path, migrations: tuple[Migration, ...] =
                 raise StateSchemaError(path, found, supported)
             if migration.version <= found:
                 continue
-            for statement in migration.sql():
-                db.execute(statement)
+            try:
+                for statement in migration.sql():
+                    db.execute(statement)
+            except sqlite3.DatabaseError as err:
+                raise StateMigrationError(path, found, migration.version, migration.summary, err) from err
             # PRAGMA takes no parameters; the version is an int from the declared migrations.
             db.execute(f"PRAGMA user_version = {int(migration.version)}")
         found = migration.version

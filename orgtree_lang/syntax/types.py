@@ -251,10 +251,12 @@ def mismatch_hint(source: PipeType, target: PipeType) -> str | None:
     source = _strip_optional(source)
     target = _strip_optional(target)
     if source.kind == "bytes" and target.kind in ("str", "path"):
-        return ("a bytes value is binary data, not text: write it to a file with `fs.write_bytes(path, value)`, "
-                "or pass one of its fields, `value.media_type`, `value.size` or `value.sha256`")
+        return ("a bytes value is binary data, not text: decode it with `text.from_bytes(value)`, write it to a "
+                "file with `fs.write_bytes(path, value)`, or pass one of its fields, `value.media_type`, "
+                "`value.size` or `value.sha256`")
     if source.kind in ("str", "path") and target.kind == "bytes":
-        return "read a file's bytes with `fs.read_bytes(path)` (or get them from a skill that returns bytes)"
+        return ("read a file's bytes with `fs.read_bytes(path)`, or make bytes of a text with "
+                "`text.to_bytes(text, media_type=...)`")
     if "bytes" in (source.kind, target.kind):
         return f"bytes values are binary data with fields {', '.join(f'`.{f}`' for f in BYTES_FIELDS)}"
     return None
