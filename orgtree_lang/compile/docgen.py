@@ -176,6 +176,13 @@ is never fused into what follows it, so a run still stops and is saved only at s
 `JUMP` whose target is a STMT becomes `JUMP_STMT`, which counts that statement's step and, if the run stops
 there, leaves the frame at the STMT itself.
 
+The VM goes one step further where the bytecode does not change: when it prepares a code object for its
+dispatch loop (`vm/dispatch.py`), the STMT of an assignment of arithmetic on locals and constants (such as
+`total = total + i * 2 % 7`, five instructions) runs as a STMT_ASSIGN, which counts the step and stops there
+as STMT does, then stores the value of one Python function generated from those instructions and goes on after
+them (`vm/assignments.py`). The instructions stay in place behind it: they run instead when the function
+raises, and raise the error with its operands, and when a jump lands past the STMT.
+
 ## Instructions
 
 The stack picture reads `before -- after`, top of the stack on the right. *Effect* is the change in

@@ -16,7 +16,9 @@ _NODE_COLUMNS = "id, kind, level, blob, start, end, tokens, document, name, tags
 
 
 def _node(row: tuple) -> Node:
-    return Node(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8], tuple(json.loads(row[9])))
+    tags = row[9]
+    return Node(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8],
+                () if tags == "[]" else tuple(json.loads(tags)))  # most nodes have none: no JSON to read
 
 
 class NodeStore:

@@ -180,8 +180,11 @@ class TreeBuilder:
         for place, group, cache_key in wanted:
             blob, tokens = store.cached_summary(cache_key)
             covers: set[int] = set()
-            for n in group:
-                covers.update(store.covered_documents(n.id))
+            for n in group:  # a piece covers its document; a summary what the store says
+                if n.kind == "piece":
+                    covers.add(n.document)
+                else:
+                    covers.update(store.covered_documents(n.id))
             made.append((place, group, blob, self.memory.blobs.path(blob).stat().st_size, tokens, covers))
         with store.write() as db:
             for place, group, blob, size, tokens, covers in made:
