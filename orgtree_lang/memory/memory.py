@@ -103,7 +103,8 @@ class Memory:
         tokenizer = Tokenizer(PIECE_MODEL)
         out: list[Node | None] = []
         keys: list[str] = []
-        new: dict[str, tuple[int, str, bytes, str, list[tuple[int, int, int]]]] = {}  # key -> (place, name, ...)
+        # key -> (place, name, data, digest, its text), the text replaced by its pieces' ranges once it is cut
+        new: dict[str, tuple] = {}
         for name, text in documents:
             if not isinstance(text, str):
                 raise MemoryInputError(f"a document is text (str), got {type(text).__name__}"
@@ -116,9 +117,13 @@ class Memory:
             keys.append(key)
             out.append(self.store.by_key(key))
             if out[-1] is None and key not in new:
-                new[key] = (len(out) - 1, name, data, digest, split_document(text, PIECE_TOKENS, tokenizer))
+                new[key] = (len(out) - 1, name, data, digest, text)
         if not new:
             return out
+        # Cut each new text into pieces, the next texts tokenized on a thread meanwhile (see Tokenizer.ids_ahead).
+        texts = [item[4] for item in new.values()]
+        for (key, item), ids in zip(list(new.items()), tokenizer.ids_ahead(texts)):
+            new[key] = (*item[:4], split_document(item[4], PIECE_TOKENS, tokenizer, ids))
         self._ready()
         pieces: list[Node] = []
         with self.store.write() as db:

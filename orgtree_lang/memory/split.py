@@ -29,17 +29,18 @@ class Cut:
     tokens: int
 
 
-def split_text(text: str, limit: int, tokenizer: Tokenizer) -> list[Cut]:
-    """Consecutive pieces covering `text` exactly, each of at most `limit` tokens (counted on its own)."""
+def split_text(text: str, limit: int, tokenizer: Tokenizer, ids=None) -> list[Cut]:
+    """Consecutive pieces covering `text` exactly, each of at most `limit` tokens (counted on its own); `ids` are
+    its token ids when they were made already (`Tokenizer.ids`)."""
     if limit < 1:
         raise ValueError(f"a piece needs at least 1 token, got a limit of {limit}")
-    if len(text) <= 16 * limit:
-        tokens = tokenizer.count(text)
+    if len(text) <= 16 * limit or ids is not None:
+        tokens = tokenizer.count(text) if ids is None else len(ids)
         if tokens <= limit:
             return [Cut(0, len(text), tokens)]
     # Every count below is of a range of this one text: the ruler tokenizes it once and adds up line counts,
     # where counting each range on its own re-tokenized the text once per structure level and again to pack.
-    ruler = tokenizer.ruler(text)
+    ruler = tokenizer.ruler(text) if ids is None else tokenizer.ruler(text, ids)
     out: list[Cut] = []
     _split(text, 0, len(text), limit, ruler, 0, out)
     return _absorb_blank(text, out, limit, ruler)

@@ -195,7 +195,8 @@ class TreeBuilder:
             store.bump(db)
 
 
-def split_document(text: str, limit: int, tokenizer: Tokenizer) -> list[tuple[int, int, int]]:
-    """(byte start, byte end, tokens) of the pieces of a document's text, each at most `limit` tokens."""
-    cuts = split_text(text, limit, tokenizer)
+def split_document(text: str, limit: int, tokenizer: Tokenizer, ids=None) -> list[tuple[int, int, int]]:
+    """(byte start, byte end, tokens) of the pieces of a document's text, each at most `limit` tokens (`ids`: its
+    token ids, when made already)."""
+    cuts = split_text(text, limit, tokenizer, ids)
     return [(a, b, cut.tokens) for (a, b), cut in zip(byte_ranges(text, cuts), cuts)]
