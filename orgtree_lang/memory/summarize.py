@@ -248,10 +248,17 @@ def summarize_many(summarizer: Summarizer, texts: list[str], target_tokens: int,
 def fit_to(text: str, target_tokens: int, tokenizer: Tokenizer) -> str:
     """`text` if it has at most `target_tokens` tokens, else cut to fit: after the last whole line or sentence
     that fits when that keeps at least half of the allowance, else between tokens."""
-    if tokenizer.count(text) <= target_tokens:
-        return text
+    return fit_counted(text, target_tokens, tokenizer)[0]
+
+
+def fit_counted(text: str, target_tokens: int, tokenizer: Tokenizer) -> tuple[str, int]:
+    """`fit_to` and the token count of what it gives, the text tokenized once more at most (only when cut)."""
+    tokens = tokenizer.count(text)
+    if tokens <= target_tokens:
+        return text, tokens
     head = tokenizer.head(text, target_tokens)
     boundary = max(head.rfind("\n"), head.rfind(". "))
     if boundary >= len(head) // 2:
         head = head[: boundary + 1]
-    return head.rstrip() or head
+    head = head.rstrip() or head
+    return head, tokenizer.count(head)
