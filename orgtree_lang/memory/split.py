@@ -62,7 +62,10 @@ def _absorb_blank(text: str, cuts: list[Cut], limit: int, ruler: Ruler) -> list[
 
 def _split(text: str, start: int, end: int, limit: int, ruler: Ruler, depth: int, out: list[Cut]) -> None:
     for level in range(depth, len(STRUCTURE)):
-        cuts = [m.end() for m in STRUCTURE[level][1].finditer(text, start, end) if start < m.end() < end]
+        # Every match is at least a character long and lies within start:end, so only the last can end at `end`.
+        cuts = [m.end() for m in STRUCTURE[level][1].finditer(text, start, end)]
+        if cuts and cuts[-1] == end:
+            cuts.pop()
         if cuts:
             break
     else:

@@ -137,8 +137,9 @@ class Ruler:
         import numpy
 
         spans = [m.span(1) for m in _BREAK.finditer(text)]
-        self.points = [0, *(a for a, _b in spans), len(text)]
-        self.proofs = [-1, *(b for _a, b in spans), len(text)]
+        starts, ends = zip(*spans) if spans else ((), ())
+        self.points = [0, *starts, len(text)]
+        self.proofs = [-1, *ends, len(text)]
         if text.isascii():
             offsets = numpy.asarray(self.points[1:-1], dtype=numpy.int64)
         else:
