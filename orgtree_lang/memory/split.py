@@ -4,7 +4,7 @@ sentences, words, and only then between tokens (never inside one)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from orgtree_lang.memory.tokenizer import Ruler, Tokenizer
 
@@ -20,9 +20,8 @@ STRUCTURE = (
 )
 
 
-@dataclass(frozen=True)
-class Cut:
-    """One piece: characters `start:end` of the text, and its token count."""
+class Cut(NamedTuple):
+    """One piece: characters `start:end` of the text, and its token count (a tuple: made by the hundred thousand)."""
 
     start: int
     end: int

@@ -253,10 +253,14 @@ def fit_to(text: str, target_tokens: int, tokenizer: Tokenizer) -> str:
 
 def fit_counted(text: str, target_tokens: int, tokenizer: Tokenizer) -> tuple[str, int]:
     """`fit_to` and the token count of what it gives, the text tokenized once more at most (only when cut)."""
-    tokens = tokenizer.count(text)
+    if tokenizer.encoding is None:
+        tokens, ids = tokenizer.count(text), None
+    else:
+        ids = tokenizer.encoding.encode_ordinary(text)
+        tokens = len(ids)
     if tokens <= target_tokens:
         return text, tokens
-    head = tokenizer.head(text, target_tokens)
+    head = tokenizer.head(text, target_tokens, ids)
     boundary = max(head.rfind("\n"), head.rfind(". "))
     if boundary >= len(head) // 2:
         head = head[: boundary + 1]

@@ -63,13 +63,15 @@ class Tokenizer:
         """Exact counts of ranges of `text`, each line tokenized once (see Ruler); `ids` if already tokenized."""
         return Ruler(self, text, ids)
 
-    def head(self, text: str, limit: int) -> str:
-        """The longest prefix of `text` that ends between two tokens and two characters and has <= `limit` tokens."""
+    def head(self, text: str, limit: int, ids: list[int] | None = None) -> str:
+        """The longest prefix of `text` that ends between two tokens and two characters and has <= `limit` tokens
+        (`ids`: the text's tokens, when the caller has them)."""
         if limit <= 0:
             return ""
         if self.encoding is None:
             return text[: limit * 4]
-        ids = self.encoding.encode_ordinary(text)
+        if ids is None:
+            ids = self.encoding.encode_ordinary(text)
         if len(ids) <= limit:
             return text
         try:  # the usual case, in one call: the first `limit` tokens end on a whole character
@@ -131,6 +133,7 @@ class Ruler:
         self.points = [0, len(text)]   # 0, the breaks in order, len(text)
         self.proofs = [-1, len(text)]  # for a break, the first character after it that is not a space or tab
         self.tokens_before: list[int] | None = None  # tokens of text[:point] for each point
+        self.at: dict[int, int] = {}  # point -> tokens_before
         encoding = tokenizer.encoding
         if encoding is None or encoding.name not in _LINE_ADDITIVE:
             return
@@ -149,12 +152,16 @@ class Ruler:
         ends = numpy.cumsum(_token_sizes(encoding)[tokens])
         before = numpy.searchsorted(ends, offsets, side="right")
         self.tokens_before = [0] + before.tolist() + [len(tokens)]
+        self.at = dict(zip(self.points, self.tokens_before))
 
     def count(self, a: int, b: int) -> int:
         if a >= b:
             return 0
         if self.tokens_before is None:
             return self.tokenizer.count(self.text[a:b])
+        at = self.at
+        if a in at and b in at:  # cut on lines, as most ranges are: the general case below says the same
+            return at[b] - at[a]
         first = bisect_left(self.points, a)
         last = bisect_right(self.points, b) - 1
         if self.points[last] != b and self.proofs[last] >= b:
