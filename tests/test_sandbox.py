@@ -31,6 +31,21 @@ def test_python_output_and_exit_code_come_back():
     assert result.backend == "bubblewrap" and not result.timed_out and not result.truncated
 
 
+def test_sixteen_first_calls_at_once_all_find_the_sandbox_that_can_start(monkeypatch):
+    # Parallel branches' first code.run calls probe bubblewrap together. Each probe's process limit counts the
+    # sandbox user's processes when it starts, so sixteen probes at once used to push each other over it ("Can't
+    # fork for pid 1") and some calls were told no sandbox could start here.
+    from concurrent.futures import ThreadPoolExecutor
+
+    from orgtree_lang.sandbox import bubblewrap
+
+    monkeypatch.setattr(bubblewrap, "_WORKS", set())  # no probe has passed yet in this process
+    backend = bubblewrap.BubblewrapBackend(quick_settings())
+    with ThreadPoolExecutor(16) as pool:
+        reasons = list(pool.map(lambda _: backend.unavailable_reason(), range(16)))
+    assert reasons == [None] * 16
+
+
 def test_shell_runs_in_the_scratch_folder_with_the_given_files():
     result = run('cat data/in.txt; pwd; echo "$HOME"', language="sh", files={"data/in.txt": "given\n"})
     assert result.stdout == "given\n/scratch\n/scratch\n"

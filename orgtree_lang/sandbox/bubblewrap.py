@@ -9,6 +9,7 @@ import resource
 import select
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -29,6 +30,9 @@ _BWRAP_ENV = {"PATH": "/usr/bin:/bin"}
 # (bwrap, sandbox user, interpreter) combinations that started a sandbox in this process: a fact about the
 # machine, so later runs skip the probe. Only successes are kept; a failing setup is probed every time.
 _WORKS: set[tuple[str, int | None, str]] = set()
+# One probe at a time: each sets its process limit from the sandbox user's processes when it starts, so probes run
+# at once (the first code.run calls of parallel branches) pushed each other over it and were refused.
+_PROBING = threading.Lock()
 # The sandbox's two writable memory file systems, and the room its memory cgroup leaves them above `memory`.
 _TMP_MB, _SHM_MB = 64, 16
 _TMPFS_MB = _TMP_MB + _SHM_MB
@@ -59,14 +63,19 @@ class BubblewrapBackend:
         probe_key = (exe, self._sandbox_uid(), self.settings.interpreter())
         if probe_key in _WORKS:
             return None
-        try:
-            probe = subprocess.run(self._argv(exe, [], ["/bin/true"], network=False), capture_output=True, env=_BWRAP_ENV,
-                                   timeout=10, preexec_fn=self._limits(processes=16, cpu=5, memory_mb=256))
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return f"bubblewrap at {exe} could not start: {exc}"
-        if probe.returncode != 0:
-            return f"bubblewrap at {exe} cannot create a sandbox here: {probe.stderr.decode(errors='replace').strip()}"
-        _WORKS.add(probe_key)
+        with _PROBING:
+            if probe_key in _WORKS:  # another thread's probe passed while this one waited
+                return None
+            try:
+                probe = subprocess.run(self._argv(exe, [], ["/bin/true"], network=False), capture_output=True,
+                                       env=_BWRAP_ENV, timeout=10,
+                                       preexec_fn=self._limits(processes=16, cpu=5, memory_mb=256))
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                return f"bubblewrap at {exe} could not start: {exc}"
+            if probe.returncode != 0:
+                return (f"bubblewrap at {exe} cannot create a sandbox here: "
+                        f"{probe.stderr.decode(errors='replace').strip()}")
+            _WORKS.add(probe_key)
         return None
 
     def run(self, request: CodeRequest, env_dir: Path | None = None) -> CodeResult:
