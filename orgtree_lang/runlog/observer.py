@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import time
 
-from orgtree_lang.runlog.recorder import TreeRecorder
+from orgtree_lang.runlog.recorder import TreeRecorder, inputs_text
 from orgtree_lang.vm import events
 from orgtree_lang.vm.observe import RunObserver, hearing
 from orgtree_lang.vm.trace import summarize
-
-
-def _inputs(params, values: list) -> str:
-    return ", ".join([f"{p.name}={summarize(v, 80)}" for p, v in zip(params, values)])
 
 
 def _pairs(values: dict) -> str:
@@ -36,7 +32,7 @@ class TreeObserver(RunObserver):
     def pipeline_entered(self, event: events.PipelineEntered) -> None:
         state, frame, parent_node = event.state, event.frame, event.parent_node
         self.recorder.open(f"{state.run_id}/{frame.node}", state.run_id, parent_node, frame.pipeline, "pipeline",
-                           inputs=_inputs(frame.code.params, frame.locals))
+                           inputs=inputs_text(frame.code.params, frame.locals))
 
     @hearing(events.FramesAttached)
     def frames_attached(self, event: events.FramesAttached) -> None:
@@ -58,17 +54,17 @@ class TreeObserver(RunObserver):
                 self.recorder.open(node_id, state.run_id, parent, before.name if before else frame.pipeline, kind,
                                    caller=before.caller if before else "", inputs=before.inputs if before else "")
 
-    @hearing(events.PipelineCalled)
-    def pipeline_called(self, event: events.PipelineCalled) -> None:
-        state, caller, frame = event.state, event.caller, event.frame
-        self.recorder.open(f"{state.run_id}/{frame.node}", state.run_id, f"{state.run_id}/{caller.node}",
-                           frame.pipeline, "pipeline", caller=caller.pipeline,
-                           inputs=_inputs(frame.code.params, frame.locals))
+    @hearing(events.PipelineCalled, unpacked=True)
+    def pipeline_called(self, state, caller, frame) -> None:
+        # Heard once per pipeline call, as are returns: the parameters' values are summarized when the node is
+        # written (.pipe values are immutable; the frame's locals are not, hence the copy).
+        run_id, params = state.run_id, frame.code.params
+        self.recorder.open_call(f"{run_id}/{frame.node}", run_id, f"{run_id}/{caller.node}", frame.pipeline,
+                                caller.pipeline, params, frame.locals[:len(params)])
 
-    @hearing(events.PipelineReturned)
-    def pipeline_returned(self, event: events.PipelineReturned) -> None:
-        state, frame, value = event.state, event.frame, event.value
-        self.recorder.close(f"{state.run_id}/{frame.node}", "ok", output=summarize(value))
+    @hearing(events.PipelineReturned, unpacked=True)
+    def pipeline_returned(self, state, frame, value, finished) -> None:
+        self.recorder.return_call(f"{state.run_id}/{frame.node}", value)
 
     @hearing(events.FrameUnwound)
     def frame_unwound(self, event: events.FrameUnwound) -> None:
@@ -89,20 +85,19 @@ class TreeObserver(RunObserver):
     def at_statement(self, event: events.AtStatement) -> None:
         self.recorder.tick()
 
-    @hearing(events.SkillCalled)
-    def skill_called(self, event: events.SkillCalled) -> None:
+    @hearing(events.SkillCalled, unpacked=True)
+    def skill_called(self, state, frame, name, args, kwargs, outcome, result, failure, started, spend,
+                     where=None) -> None:
         # Heard once per skill call: the org tree's cost on a skill-heavy loop is mostly this method's.
-        state, outcome, spend = event.state, event.outcome, event.spend
-        seconds = time.perf_counter() - event.started
+        seconds = time.perf_counter() - started
         tokens, cost = spend.take() if spend is not None else (0, 0.0)
-        run_id, frame, name = state.run_id, event.frame, event.name
+        run_id = state.run_id
         parent = f"{run_id}/{frame.node}"
-        args, kwargs = event.args, event.kwargs
         inputs = _call_inputs(args, kwargs) if kwargs or len(args) != 1 else summarize(args[0], 80)
         self.recorder.skill_call(
             f"{parent}/{name}#s{state.skill_calls}", run_id, parent, name, frame.pipeline, inputs,
             time.time() - seconds, round(seconds * 1000, 3), outcome,
-            summarize(event.result) if outcome == "ok" else "", event.failure, tokens, cost, event.where)
+            summarize(result) if outcome == "ok" else "", failure, tokens, cost, where)
 
     @hearing(events.BlockStarted)
     def block_started(self, event: events.BlockStarted) -> None:

@@ -6,12 +6,18 @@ import time
 from collections.abc import Callable
 
 from orgtree_lang.runlog.store import OPEN, TreeNode, TreeStore, row_of
+from orgtree_lang.vm.trace import summarize
 
 FLUSH_EVERY = 2000  # changed nodes held before they are written
 FLUSH_SECONDS = 1.0  # ... or this long since the last write, so `pipe tree` can follow a running run
 MAX_SKILL_NODES = 100_000  # skill calls recorded one by one per run; later ones are counted per caller and name
 MAX_PIPELINE_NODES = 100_000  # pipeline calls recorded one by one per run; later ones (and all they call) are
                               # counted in one node under the run's entry pipeline
+
+
+def inputs_text(params, values: list) -> str:
+    """How a pipeline call's node shows its parameters' values."""
+    return ", ".join([f"{p.name}={summarize(v, 80)}" for p, v in zip(params, values)])
 
 
 class TreeRecorder:
@@ -46,6 +52,12 @@ class TreeRecorder:
         self._running_written: set[str] = set()  # calls written while running: their rows are updated in place
         self._overflow: dict[str, list[int]] = {}  # "#more" node id -> [ok, error] calls it counts
         self._opened: list[TreeNode] = []  # pipeline calls opened since the last write
+        # Pipeline calls opened by `open_call` and not yet needed as nodes: node id -> (seq, run id, parent id,
+        # name, caller, params, values, started_at); and those of them that returned: (node id, that, value,
+        # ended_at). A node is made (`_promote`) only when something asks for it or it is still open at a write;
+        # the rest become rows at the write, their inputs and outputs summarized then.
+        self._fresh: dict[str, tuple] = {}
+        self._returned: list[tuple] = []
         self._seq = 0
         self._skill_nodes: dict[str, int] = {}  # per run id
         self._last_flush = clock()
@@ -77,15 +89,69 @@ class TreeRecorder:
             self.listener("open", node)
         return node
 
+    def open_call(self, node_id: str, run_id: str, parent_id: str, name: str, caller: str, params,
+                  values: list) -> None:
+        """Start the node of a pipeline call by `caller` (as `open` does), its inputs `params` bound to `values`
+        (values that will not change): the hot path, which makes no node until one is needed."""
+        if self.listener is not None:  # it is told of every pipeline node: made now
+            self.open(node_id, run_id, parent_id, name, "pipeline", caller=caller, inputs=inputs_text(params, values))
+            return
+        self._entries.setdefault(run_id, node_id)
+        count = self._pipeline_nodes.get(run_id, 0) + 1
+        self._pipeline_nodes[run_id] = count
+        if count > self.max_pipeline_nodes or parent_id in self._unrecorded:
+            self._unrecorded[node_id] = (run_id, caller)
+            return
+        self._seq += 1
+        self._fresh[node_id] = (self._seq, run_id, parent_id, name, caller, params, values, self.clock())
+
+    def return_call(self, node_id: str, value) -> None:
+        """The pipeline call `node_id` returned `value` (a value that will not change): closed "ok"."""
+        fresh = self._fresh.pop(node_id, None)
+        if fresh is None:
+            self.close(node_id, "ok", output=summarize(value))
+            return
+        returned = self._returned
+        returned.append((node_id, fresh, value, self.clock()))
+        if len(returned) >= FLUSH_EVERY or (len(returned) & 63 == 0
+                                            and self.clock() - self._last_flush >= FLUSH_SECONDS):
+            self.flush()
+
+    def _promote(self, node_id: str) -> TreeNode | None:
+        """The node of a call `open_call` started and nobody asked for yet, made now (None if there is none)."""
+        fresh = self._fresh.pop(node_id, None)
+        if fresh is None:
+            return None
+        seq, run_id, parent_id, name, caller, params, values, started_at = fresh
+        node = TreeNode(node_id, run_id, parent_id, seq, name, "pipeline", caller, "running",
+                        inputs_text(params, values), "", None, started_at, None)
+        self.nodes[node_id] = node
+        self._opened.append(node)
+        return node
+
+    def _promote_all(self) -> None:
+        for node_id in list(self._fresh):
+            self._promote(node_id)
+
+    def _returned_rows(self) -> list[tuple]:
+        rows = [(node_id, run_id, parent_id, seq, name, "pipeline", caller, "ok", inputs_text(params, values),
+                 summarize(value), None, started_at, round((ended_at - started_at) * 1000, 3), 0, 0.0, "")
+                for node_id, (seq, run_id, parent_id, name, caller, params, values, started_at), value, ended_at
+                in self._returned]
+        self._returned = []
+        return rows
+
     def recorded(self, node_id: str) -> TreeNode | None:
         """Node `node_id` as this process has it, else as the store has it (a resumed run's), else None."""
+        if node_id in self._fresh:
+            return self._promote(node_id)
         if node_id in self.nodes:
             return self.nodes[node_id]
         return self.store.node(node_id) if self.store is not None else None
 
     def mark(self, node_id: str, status: str) -> None:
         """An open node starts or stops waiting: `status` is one of store.OPEN (running, waiting, receiving)."""
-        node = self.nodes.get(node_id)
+        node = self.nodes.get(node_id) or self._promote(node_id)
         if node is None or node.status not in OPEN or node.status == status:
             return
         node.status = status
@@ -95,6 +161,7 @@ class TreeRecorder:
 
     def open_nodes(self) -> list[str]:
         """The ids of the nodes open in this process (running, waiting or receiving), in the order they opened."""
+        self._promote_all()
         return [node.id for node in sorted(self.nodes.values(), key=lambda n: n.seq) if node.status in OPEN]
 
     def close(self, node_id: str, status: str, *, output: str = "", error: str | None = None) -> TreeNode | None:
@@ -103,7 +170,7 @@ class TreeRecorder:
             run_id, caller = self._unrecorded.pop(node_id)
             self._count_overflow(run_id, self._entries[run_id], "(pipeline calls)", caller, status, "pipeline")
             return None
-        node = self.nodes.get(node_id)
+        node = self.nodes.get(node_id) or self._promote(node_id)
         if node is None or node.status not in OPEN:
             return node
         node.status, node.output, node.error = status, output, error
@@ -124,7 +191,7 @@ class TreeRecorder:
 
     def annotate(self, node_id: str, *, tokens: int = 0, cost: float = 0.0, detail: str | None = None) -> None:
         """Add model spending to a node, or set its detail (e.g. "reused", the module's path)."""
-        node = self.nodes.get(node_id)
+        node = self.nodes.get(node_id) or self._promote(node_id)
         if node is None:
             return
         node.tokens += tokens
@@ -187,12 +254,14 @@ class TreeRecorder:
 
     def tick(self) -> None:
         """Between statements: write what changed if FLUSH_SECONDS have passed since the last write."""
-        if (self._dirty or self._rows or self._opened) and self.clock() - self._last_flush >= FLUSH_SECONDS:
+        if ((self._dirty or self._rows or self._opened or self._fresh or self._returned)
+                and self.clock() - self._last_flush >= FLUSH_SECONDS):
             self.flush()
 
     def flush(self) -> None:
         """Write every node changed since the last flush."""
         self._last_flush = self.clock()
+        self._promote_all()
         for node in self._opened:  # those still open are written as such (`pipe tree` shows them)
             if node.status in OPEN and node.id not in self._dirty:
                 self._dirty[node.id] = node
@@ -209,11 +278,14 @@ class TreeRecorder:
                 self._running_written.add(node.id)
         self._dirty.clear()
         finished, self._rows = self._rows, []
+        if self._returned:
+            finished += self._returned_rows()
         if self.store is not None:
             self.store.write_rows(rows, finished)
 
     def close_open(self, status: str = "error", error: str | None = None) -> None:
         """At the end of a run: finish every node still running (the run failed or was stopped there)."""
+        self._promote_all()
         for node in list(self.nodes.values()):
             if node.status in OPEN:
                 self.close(node.id, status, error=error)

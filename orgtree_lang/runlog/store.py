@@ -7,7 +7,9 @@ loop of a thousand trivial calls then costs SQLite one row, not a thousand, and 
 
 from __future__ import annotations
 
+import base64
 import json
+from array import array
 from dataclasses import asdict, dataclass, fields
 from operator import attrgetter, itemgetter
 from pathlib import Path
@@ -64,11 +66,58 @@ _INSERT = (f"INSERT OR REPLACE INTO tree_nodes ({', '.join(_COLUMNS)}) "
 _INSERT_GROUP = ("INSERT INTO tree_calls (run_id, parent_id, name, kind, caller, first_started, last_started, ok, "
                  "errors, calls) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 _GROUP_COLUMNS = "run_id, parent_id, name, kind, caller, calls"
-# A call in a group's JSON list: the TreeNode fields that differ between the calls of one group.
-_CALL = itemgetter(0, 3, 7, 8, 9, 10, 11, 12, 13, 14, 15)  # id, seq, status, inputs, output, error,
-                                                          # started_at, duration_ms, tokens, cost, detail
+# A group's calls are stored by column (one JSON object; see _encoded): a column whose calls all hold one value is
+# that value once, the start times and durations are float64 arrays in base64. Encoding a call as a JSON list of
+# its eleven fields cost 1.3 us a call, most of the org tree's budget for a pipeline call
+# (benchmarks/orgtree_overhead.py); by column it is about a third of that. Groups written before are JSON lists of
+# calls ([[id, seq, status, ...], ...]) and are read as they are.
+_CALL_FIELDS = ("id", "seq", "status", "inputs", "output", "error", "started_at", "duration_ms", "tokens", "cost",
+                "detail")
+_CALL_COLUMNS = (0, 3, 7, 8, 9, 10, 11, 12, 13, 14, 15)  # those fields' places in a TreeNode row
+_FLOATS = ("started_at", "duration_ms")
 _STARTED, _STATUS = itemgetter(11), itemgetter(7)
 _GROUP = itemgetter(1, 2, 4, 5, 6)  # run_id, parent_id, name, kind, caller
+
+
+def _encoded(members: list[tuple]) -> str:
+    """The calls of one group (TreeNode rows) as the JSON text of their columns."""
+    columns = list(zip(*members))
+    data: dict[str, Any] = {}
+    count = len(members)
+    for name, place in zip(_CALL_FIELDS, _CALL_COLUMNS):
+        values = columns[place]
+        first = values[0]
+        if values.count(first) == count and type(values[-1]) is type(first):
+            data[name] = first  # one value for every call (a column's values have one type: 0 == 0.0 aside)
+        elif name in _FLOATS and first is not None:
+            try:
+                data[name] = {"f64": base64.b64encode(array("d", values).tobytes()).decode("ascii")}
+            except TypeError:  # a None among them (no call here has one, but the format allows it)
+                data[name] = list(values)
+        else:
+            data[name] = list(values)
+    data["n"] = count
+    return json.dumps(data, separators=(",", ":"))
+
+
+def _decoded(calls: str) -> list[tuple]:
+    """A group's calls as tuples of _CALL_FIELDS, from either stored form."""
+    data = json.loads(calls)
+    if type(data) is list:  # written before groups were stored by column
+        return [tuple(c) for c in data]
+    count = data["n"]
+    columns = []
+    for name in _CALL_FIELDS:
+        value = data[name]
+        if type(value) is list:
+            columns.append(value)
+        elif type(value) is dict:
+            floats = array("d")
+            floats.frombytes(base64.b64decode(value["f64"]))
+            columns.append(floats.tolist())
+        else:
+            columns.append([value] * count)
+    return list(zip(*columns))
 
 
 def _grouped(rows: list[tuple]) -> list[tuple]:
@@ -85,16 +134,15 @@ def _grouped(rows: list[tuple]) -> list[tuple]:
     for (run_id, parent_id, name, kind, caller), members in groups.items():
         starts = list(map(_STARTED, members))
         statuses = list(map(_STATUS, members))
-        calls = json.dumps(list(map(_CALL, members)), separators=(",", ":"))
         out.append((run_id, parent_id, name, kind, caller, min(starts), max(starts), statuses.count("ok"),
-                    statuses.count("error"), calls))
+                    statuses.count("error"), _encoded(members)))
     return out
 
 
 def _expand(row) -> list[TreeNode]:
     run_id, parent_id, name, kind, caller, calls = row
     return [TreeNode(c[0], run_id, parent_id, c[1], name, kind, caller, c[2], c[3], c[4], c[5], c[6], c[7], c[8],
-                     c[9], c[10]) for c in json.loads(calls)]
+                     c[9], c[10]) for c in _decoded(calls)]
 
 
 def _merged(*sources: list[TreeNode]) -> dict[str, TreeNode]:

@@ -69,8 +69,8 @@ def call_pipeline(m: Machine, site, stack: list) -> None:
     caller.calls += 1
     frame = Frame(code.name, 0, [], local_values, [], code, node=f"{caller.node}/{code.name}#{caller.calls}")
     state.frames.append(frame)
-    if events.PipelineCalled in m.observer.hears:
-        m.observer.on(events.PipelineCalled(state=state, caller=caller, frame=frame))
+    if m.hear_call is not None:
+        m.hear_call(state, caller, frame)
 
 
 def bind_inputs(code, inputs: dict[str, Any], records) -> list:
@@ -134,16 +134,16 @@ def return_from(m: Machine, frame: Frame, value: Any) -> bool:
     finished = not state.frames
     if finished and state.tasks:
         finished = m.org.task_returned(value)
-        if events.PipelineReturned in m.observer.hears:
-            m.observer.on(events.PipelineReturned(state=state, frame=frame, value=value, finished=finished))
+        if m.hear_return is not None:
+            m.hear_return(state, frame, value, finished)
         return finished
     if finished:
         state.result = value
         state.status = "done"
     else:
         state.frames[-1].stack.append(value)
-    if events.PipelineReturned in m.observer.hears:
-        m.observer.on(events.PipelineReturned(state=state, frame=frame, value=value, finished=finished))
+    if m.hear_return is not None:
+        m.hear_return(state, frame, value, finished)
     return finished
 
 
@@ -185,10 +185,9 @@ def call_skill(m: Machine, frame: Frame, stack: list, arg: int) -> int | None:
             raise
         raise error from exc
     finally:
-        if events.SkillCalled in m.observer.hears:
-            m.observer.on(events.SkillCalled(state=state, frame=frame, name=site.name, args=args, kwargs=kwargs,
-                                             outcome=outcome, result=result, failure=failure, started=started,
-                                             spend=m.spend, where=placed[0] if placed else None))
+        if m.hear_skill is not None:  # the fields of events.SkillCalled, in order
+            m.hear_skill(state, frame, site.name, args, kwargs, outcome, result, failure, started, m.spend,
+                         placed[0] if placed else None)
     if m.budget.max_memory is not None:
         check_value(result, m.budget.max_memory, f"the result of {site.name}")
     stack.append(result)

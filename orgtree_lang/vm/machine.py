@@ -42,6 +42,10 @@ class Machine:
         self.context = context
         self.spend = getattr(context, "spend", None)
         self.observer = observe(services.observers)
+        # The events of every call, sent as their fields to whoever hears them (None: nobody; vm/calls.py).
+        self.hear_call = self.observer.receiver(events.PipelineCalled)
+        self.hear_return = self.observer.receiver(events.PipelineReturned)
+        self.hear_skill = self.observer.receiver(events.SkillCalled)
         place = services.place
         # The tree-wide meter: a generated child shares its parent's; a top-level run's is its state's `usage`.
         self.place = place
