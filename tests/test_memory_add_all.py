@@ -76,3 +76,22 @@ def test_put_many_stores_each_new_blob_once_and_leaves_existing_ones(tmp_path: P
     assert [store.read(d) for d in digests] == datas + [datas[5]]
     assert store.path(kept).stat().st_ino == inode  # not written again
     assert not [p for p in (tmp_path / "blobs").rglob("*.tmp")]
+
+
+def test_an_add_whose_cutting_fails_leaves_no_blob_behind(tmp_path: Path, monkeypatch) -> None:
+    import orgtree_lang.memory.memory as memory_module
+
+    with Memory(tmp_path / "m", index=False) as memory:
+        kept = memory.add("a text that stays, and its blob with it", name="kept.txt")
+
+        def broken(text, limit, tokenizer, ids=None):
+            raise RuntimeError("cutting failed")
+
+        monkeypatch.setattr(memory_module, "split_document", broken)
+        with pytest.raises(RuntimeError, match="cutting failed"):
+            memory.add_all(DOCUMENTS)
+        monkeypatch.undo()
+        stored = sorted(p.name for p in (tmp_path / "m").rglob("*") if p.is_file() and p.parent.parent.name == "blobs")
+        assert stored == [kept.blob[2:]]  # the failed add's blobs were written on a thread, then deleted
+        assert memory.text(kept) == "a text that stays, and its blob with it"
+        assert [d.name for d in memory.add_all(DOCUMENTS)] == [name for name, _text in DOCUMENTS]

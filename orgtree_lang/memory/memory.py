@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -103,7 +104,8 @@ class Memory:
         tokenizer = Tokenizer(PIECE_MODEL)
         out: list[Node | None] = []
         keys: list[str] = []
-        new: dict[str, tuple[int, str, bytes, str, list[tuple[int, int, int]]]] = {}  # key -> (place, name, ...)
+        # key -> (place, name, data, digest, its text), the text replaced by its pieces' ranges once it is cut
+        new: dict[str, tuple] = {}
         for name, text in documents:
             if not isinstance(text, str):
                 raise MemoryInputError(f"a document is text (str), got {type(text).__name__}"
@@ -116,14 +118,29 @@ class Memory:
             keys.append(key)
             out.append(self.store.by_key(key))
             if out[-1] is None and key not in new:
-                new[key] = (len(out) - 1, name, data, digest, split_document(text, PIECE_TOKENS, tokenizer))
+                new[key] = (len(out) - 1, name, data, digest, text)
         if not new:
             return out
+        # The blobs are written (and fsynced) on threads while the texts are cut; each text is cut into pieces
+        # while the next ones are tokenized on a thread (see Tokenizer.ids_ahead).
+        datas = [item[2] for item in new.values()]
+        with ThreadPoolExecutor(1, thread_name_prefix="memory-blobs") as pool:
+            writing = pool.submit(self.blobs.put_many, datas)
+            try:
+                texts = [item[4] for item in new.values()]
+                for (key, item), ids in zip(list(new.items()), tokenizer.ids_ahead(texts)):
+                    new[key] = (*item[:4], split_document(item[4], PIECE_TOKENS, tokenizer, ids))
+                writing.result()
+            except BaseException:
+                wait([writing])
+                self._drop_unused_blobs([item[3] for item in new.values()])
+                raise
         self._ready()
         pieces: list[Node] = []
         with self.store.write() as db:
-            # The blobs are written in here, so a concurrent delete of the same text cannot remove them under us.
-            self.blobs.put_many([item[2] for item in new.values()])
+            # Put again inside the transaction: only a blob that a concurrent delete of the same text removed since
+            # is written here, and from here on no delete can remove it before this commit refers to it.
+            self.blobs.put_many(datas)
             for key, (place, name, data, digest, ranges) in new.items():
                 # Checked again inside the transaction: another process or thread may have added it meanwhile.
                 doc = self.store.by_key(key)
@@ -242,6 +259,13 @@ class Memory:
                tags: list[str] | None = None, mode: str = "hybrid") -> list:
         """The `k` nodes best matching `query` (mode: hybrid, keyword or vector), filtered; see docs/memory.md."""
         return self.search_index().search(query, k, documents=documents, levels=levels, tags=tags, mode=mode)
+
+    def _drop_unused_blobs(self, digests: list[str]) -> None:
+        """Delete those of these blobs no node or summary refers to (written for an add that then failed)."""
+        with self.store.write():
+            for digest in digests:
+                if not self.store.blob_in_use(digest):
+                    self.blobs.delete(digest)
 
     def _ready(self) -> None:
         """Open the indexes before the store changes, so they are in step with it and only get the change."""

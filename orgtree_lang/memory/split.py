@@ -4,7 +4,7 @@ sentences, words, and only then between tokens (never inside one)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from orgtree_lang.memory.tokenizer import Ruler, Tokenizer
 
@@ -20,26 +20,26 @@ STRUCTURE = (
 )
 
 
-@dataclass(frozen=True)
-class Cut:
-    """One piece: characters `start:end` of the text, and its token count."""
+class Cut(NamedTuple):
+    """One piece: characters `start:end` of the text, and its token count (a tuple: made by the hundred thousand)."""
 
     start: int
     end: int
     tokens: int
 
 
-def split_text(text: str, limit: int, tokenizer: Tokenizer) -> list[Cut]:
-    """Consecutive pieces covering `text` exactly, each of at most `limit` tokens (counted on its own)."""
+def split_text(text: str, limit: int, tokenizer: Tokenizer, ids=None) -> list[Cut]:
+    """Consecutive pieces covering `text` exactly, each of at most `limit` tokens (counted on its own); `ids` are
+    its token ids when they were made already (`Tokenizer.ids`)."""
     if limit < 1:
         raise ValueError(f"a piece needs at least 1 token, got a limit of {limit}")
-    if len(text) <= 16 * limit:
-        tokens = tokenizer.count(text)
+    if len(text) <= 16 * limit or ids is not None:
+        tokens = tokenizer.count(text) if ids is None else len(ids)
         if tokens <= limit:
             return [Cut(0, len(text), tokens)]
     # Every count below is of a range of this one text: the ruler tokenizes it once and adds up line counts,
     # where counting each range on its own re-tokenized the text once per structure level and again to pack.
-    ruler = tokenizer.ruler(text)
+    ruler = tokenizer.ruler(text) if ids is None else tokenizer.ruler(text, ids)
     out: list[Cut] = []
     _split(text, 0, len(text), limit, ruler, 0, out)
     return _absorb_blank(text, out, limit, ruler)
@@ -61,7 +61,10 @@ def _absorb_blank(text: str, cuts: list[Cut], limit: int, ruler: Ruler) -> list[
 
 def _split(text: str, start: int, end: int, limit: int, ruler: Ruler, depth: int, out: list[Cut]) -> None:
     for level in range(depth, len(STRUCTURE)):
-        cuts = [m.end() for m in STRUCTURE[level][1].finditer(text, start, end) if start < m.end() < end]
+        # Every match is at least a character long and lies within start:end, so only the last can end at `end`.
+        cuts = [m.end() for m in STRUCTURE[level][1].finditer(text, start, end)]
+        if cuts and cuts[-1] == end:
+            cuts.pop()
         if cuts:
             break
     else:

@@ -13,10 +13,12 @@ from typing import Any, Callable, Protocol
 from orgtree_lang.memory.tokenizer import Tokenizer
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
-# A run of line breaks (those str.splitlines knows), or a sentence end followed by whitespace within a line.
+# The line breaks str.splitlines knows.
 _LINES = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
-_UNIT_BREAK = re.compile(f"[{_LINES}]+|(?<=[.!?])[\"')\\]]*[^\\S{_LINES}]+")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+_WORDS_AND_ENDS = re.compile(r"\n|[A-Za-z_][A-Za-z0-9_]{2,}")
+# A sentence end followed by whitespace within a line; the end mark is kept (group 1), closing marks are not.
+_SENTENCE_BREAK = re.compile(f"([.!?])[\"')\\]]*[^\\S{_LINES}]+")
 STOPWORDS = frozenset(
     "the and for that this with from are was were not but have has had you your its it's can will would "
     "should could into onto than then them they their there these those what when where which while who "
@@ -40,6 +42,17 @@ def content_words(text: str) -> set[str]:
     return out
 
 
+def text_units(text: str) -> list[str]:
+    """The sentences and lines of `text` (cut at every line break str.splitlines knows and at a sentence end
+    followed by whitespace), stripped, the empty ones left out. The sentence split's pattern starts with the end
+    mark, so the regex engine skips ahead to the next one (a pattern that also matched line breaks, or looked
+    behind for the mark, was tried at every character: 4x slower); lines are split by str.splitlines."""
+    parts = _SENTENCE_BREAK.split(text)
+    chunks = [chunk + end for chunk, end in zip(parts[0::2], parts[1::2])]
+    chunks.append(parts[-1])
+    return [unit for unit in map(str.strip, chain.from_iterable(map(str.splitlines, chunks))) if unit]
+
+
 class Summarizer(Protocol):
     """Anything with an `id` (part of the cache key: change it when the output would change) and `summarize`."""
 
@@ -55,30 +68,37 @@ class ExtractiveSummarizer:
     id = "extractive-1"
 
     def summarize(self, text: str, target_tokens: int, tokenizer: Tokenizer) -> str:
-        # One split of the whole text at line breaks (str.splitlines' set) and sentence ends, instead of a split
-        # per line: the same units after stripping and dropping empty ones, in a few C calls.
-        units = [unit for unit in map(str.strip, _UNIT_BREAK.split(text)) if unit]
+        import numpy
+
+        units = text_units(text)
         if not units:
             return ""
-        # Words never span the line breaks, whitespace and closing marks the units are cut at, so the units'
-        # words are the text's words: each unit is scanned once, for the counts and for its score.
-        # Lowering an ASCII unit first finds the same words; other letters may lower to ASCII ones (K, İ).
-        findall = _WORD.findall
-        if text.isascii():
-            unit_words = [findall(unit) for unit in map(str.lower, units)]
-        else:
-            unit_words = [findall(unit.lower()) if unit.isascii() else [w.lower() for w in findall(unit)]
-                          for unit in units]
-        counts = Counter(chain.from_iterable(unit_words))
+        # Words never span the line breaks, whitespace and closing marks the units are cut at, so one scan of the
+        # units joined by line breaks finds each unit's words, each unit's end marked by its "\n". Words are ASCII
+        # letters: lowering them once found is what lowering an ASCII unit first does, and what the formula does
+        # for other units (lowering those first could turn K or İ into ASCII letters).
+        found = _WORDS_AND_ENDS.findall("\n".join(units))
+        flat = " ".join(found).lower().split(" ") if found else []
+        counts = Counter(flat)
+        counts.pop("\n", None)
         weight = {w: 0.0 if w in STOPWORDS else math.log1p(c) for w, c in counts.items()}
+        weight["\n"] = math.nan  # marks the ends of units below
+        values = numpy.fromiter(map(weight.__getitem__, flat), numpy.float64, len(flat))
+        ends = numpy.isnan(values)
+        words = ~ends
+        unit_of = numpy.cumsum(ends)[words]
+        # bincount adds each unit's weights one after another, in text order: the sum `sum()` makes.
+        sums = numpy.bincount(unit_of, weights=values[words], minlength=len(units))
+        sizes = numpy.bincount(unit_of, minlength=len(units))
         # Frequent words make a sentence central; the square root keeps long sentences from winning by size.
         # The opening often names the subject: it gets half a point more (when it has words at all).
-        lookup = weight.__getitem__
-        negated = [-(sum(map(lookup, words)) / math.sqrt(len(words))) if words else -0.0 for words in unit_words]
-        if unit_words[0]:
+        negated = numpy.zeros(len(units))
+        some = sizes > 0
+        negated[some] = -(sums[some] / numpy.sqrt(sizes[some]))
+        if sizes[0]:
             negated[0] -= 0.5
-        # Sorting indexes (in order) by the negated score alone keeps equal scores in text order: the sort is stable.
-        ranked = sorted(range(len(units)), key=negated.__getitem__)
+        # A stable sort of the negated scores keeps equal scores in text order.
+        ranked = numpy.argsort(negated, kind="stable").tolist()
         # A unit costs about its characters / 4 tokens; choose by that estimate, the caller cuts to the exact count.
         chosen: list[int] = []
         spent = 0
@@ -228,10 +248,21 @@ def summarize_many(summarizer: Summarizer, texts: list[str], target_tokens: int,
 def fit_to(text: str, target_tokens: int, tokenizer: Tokenizer) -> str:
     """`text` if it has at most `target_tokens` tokens, else cut to fit: after the last whole line or sentence
     that fits when that keeps at least half of the allowance, else between tokens."""
-    if tokenizer.count(text) <= target_tokens:
-        return text
-    head = tokenizer.head(text, target_tokens)
+    return fit_counted(text, target_tokens, tokenizer)[0]
+
+
+def fit_counted(text: str, target_tokens: int, tokenizer: Tokenizer) -> tuple[str, int]:
+    """`fit_to` and the token count of what it gives, the text tokenized once more at most (only when cut)."""
+    if tokenizer.encoding is None:
+        tokens, ids = tokenizer.count(text), None
+    else:
+        ids = tokenizer.encoding.encode_ordinary(text)
+        tokens = len(ids)
+    if tokens <= target_tokens:
+        return text, tokens
+    head = tokenizer.head(text, target_tokens, ids)
     boundary = max(head.rfind("\n"), head.rfind(". "))
     if boundary >= len(head) // 2:
         head = head[: boundary + 1]
-    return head.rstrip() or head
+    head = head.rstrip() or head
+    return head, tokenizer.count(head)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import re
+import queue
+import threading
 from bisect import bisect_left, bisect_right
 from functools import lru_cache
+from typing import Callable, Iterator
 
 from orgtree_lang.models.tokens import tiktoken_encoding
 
@@ -38,30 +41,53 @@ class Tokenizer:
         encode = self.encoding.encode_ordinary
         return [len(encode(t)) for t in texts]
 
-    def ruler(self, text: str) -> Ruler:
-        """Exact counts of ranges of `text`, each line tokenized once (see Ruler)."""
-        return Ruler(self, text)
+    def ids(self, text: str):
+        """The token ids of `text` as a numpy array (tiktoken writes them into it: no list of ints is made), or
+        None without tiktoken. The same ids as `encode_ordinary`: no special token is allowed, none is refused."""
+        if self.encoding is None:
+            return None
+        if hasattr(self.encoding, "encode_to_numpy"):
+            return self.encoding.encode_to_numpy(text, disallowed_special=())
+        import numpy
 
-    def head(self, text: str, limit: int) -> str:
-        """The longest prefix of `text` that ends between two tokens and two characters and has <= `limit` tokens."""
+        return numpy.asarray(self.encoding.encode_ordinary(text), dtype=numpy.int64)
+
+    def ids_ahead(self, texts: list[str]) -> Iterator:
+        """`ids` of each text, in order, tokenized on a thread ahead of the caller (tiktoken lets go of the GIL
+        while it encodes, so the caller's Python work on one text overlaps the tokenizing of the next ones)."""
+        if self.encoding is None or len(texts) < 2:
+            return map(self.ids, texts)
+        return _ahead(self.ids, texts)
+
+    def ruler(self, text: str, ids=None) -> Ruler:
+        """Exact counts of ranges of `text`, each line tokenized once (see Ruler); `ids` if already tokenized."""
+        return Ruler(self, text, ids)
+
+    def head(self, text: str, limit: int, ids: list[int] | None = None) -> str:
+        """The longest prefix of `text` that ends between two tokens and two characters and has <= `limit` tokens
+        (`ids`: the text's tokens, when the caller has them)."""
         if limit <= 0:
             return ""
         if self.encoding is None:
             return text[: limit * 4]
-        ids = self.encoding.encode_ordinary(text)
+        if ids is None:
+            ids = self.encoding.encode_ordinary(text)
         if len(ids) <= limit:
             return text
-        pieces = self.encoding.decode_tokens_bytes(ids[:limit])
-        data = b"".join(pieces)
-        # Drop whole tokens from the end until the bytes are whole UTF-8 characters.
-        while pieces:
-            try:
-                prefix = data.decode("utf-8")
-                break
-            except UnicodeDecodeError:
-                data = data[: len(data) - len(pieces.pop())]
-        else:
-            return ""
+        try:  # the usual case, in one call: the first `limit` tokens end on a whole character
+            prefix = self.encoding.decode_bytes(ids[:limit]).decode("utf-8")
+        except UnicodeDecodeError:
+            pieces = self.encoding.decode_tokens_bytes(ids[:limit])
+            data = b"".join(pieces)
+            # Drop whole tokens from the end until the bytes are whole UTF-8 characters.
+            while pieces:
+                try:
+                    prefix = data.decode("utf-8")
+                    break
+                except UnicodeDecodeError:
+                    data = data[: len(data) - len(pieces.pop())]
+            else:
+                return ""
         # Re-encoding a cut text can merge differently; shrink until the count is really within the limit.
         while prefix and self.count(prefix) > limit:
             prefix = self.head(prefix, max(0, limit - (self.count(prefix) - limit)))
@@ -101,35 +127,41 @@ class Ruler:
     are parts of a line or a few lines, tokenized on their own; ranges cut on lines usually have neither.
     """
 
-    def __init__(self, tokenizer: Tokenizer, text: str) -> None:
+    def __init__(self, tokenizer: Tokenizer, text: str, ids=None) -> None:
         self.tokenizer = tokenizer
         self.text = text
         self.points = [0, len(text)]   # 0, the breaks in order, len(text)
         self.proofs = [-1, len(text)]  # for a break, the first character after it that is not a space or tab
         self.tokens_before: list[int] | None = None  # tokens of text[:point] for each point
+        self.at: dict[int, int] = {}  # point -> tokens_before
         encoding = tokenizer.encoding
         if encoding is None or encoding.name not in _LINE_ADDITIVE:
             return
         import numpy
 
-        matches = list(_BREAK.finditer(text))
-        self.points = [0] + [m.start(1) for m in matches] + [len(text)]
-        self.proofs = [-1] + [m.end(1) for m in matches] + [len(text)]
+        spans = [m.span(1) for m in _BREAK.finditer(text)]
+        starts, ends = zip(*spans) if spans else ((), ())
+        self.points = [0, *starts, len(text)]
+        self.proofs = [-1, *ends, len(text)]
         if text.isascii():
             offsets = numpy.asarray(self.points[1:-1], dtype=numpy.int64)
         else:
             sizes = [len(text[a:b].encode("utf-8")) for a, b in zip(self.points, self.points[1:-1])]
             offsets = numpy.cumsum(numpy.asarray(sizes, dtype=numpy.int64))
-        tokens = numpy.asarray(encoding.encode_ordinary(text), dtype=numpy.int64)
+        tokens = tokenizer.ids(text) if ids is None else ids
         ends = numpy.cumsum(_token_sizes(encoding)[tokens])
         before = numpy.searchsorted(ends, offsets, side="right")
         self.tokens_before = [0] + before.tolist() + [len(tokens)]
+        self.at = dict(zip(self.points, self.tokens_before))
 
     def count(self, a: int, b: int) -> int:
         if a >= b:
             return 0
         if self.tokens_before is None:
             return self.tokenizer.count(self.text[a:b])
+        at = self.at
+        if a in at and b in at:  # cut on lines, as most ranges are: the general case below says the same
+            return at[b] - at[a]
         first = bisect_left(self.points, a)
         last = bisect_right(self.points, b) - 1
         if self.points[last] != b and self.proofs[last] >= b:
@@ -140,6 +172,35 @@ class Ruler:
         head = self.tokenizer.count(self.text[a:start]) if a < start else 0
         tail = self.tokenizer.count(self.text[stop:b]) if stop < b else 0
         return head + self.tokens_before[last] - self.tokens_before[first] + tail
+
+
+def _ahead(work: Callable, items: list, window: int = 8) -> Iterator:
+    """`map(work, items)`, each result made on a daemon thread up to `window` items before it is taken; an
+    exception is raised where its item would have been taken."""
+    done: queue.Queue = queue.Queue(window)
+    stop = threading.Event()
+
+    def produce() -> None:
+        for item in items:
+            if stop.is_set():
+                return
+            try:
+                done.put((True, work(item)))
+            except BaseException as err:  # noqa: BLE001 - handed to the consumer, which raises it
+                done.put((False, err))
+                return
+
+    threading.Thread(target=produce, name="pipe-tokenize", daemon=True).start()
+    try:
+        for _ in items:
+            ok, value = done.get()
+            if not ok:
+                raise value
+            yield value
+    finally:
+        stop.set()
+        while not done.empty():  # unblock a producer waiting on a full queue, so it sees `stop`
+            done.get_nowait()
 
 
 @lru_cache(maxsize=None)

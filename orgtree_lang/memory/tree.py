@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Callable
 from orgtree_lang.memory.budget import Budget, BudgetError
 from orgtree_lang.memory.nodes import Node
 from orgtree_lang.memory.split import byte_ranges, split_text
-from orgtree_lang.memory.summarize import Summarizer, fit_to, summarize_many
+from orgtree_lang.memory.summarize import Summarizer, fit_counted, summarize_many
 from orgtree_lang.memory.tokenizer import Tokenizer
 
 if TYPE_CHECKING:
@@ -163,8 +163,8 @@ class TreeBuilder:
         rows = []
         for (_place, _group, source, cache_key), raw in answers:
             if self.memory.store.cached_summary(cache_key) is None:
-                text = fit_to(raw if raw.strip() else source, self.target, self.tokenizer)
-                rows.append((cache_key, text.encode("utf-8"), self.tokenizer.count(text)))
+                text, tokens = fit_counted(raw if raw.strip() else source, self.target, self.tokenizer)
+                rows.append((cache_key, text.encode("utf-8"), tokens))
         if not rows:
             return
         blobs = self.memory.blobs.put_many([data for _key, data, _tokens in rows])
@@ -195,7 +195,8 @@ class TreeBuilder:
             store.bump(db)
 
 
-def split_document(text: str, limit: int, tokenizer: Tokenizer) -> list[tuple[int, int, int]]:
-    """(byte start, byte end, tokens) of the pieces of a document's text, each at most `limit` tokens."""
-    cuts = split_text(text, limit, tokenizer)
+def split_document(text: str, limit: int, tokenizer: Tokenizer, ids=None) -> list[tuple[int, int, int]]:
+    """(byte start, byte end, tokens) of the pieces of a document's text, each at most `limit` tokens (`ids`: its
+    token ids, when made already)."""
+    cuts = split_text(text, limit, tokenizer, ids)
     return [(a, b, cut.tokens) for (a, b), cut in zip(byte_ranges(text, cuts), cuts)]
