@@ -135,13 +135,32 @@ class TreeRecorder:
         for node_id in list(self._fresh):
             self._promote(node_id)
 
-    def _returned_rows(self) -> list[tuple]:
-        rows = [(node_id, run_id, parent_id, seq, name, "pipeline", caller, "ok", inputs_text(params, values),
-                 summarize(value), None, started_at, round((ended_at - started_at) * 1000, 3), 0, 0.0, "")
-                for node_id, (seq, run_id, parent_id, name, caller, params, values, started_at), value, ended_at
-                in self._returned]
+    def _returned_groups(self) -> list[tuple]:
+        """The calls `return_call` closed since the last write, by caller node and name, as columns (TreeStore
+        `write_rows`' `groups`): a column is made in one pass over a group, not a row per call."""
+        by_site: dict[tuple, list] = {}
+        for entry in self._returned:
+            fresh = entry[1]
+            key = (fresh[2], fresh[3])  # the caller's node and the pipeline's name (they fix the run and caller)
+            found = by_site.get(key)
+            if found is None:
+                by_site[key] = [entry]
+            else:
+                found.append(entry)
         self._returned = []
-        return rows
+        groups = []
+        for members in by_site.values():
+            opened = [entry[1] for entry in members]
+            _, run_id, parent_id, name, caller = opened[0][:5]
+            starts = [fresh[7] for fresh in opened]
+            columns = {"id": [entry[0] for entry in members], "seq": [fresh[0] for fresh in opened], "status": "ok",
+                       "inputs": list(map(inputs_text, [f[5] for f in opened], [f[6] for f in opened])),
+                       "output": list(map(summarize, [entry[2] for entry in members])), "error": None,
+                       "started_at": starts,
+                       "duration_ms": [round((entry[3] - start) * 1000, 3) for entry, start in zip(members, starts)],
+                       "tokens": 0, "cost": 0.0, "detail": ""}
+            groups.append((run_id, parent_id, name, "pipeline", caller, columns, len(members)))
+        return groups
 
     def recorded(self, node_id: str) -> TreeNode | None:
         """Node `node_id` as this process has it, else as the store has it (a resumed run's), else None."""
@@ -280,10 +299,9 @@ class TreeRecorder:
                 self._running_written.add(node.id)
         self._dirty.clear()
         finished, self._rows = self._rows, []
-        if self._returned:
-            finished += self._returned_rows()
+        groups = self._returned_groups() if self._returned else []
         if self.store is not None:
-            self.store.write_rows(rows, finished)
+            self.store.write_rows(rows, finished, groups)
 
     def close_open(self, status: str = "error", error: str | None = None) -> None:
         """At the end of a run: finish every node still running (the run failed or was stopped there)."""

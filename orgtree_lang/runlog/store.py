@@ -82,10 +82,19 @@ _GROUP = itemgetter(1, 2, 4, 5, 6)  # run_id, parent_id, name, kind, caller
 def _encoded(members: list[tuple]) -> str:
     """The calls of one group (TreeNode rows) as the JSON text of their columns."""
     columns = list(zip(*members))
+    return _encoded_columns({name: columns[place] for name, place in zip(_CALL_FIELDS, _CALL_COLUMNS)},
+                            len(members))
+
+
+def _encoded_columns(columns: dict[str, Any], count: int) -> str:
+    """A group's `count` calls, given as a list or tuple of values per field of _CALL_FIELDS (or one value, not
+    a list, that every call has), as the JSON text of their columns."""
     data: dict[str, Any] = {}
-    count = len(members)
-    for name, place in zip(_CALL_FIELDS, _CALL_COLUMNS):
-        values = columns[place]
+    for name in _CALL_FIELDS:
+        values = columns[name]
+        if type(values) is not list and type(values) is not tuple:
+            data[name] = values
+            continue
         first = values[0]
         if values.count(first) == count and type(values[-1]) is type(first):
             data[name] = first  # one value for every call (a column's values have one type: 0 == 0.0 aside)
@@ -98,6 +107,18 @@ def _encoded(members: list[tuple]) -> str:
             data[name] = list(values)
     data["n"] = count
     return json.dumps(data, separators=(",", ":"))
+
+
+def _group_row(group: tuple) -> tuple:
+    """A tree_calls row for a group given by column: (run_id, parent_id, name, kind, caller, columns, count)."""
+    run_id, parent_id, name, kind, caller, columns, count = group
+    starts, statuses = columns["started_at"], columns["status"]
+    if type(statuses) is str:
+        ok, errors = (count, 0) if statuses == "ok" else (0, count if statuses == "error" else 0)
+    else:
+        ok, errors = statuses.count("ok"), statuses.count("error")
+    return (run_id, parent_id, name, kind, caller, min(starts), max(starts), ok, errors,
+            _encoded_columns(columns, count))
 
 
 def _decoded(calls: str) -> list[tuple]:
@@ -181,16 +202,19 @@ class TreeStore:
         """Insert or replace `nodes` in one transaction (a resumed run rewrites the nodes it runs again)."""
         self.write_rows([_ROW(node) for node in nodes])
 
-    def write_rows(self, rows: list[tuple], finished_calls: list[tuple] = ()) -> None:
+    def write_rows(self, rows: list[tuple], finished_calls: list[tuple] = (), groups: list[tuple] = ()) -> None:
         """In one transaction: insert or replace `rows` (tuples in TreeNode's field order) as nodes, and add
-        `finished_calls` (the same shape; calls that ended and will not change) as groups."""
-        if not rows and not finished_calls:
+        `finished_calls` (the same shape; calls that ended and will not change) as groups, and `groups` of such
+        calls already given by column: (run_id, parent_id, name, kind, caller, {field: values}, count), where
+        the fields are those of a TreeNode but run_id, parent_id, name, kind and caller, and a field's values
+        are a list (or tuple), or one value that is no list for every call of the group."""
+        if not rows and not finished_calls and not groups:
             return
         with Transaction(self.db) as db:
             if rows:
                 db.executemany(_INSERT, rows)
-            if finished_calls:
-                db.executemany(_INSERT_GROUP, _grouped(finished_calls))
+            if finished_calls or groups:
+                db.executemany(_INSERT_GROUP, _grouped(finished_calls) + list(map(_group_row, groups)))
 
     def _groups(self, where: str, args: tuple[Any, ...], order: str = "rowid") -> list[TreeNode]:
         sql = f"SELECT {_GROUP_COLUMNS} FROM tree_calls WHERE {where} ORDER BY {order}"
