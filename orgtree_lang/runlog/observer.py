@@ -90,7 +90,10 @@ class TreeObserver(RunObserver):
                      where=None) -> None:
         # Heard once per skill call: the org tree's cost on a skill-heavy loop is mostly this method's.
         seconds = time.perf_counter() - started
-        tokens, cost = spend.take() if spend is not None else (0, 0.0)
+        if spend is not None and (spend.tokens or spend.cost):  # most skills make no model call
+            tokens, cost = spend.take()
+        else:
+            tokens, cost = 0, 0.0
         run_id = state.run_id
         parent = f"{run_id}/{frame.node}"
         inputs = _call_inputs(args, kwargs) if kwargs or len(args) != 1 else summarize(args[0], 80)

@@ -17,6 +17,8 @@ MAX_PIPELINE_NODES = 100_000  # pipeline calls recorded one by one per run; late
 
 def inputs_text(params, values: list) -> str:
     """How a pipeline call's node shows its parameters' values."""
+    if len(params) == 1:
+        return f"{params[0].name}={summarize(values[0], 80)}"
     return ", ".join([f"{p.name}={summarize(v, 80)}" for p, v in zip(params, values)])
 
 

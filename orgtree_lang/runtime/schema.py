@@ -469,6 +469,9 @@ MIGRATIONS: tuple[Migration, ...] = (
 """, indexes=(Index("module_versions_by_module", "module_versions (module, version)"),)),)),
     Migration(9, "the context tree's edges, covers and summary cache kept by their keys (WITHOUT ROWID)",
               rebuilds=tuple(Rebuild(table, f"SELECT {columns} FROM {table.name}") for table, columns in _MEMORY_BY_KEY)),
+    # Nothing to change in the file: from here on a tree_calls row's `calls` may hold its calls by column
+    # (runlog/store.py), which an orgtree-lang of version 9 cannot read; it now says so instead of failing.
+    Migration(10, "org tree call groups stored by column (tree_calls.calls a JSON object of columns)"),
 )
 
 
