@@ -48,37 +48,51 @@ def active_insights(tmp_path):
         return pool.insights("active")
 
 
-def test_the_code_reviewer_may_propose_an_insight(tmp_path):
-    author = scripted(tmp_path, "a", [{"match": {"contains": "Write a module"}, "reply": GOOD}], "author")
-    reviewer = scripted(tmp_path, "r", insight_review_first([{"reply": NO_CONCERNS + offered("reviewer")}]),
-                        "reviewer")
+def reviewed_by(tmp_path) -> list[str]:
+    """The model that decided each proposal, in order."""
+    with InsightPool.for_workspace(tmp_path) as pool:
+        return [p.reviewer_model for p in pool.proposals()]
+
+
+def test_the_code_reviewer_may_propose_an_insight_which_the_author_model_reviews(tmp_path):
+    # The reviewer's own insight goes to the block's other model (a fresh conversation of the author's), not to
+    # the reviewer's model again: its rules answer no insight review.
+    author = scripted(tmp_path, "a", insight_review_first([{"match": {"contains": "Write a module"}, "reply": GOOD}]),
+                      "author")
+    reviewer = scripted(tmp_path, "r", [{"match": {"contains": "insight/"}, "reply": "not json"},
+                                        {"reply": NO_CONCERNS + offered("reviewer")}], "reviewer")
     assert run_decomposed(tmp_path, PARENT, {"report": "crash"}, author, reviewer, file="t.pipe") == "bug"
     (insight,) = active_insights(tmp_path)
     assert insight.author == "reviewer of classify" and insight.tags == ["reviewer"]
+    assert set(reviewed_by(tmp_path)) == {author.name} != {reviewer.name}
 
 
 def test_the_output_reviewer_may_propose_an_insight(tmp_path):
-    author = scripted(tmp_path, "a", [{"match": {"contains": "Write a module"}, "reply": GOOD}], "author")
-    reviewer = scripted(tmp_path, "r", insight_review_first([
+    author = scripted(tmp_path, "a", insight_review_first([{"match": {"contains": "Write a module"}, "reply": GOOD}]),
+                      "author")
+    reviewer = scripted(tmp_path, "r", [
         {"match": {"contains": "Output review of"}, "reply": NO_CONCERNS + offered("output reviewer")},
-        {"reply": NO_CONCERNS}]), "reviewer")
+        {"reply": NO_CONCERNS}], "reviewer")
     assert run_decomposed(tmp_path, PARENT, {"report": "crash"}, author, reviewer, file="t.pipe",
                           review_outputs=True) == "bug"
     (insight,) = active_insights(tmp_path)
     assert insight.author == "output reviewer of classify"
+    assert set(reviewed_by(tmp_path)) == {author.name}
 
 
 def test_the_reuse_reviewer_may_propose_an_insight_and_its_verdict_still_parses(tmp_path):
-    author = scripted(tmp_path, "a0", [{"match": {"contains": "Write a module"}, "reply": GOOD}], "author")
+    author = scripted(tmp_path, "a0", insight_review_first([{"match": {"contains": "Write a module"}, "reply": GOOD}]),
+                      "author")
     reviewer = scripted(tmp_path, "r0", [{"reply": NO_CONCERNS}], "reviewer")
     run_decomposed(tmp_path, PARENT, {"report": "crash"}, author, reviewer, file="t.pipe")
     similar = PARENT.replace("classify", "triage_report").replace("else question", "else a question")
     accept = json.dumps({"accept": True, "reasons": "the same rule"})
-    reviewer = scripted(tmp_path, "r1", insight_review_first([
-        {"match": {"contains": "The new step"}, "reply": accept + offered("reuse reviewer")}]), "reviewer")
+    reviewer = scripted(tmp_path, "r1", [
+        {"match": {"contains": "The new step"}, "reply": accept + offered("reuse reviewer")}], "reviewer")
     assert run_decomposed(tmp_path, similar, {"report": "crash"}, author, reviewer, file="u.pipe") == "bug"
     (insight,) = active_insights(tmp_path)
     assert insight.author == "reuse reviewer of triage_report"
+    assert set(reviewed_by(tmp_path)) == {author.name}
 
 
 def notes_of(tmp_path, agent: str) -> list:

@@ -5,24 +5,15 @@ from __future__ import annotations
 
 import base64
 import json
-from pathlib import Path
 
 import pytest
 
-CHROMIUM = Path("/usr/bin/chromium")
-if not CHROMIUM.is_file():
-    pytest.skip("no Chromium at /usr/bin/chromium (apt-get install -y chromium; .ci/run installs it)",
-                allow_module_level=True)
-pytest.importorskip("starlette", reason="`pipe serve` needs the [viewer] extra (pip install 'orgtree-lang[viewer]')")
-playwright = pytest.importorskip("playwright.sync_api", reason="the browser tests need playwright (the test extra)")
+from browser_testing import browser  # noqa: F401 (a fixture; importing it skips without a browser)
+from cli_testing import pipe
+from viewer_testing import Server
 
-from cli_testing import pipe  # noqa: E402
-from viewer_testing import Server  # noqa: E402
+from orgtree_lang.runtime.artifacts import BytesValue
 
-from orgtree_lang.runtime.artifacts import BytesValue  # noqa: E402
-
-LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 # A real 2x1 PNG: a browser that decoded it reports its natural size.
 PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAIAAAABCAYAAAD0In+KAAAAEUlEQVR42mP8z8DwnwEIGGEMAEgfA/9XZ8ZJAAAAAElFTkSuQmCC")
 PDF = b"%PDF-1.4\n% a stand-in report\n%%EOF\n"
@@ -46,11 +37,11 @@ def workspace(tmp_path_factory):
     return root, json.loads(done.stdout)["run_id"]
 
 
-def test_a_runs_image_is_shown_inline_and_other_bytes_are_download_links(workspace, tmp_path):
+def test_a_runs_image_is_shown_inline_and_other_bytes_are_download_links(workspace, browser, tmp_path):
     root, run_id = workspace
-    with playwright.sync_playwright() as driver, Server(root) as server:
-        browser = driver.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        page = browser.new_context().new_page()
+    with Server(root) as server:
+        context = browser.new_context()
+        page = context.new_page()
         page.set_default_timeout(60_000)
         server.open(page, f"runs/{run_id}")
         image = page.locator(".artifacts figure.artifact img")
@@ -67,7 +58,7 @@ def test_a_runs_image_is_shown_inline_and_other_bytes_are_download_links(workspa
         caught.value.save_as(saved)
         assert saved.read_bytes() == PDF
         page.screenshot(path=str(tmp_path / "artifacts.png"), full_page=True)
-        browser.close()
+        context.close()
 
 
 def test_the_blob_endpoint_needs_the_token_and_never_serves_a_page(workspace):

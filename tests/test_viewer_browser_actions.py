@@ -4,52 +4,11 @@ running run's printed lines and steps grow, and opens the nodes of two concurren
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
-CHROMIUM = Path("/usr/bin/chromium")
-if not CHROMIUM.is_file():
-    pytest.skip("no Chromium at /usr/bin/chromium (apt-get install -y chromium; .ci/run installs it)",
-                allow_module_level=True)
-pytest.importorskip("starlette", reason="`pipe serve` needs the [viewer] extra (pip install 'orgtree-lang[viewer]')")
-playwright = pytest.importorskip("playwright.sync_api", reason="the browser tests need playwright (the test extra)")
-
-from cli_testing import pipe  # noqa: E402
-from test_viewer_browser import LAUNCH_ARGS, WAIT_MS  # noqa: E402
-from test_viewer_nodes import BRANCHES  # noqa: E402
-from test_viewer_start import BROKEN, GREET  # noqa: E402
-from viewer_testing import NO_MODEL, PRINTING_PROGRAM, Server, finished_runs, pipe_process, run_id_of, stop  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with playwright.sync_playwright() as driver:
-        launched = driver.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        yield launched
-        launched.close()
-
-
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    opened = context.new_page()
-    opened.set_default_timeout(WAIT_MS)
-    yield opened
-    context.close()
-
-
-@pytest.fixture
-def screenshot(tmp_path, capsys):
-    def take(page, name: str) -> Path:
-        path = tmp_path / f"{name}.png"
-        page.screenshot(path=str(path), full_page=True)
-        with capsys.disabled():
-            print(f"\nviewer screenshot: {path}")
-        assert path.stat().st_size > 10_000
-        return path
-
-    return take
+from browser_testing import browser, page, screenshot  # noqa: F401 (fixtures; importing it skips without a browser)
+from cli_testing import pipe
+from test_viewer_nodes import BRANCHES
+from test_viewer_start import BROKEN, GREET
+from viewer_testing import NO_MODEL, PRINTING_PROGRAM, Server, finished_runs, pipe_process, run_id_of, stop
 
 
 def test_a_person_starts_a_run_from_a_programs_form_and_follows_it(page, tmp_path, screenshot):

@@ -319,14 +319,15 @@ class Decomposer:
 
     def agent(self, block, role: str, model):
         """`model` as the agent `<role> of <block>`, taking its turn on the scratchpad (unless `protocol = false`);
-        the insights it offers are reviewed by the block's reviewer."""
+        the insights it offers are reviewed by the block's other model (protocol.insight_reviewer)."""
         if not self.settings.protocol:
             return model
-        from orgtree_lang.decompose.protocol import pad_summarizer, take_turns, task_of
+        from orgtree_lang.decompose.protocol import insight_reviewer, pad_summarizer, take_turns, task_of
 
+        author, reviewer = self.metered(block)
         return take_turns(model, block, agent=f"{role} of {block.spec.name}", task=task_of(block.spec),
-                          workspace=self.workspace, reviewer=self.metered(block)[1],
-                          summarizer=pad_summarizer(block, self.metered(block)[0], self.workspace))
+                          workspace=self.workspace, reviewer=insight_reviewer(model, author, reviewer),
+                          summarizer=pad_summarizer(block, author, self.workspace))
 
     _metered = metered  # the name decompose/messages.py knows
 

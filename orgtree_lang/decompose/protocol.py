@@ -112,12 +112,24 @@ def task_of(spec) -> str:
     return " ".join(re.findall(r"\w+", f"{spec.name} {spec.doc}"))
 
 
+def insight_reviewer(proposer, author, reviewer):
+    """Who reviews the insights `proposer` offers: the other of the block's two models when they are different
+    models (the author's insights go to the reviewer, the reviewer's to the author), else the reviewer, in a fresh
+    conversation either way (memory/insights.py never reviews in the proposer's)."""
+    def name(model) -> str:
+        return str(getattr(model, "name", "") or "")
+
+    if reviewer is not None and author is not None and name(proposer) == name(reviewer) != name(author):
+        return author
+    return reviewer
+
+
 def seated(author, reviewer, spec, block, workspace: Path):
     """The author and the reviewer of `spec` (resolved through `block`, a vm.blocks.BlockContext), each taking its
-    turn before every step; what either proposes as an insight the (plain) reviewer reviews afresh. Both read the
+    turn before every step; what one proposes as an insight the other (plain) model reviews afresh. Both read the
     older notes as the author's model summarized them (one cached summary tree, not one per model)."""
     task, summarizer = task_of(spec), pad_summarizer(block, author, workspace)
     return (take_turns(author, block, agent=f"author of {spec.name}", task=task, workspace=workspace,
-                       reviewer=reviewer, summarizer=summarizer),
+                       reviewer=insight_reviewer(author, author, reviewer), summarizer=summarizer),
             take_turns(reviewer, block, agent=f"reviewer of {spec.name}", task=task, workspace=workspace,
-                       reviewer=reviewer, summarizer=summarizer))
+                       reviewer=insight_reviewer(reviewer, author, reviewer), summarizer=summarizer))

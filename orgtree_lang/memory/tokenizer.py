@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
-import queue
-import threading
 from bisect import bisect_left, bisect_right
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
+from itertools import islice
 from typing import Callable, Iterator
 
 from orgtree_lang.models.tokens import tiktoken_encoding
@@ -53,7 +54,7 @@ class Tokenizer:
         return numpy.asarray(self.encoding.encode_ordinary(text), dtype=numpy.int64)
 
     def ids_ahead(self, texts: list[str]) -> Iterator:
-        """`ids` of each text, in order, tokenized on a thread ahead of the caller (tiktoken lets go of the GIL
+        """`ids` of each text, in order, tokenized on two threads ahead of the caller (tiktoken lets go of the GIL
         while it encodes, so the caller's Python work on one text overlaps the tokenizing of the next ones)."""
         if self.encoding is None or len(texts) < 2:
             return map(self.ids, texts)
@@ -174,33 +175,20 @@ class Ruler:
         return head + self.tokens_before[last] - self.tokens_before[first] + tail
 
 
-def _ahead(work: Callable, items: list, window: int = 8) -> Iterator:
-    """`map(work, items)`, each result made on a daemon thread up to `window` items before it is taken; an
-    exception is raised where its item would have been taken."""
-    done: queue.Queue = queue.Queue(window)
-    stop = threading.Event()
-
-    def produce() -> None:
-        for item in items:
-            if stop.is_set():
-                return
-            try:
-                done.put((True, work(item)))
-            except BaseException as err:  # noqa: BLE001 - handed to the consumer, which raises it
-                done.put((False, err))
-                return
-
-    threading.Thread(target=produce, name="pipe-tokenize", daemon=True).start()
+def _ahead(work: Callable, items: list, workers: int = 2, window: int = 8) -> Iterator:
+    """`map(work, items)`, each result made on one of `workers` threads up to `window` items before it is taken;
+    an exception is raised where its item would have been taken. Closing the iterator early cancels the rest."""
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="pipe-tokenize")
     try:
-        for _ in items:
-            ok, value = done.get()
-            if not ok:
-                raise value
+        rest = iter(items)
+        pending = deque(pool.submit(work, item) for item in islice(rest, window))
+        while pending:
+            value = pending.popleft().result()
+            for item in islice(rest, 1):
+                pending.append(pool.submit(work, item))
             yield value
     finally:
-        stop.set()
-        while not done.empty():  # unblock a producer waiting on a full queue, so it sees `stop`
-            done.get_nowait()
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 @lru_cache(maxsize=None)
