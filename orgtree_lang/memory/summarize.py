@@ -78,12 +78,17 @@ class ExtractiveSummarizer:
         # letters: lowering them once found is what lowering an ASCII unit first does, and what the formula does
         # for other units (lowering those first could turn K or İ into ASCII letters).
         found = _WORDS_AND_ENDS.findall("\n".join(units))
-        flat = " ".join(found).lower().split(" ") if found else []
-        counts = Counter(flat)
-        counts.pop("\n", None)
+        # Counted as spelled, then each spelling lowered once (far fewer than the words) and its count added in.
+        spelled = Counter(found)
+        spelled.pop("\n", None)
+        counts: dict[str, int] = {}
+        for word, count in spelled.items():
+            lowered = word.lower()
+            counts[lowered] = counts.get(lowered, 0) + count
         weight = {w: 0.0 if w in STOPWORDS else math.log1p(c) for w, c in counts.items()}
-        weight["\n"] = math.nan  # marks the ends of units below
-        values = numpy.fromiter(map(weight.__getitem__, flat), numpy.float64, len(flat))
+        by_spelling = {w: weight[w.lower()] for w in spelled}
+        by_spelling["\n"] = math.nan  # marks the ends of units below
+        values = numpy.fromiter(map(by_spelling.__getitem__, found), numpy.float64, len(found))
         ends = numpy.isnan(values)
         words = ~ends
         unit_of = numpy.cumsum(ends)[words]
