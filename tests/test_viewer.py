@@ -116,7 +116,7 @@ def test_an_action_without_the_token_or_with_a_wrong_one_is_refused(tmp_path):
         assert len(server.token) >= 24
         missing = server.http.post(f"{server.url}actions/reply", json={"run": run_id, "text": "yes"})
         wrong = server.http.post(f"{server.url}actions/reply", json={"run": run_id, "text": "yes"},
-                           headers={"X-Pipe-Token": server.token[:-1] + "x"})
+                           headers={"X-Pipe-Token": server.wrong_token})
         resume = server.http.post(f"{server.url}actions/resume", json={"run": run_id})
         elsewhere = server.http.post(f"{server.url}actions/reply", headers={"X-Pipe-Token": server.token},
                                json={"run": str(workspace / ".orgtree" / "runs" / run_id), "text": "yes"})
@@ -235,7 +235,7 @@ def test_every_page_and_stream_needs_the_printed_token(server, runs):
             response = stranger.get(server.url + path)
             assert response.status_code == 401, path
             assert "needs the token" in response.text and runs.triage not in response.text
-        assert stranger.get(server.url, headers={"X-Pipe-Token": server.token[:-1] + "x"}).status_code == 401
+        assert stranger.get(server.url, headers={"X-Pipe-Token": server.wrong_token}).status_code == 401
         assert stranger.get(server.url, headers={"Authorization": f"Bearer {server.token}"}).status_code == 200
         entered = stranger.get(server.entry)
         assert entered.status_code == 303 and entered.headers["location"] == "/"  # the token leaves the address bar

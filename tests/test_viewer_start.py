@@ -151,7 +151,7 @@ def test_an_input_nested_past_the_limit_is_refused_before_any_run(workspace):
 def test_a_start_without_the_token_or_from_another_host_or_for_a_path_is_refused(workspace):
     with Server(workspace, "--allow-actions") as server:
         missing = server.http.post(f"{server.url}actions/run", json={"program": "greet.pipe", "input.name": "A"})
-        wrong = _start(server, {"program": "greet.pipe", "input.name": "A"}, token=server.token[:-1] + "x")
+        wrong = _start(server, {"program": "greet.pipe", "input.name": "A"}, token=server.wrong_token)
         rebound = server.http.post(f"{server.url}actions/run", json={"program": "greet.pipe", "input.name": "A"},
                                    headers={"X-Pipe-Token": server.token, "Host": "evil.example"})
         outside = _start(server, {"program": "../greet.pipe"})

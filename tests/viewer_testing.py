@@ -142,6 +142,11 @@ class Server:
         self.http = httpx.Client(timeout=60)  # a browser that opened the printed URL: it holds the cookie
         assert self.http.get(self.entry).status_code == 303 and self.http.cookies
 
+    @property
+    def wrong_token(self) -> str:
+        """The printed token with its last character changed (never the token itself, whatever it ends with)."""
+        return self.token[:-1] + ("y" if self.token.endswith("x") else "x")
+
     def open(self, page, path: str = "") -> None:
         """Open the printed URL in the browser `page` (it keeps the token), then `path` of the viewer."""
         page.goto(self.entry)
