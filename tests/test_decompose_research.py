@@ -4,11 +4,10 @@ findings are reviewed as insights and given to the author, which then writes the
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from decompose_testing import NEEDS_RESEARCH, NO_CONCERNS, TICKETS, TICKETS_MODULE, Recording, run_decomposed
+from web_testing import LocalWeb
 
 from orgtree_lang.decompose.research import recorded_needs
 from orgtree_lang.memory.insights import InsightPool
@@ -67,51 +66,23 @@ def test_research_is_bounded_a_second_need_fails_with_the_questions(tmp_path):
     assert "Which endpoint" in err.value.hint and len(recorded_needs(tmp_path)) == 2
 
 
-class Site(BaseHTTPRequestHandler):
+def site(path: str, base: str) -> tuple[str, str]:
     """A SearXNG-style JSON search and one documentation page, on 127.0.0.1."""
-
-    seen: list[str] = []
-
-    def do_GET(self):  # noqa: N802 (the http.server interface)
-        Site.seen.append(self.path)
-        port = self.server.server_address[1]
-        if self.path.startswith("/search"):
-            body = json.dumps({"results": [{"title": "Ticket API reference", "url": f"http://127.0.0.1:{port}/docs",
-                                            "content": "Endpoints of the ticket API"}]})
-            kind = "application/json"
-        else:
-            body = ("<html><body><h1>Ticket API reference</h1><p>Authentication: bearer tokens.</p>"
-                    "<p>GET /v2/tickets?state=open lists the open tickets of the ticket API.</p></body></html>")
-            kind = "text/html"
-        data = body.encode()
-        self.send_response(200)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
+    if path.startswith("/search"):
+        return json.dumps({"results": [{"title": "Ticket API reference", "url": f"{base}/docs",
+                                        "content": "Endpoints of the ticket API"}]}), "application/json"
+    return ("<html><body><h1>Ticket API reference</h1><p>Authentication: bearer tokens.</p>"
+            "<p>GET /v2/tickets?state=open lists the open tickets of the ticket API.</p></body></html>"), "text/html"
 
 
 def test_research_on_the_web_through_a_local_search_server(tmp_path):
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Site)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    port = server.server_address[1]
-    (tmp_path / "orgtree.toml").write_text(f'[web]\nsearch = "searxng"\nurl = "http://127.0.0.1:{port}"\n\n'
-                                          f'[http]\nallow = ["http://127.0.0.1:{port}"]\n')
-    Site.seen = []
-    try:
+    with LocalWeb(site, tmp_path, extra="") as web:
         result, author, _ = run(tmp_path, protocol=False)
-    finally:
-        server.shutdown()
-        server.server_close()
     assert result == "https://tickets.test/v2/tickets?state=open"
-    assert any(p.startswith("/search?q=Which+endpoint") for p in Site.seen) and "/docs" in Site.seen
+    assert any(p.startswith("/search?q=Which+endpoint") for p in web.seen) and "/docs" in web.seen
     with InsightPool.for_workspace(tmp_path) as pool:
         (insight,) = pool.insights()
-    assert f"http://127.0.0.1:{port}/docs" in insight.evidence
+    assert f"{web.base}/docs" in insight.evidence
     assert "GET /v2/tickets?state=open lists the open tickets" in author.requests[1][-1].content
 
 

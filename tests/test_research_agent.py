@@ -5,14 +5,13 @@ local HTTP server on 127.0.0.1 (a SearXNG-style search plus pages); the agent's 
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 
 import pytest
 from chat_server import ChatServer
 from cli_testing import pipe
 from durable_testing import only_run_id
+from web_testing import LocalWeb
 
 from orgtree_lang.compile.api import compile_source
 from orgtree_lang.memory.insights import InsightPool
@@ -41,43 +40,22 @@ PAGES = {
 }
 
 
-class Web(BaseHTTPRequestHandler):
-    seen: list[str] = []
+SEEN: list[str] = []  # every path the local web was asked, in order
 
-    def do_GET(self):  # noqa: N802 (the http.server interface)
-        Web.seen.append(self.path)
-        port = self.server.server_address[1]
-        if self.path.startswith("/search"):
-            body, kind = json.dumps({"results": [{"title": "Documentation", "url": f"http://127.0.0.1:{port}/docs",
-                                                  "content": "Start here."}]}), "application/json"
-        elif self.path in PAGES:
-            body, kind = PAGES[self.path], "text/html"
-        else:
-            self.send_error(404)
-            return
-        data = body.encode()
-        self.send_response(200)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
-    def log_message(self, *args):
-        pass
+def answer(path: str, base: str) -> tuple[str, str] | None:
+    if path.startswith("/search"):
+        return json.dumps({"results": [{"title": "Documentation", "url": f"{base}/docs",
+                                        "content": "Start here."}]}), "application/json"
+    return (PAGES[path], "text/html") if path in PAGES else None
 
 
 @pytest.fixture
 def web(tmp_path):
     """A local web on 127.0.0.1, configured as the workspace's search provider and only allowed origin."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Web)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{server.server_address[1]}"
-    (tmp_path / "orgtree.toml").write_text(f'[web]\nsearch = "searxng"\nurl = "{base}"\n\n[http]\nallow = ["{base}"]\n'
-                                          '\n[memory]\nsummarizer = "extractive"\n')
-    Web.seen = []
-    yield base
-    server.shutdown()
-    server.server_close()
+    SEEN.clear()
+    with LocalWeb(answer, tmp_path, seen=SEEN) as local:
+        yield local.base
 
 
 def test_offline_research_follows_a_link_from_a_search_hit_and_cites_the_page(tmp_path, web):
@@ -85,7 +63,7 @@ def test_offline_research_follows_a_link_from_a_search_hit_and_cites_the_page(tm
     assert done.returncode == 0, done.stderr
     (finding,) = json.loads(done.stdout)["findings"]
     assert "port 8421" in finding["answer"] and finding["source"] == f"{web}/docs/frobnicator-server"
-    assert "/docs" in Web.seen and "/docs/frobnicator-server" in Web.seen
+    assert "/docs" in SEEN and "/docs/frobnicator-server" in SEEN
     # With no review model nothing joins the pool unreviewed; the finding says why.
     assert finding["insight"].startswith("not proposed") and "reviewer" in finding["insight"]
 
@@ -154,7 +132,7 @@ def test_the_agent_plans_runs_an_experiment_reads_pages_follows_its_links_and_ci
     assert port["answer"] == "port 8421, unless configured otherwise"
     assert port["source"] == f"{web}/docs/frobnicator-server"
     # The link the model made up was not on the page: it was not fetched.
-    assert Web.seen.count("/docs/frobnicator-server") == 1 and not any("not-a-link" in p for p in Web.seen)
+    assert SEEN.count("/docs/frobnicator-server") == 1 and not any("not-a-link" in p for p in SEEN)
 
 
 def test_the_research_agent_takes_its_turns_and_its_insight_is_reviewed_before_it_joins_the_pool(tmp_path, web):

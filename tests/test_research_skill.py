@@ -6,14 +6,13 @@ word overlap and experiments a question carries."""
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from cli_testing import pipe
 from durable_testing import only_run_id
 from pipe_testing import output_lines, read_expectations, registry
+from web_testing import LocalWeb
 
 from orgtree_lang.compile.api import compile_source
 from orgtree_lang.memory.insights import InsightPool
@@ -32,41 +31,21 @@ PAGES = {
 ACCEPT = json.dumps({"concerns": [], "summary": "the page says so"})
 
 
-class Web(BaseHTTPRequestHandler):
+def answer(path: str, base: str) -> tuple[str, str] | None:
     """The pages, and a SearXNG-style /search that finds only the product page."""
-
-    def do_GET(self):  # noqa: N802 (the http.server interface)
-        base = f"http://127.0.0.1:{self.server.server_address[1]}"
-        if self.path.startswith("/search"):
-            body, kind = json.dumps({"results": [{"title": "Zephyrine gateway", "url": f"{base}/docs/zephyrine",
-                                                  "content": "routes telemetry"}]}), "application/json"
-        elif self.path in PAGES:
-            title, text = PAGES[self.path]
-            body, kind = f"<html><head><title>{title}</title></head><body><p>{text}</p></body></html>", "text/html"
-        else:
-            self.send_error(404)
-            return
-        data = body.encode()
-        self.send_response(200)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
+    if path.startswith("/search"):
+        return json.dumps({"results": [{"title": "Zephyrine gateway", "url": f"{base}/docs/zephyrine",
+                                        "content": "routes telemetry"}]}), "application/json"
+    if path not in PAGES:
+        return None
+    title, text = PAGES[path]
+    return f"<html><head><title>{title}</title></head><body><p>{text}</p></body></html>", "text/html"
 
 
 @pytest.fixture
 def web(tmp_path):
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Web)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{server.server_address[1]}"
-    (tmp_path / "orgtree.toml").write_text(f'[web]\nsearch = "searxng"\nurl = "{base}"\n\n[http]\nallow = ["{base}"]\n'
-                                          '\n[memory]\nsummarizer = "extractive"\n')
-    yield base
-    server.shutdown()
-    server.server_close()
+    with LocalWeb(answer, tmp_path) as local:
+        yield local.base
 
 
 def scripted_models(folder: Path, base: str) -> list[str]:
