@@ -159,16 +159,21 @@ class Spiller:
             return data, size
         return self._reference(json.dumps(data), "json"), 200
 
-    def _reference(self, text: str, kind: str) -> dict[str, Any]:
+    def _stored(self, text: str, to_data: Callable[[str], bytes]) -> tuple[str, int]:
+        """(digest, bytes) of `to_data(text)` put in the store, once per string object (by identity)."""
         known = self._known.get(id(text))
         if known is not None and known[0] is text:
-            _, digest, size = known
-        else:
-            data = text.encode("utf-8", "surrogatepass")  # .pipe strings may hold any code point JSON can
-            digest, size = self.store.put(data), len(data)
-            if len(self._known) > 1024:
-                self._known.clear()
-            self._known[id(text)] = (text, digest, size)
+            return known[1], known[2]
+        data = to_data(text)
+        digest, size = self.store.put(data), len(data)
+        if len(self._known) > 1024:
+            self._known.clear()
+        self._known[id(text)] = (text, digest, size)
+        return digest, size
+
+    def _reference(self, text: str, kind: str) -> dict[str, Any]:
+        # .pipe strings may hold any code point JSON can
+        digest, size = self._stored(text, lambda t: t.encode("utf-8", "surrogatepass"))
         return {_TAG: {"sha256": digest, "bytes": size, "kind": kind, "preview": text[:PREVIEW_CHARS]}}
 
     def _bytes_reference(self, inner: dict[str, Any]) -> dict[str, Any]:
@@ -176,15 +181,7 @@ class Spiller:
         text = inner.get("base64")
         if text is None:
             return {_BYTES: inner}  # already a reference
-        known = self._known.get(id(text))
-        if known is not None and known[0] is text:
-            digest = known[1]
-        else:
-            data = base64.b64decode(text)
-            digest = self.store.put(data)
-            if len(self._known) > 1024:
-                self._known.clear()
-            self._known[id(text)] = (text, digest, len(data))
+        digest, _size = self._stored(text, base64.b64decode)
         return {_BYTES: {"media_type": inner.get("media_type"), "sha256": digest, "size": inner.get("size")}}
 
     def spill_text(self, text: str | None) -> str | None:
