@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from orgtree_lang.runtime.artifacts import ENCODING_KEY as _BYTES
 from orgtree_lang.runtime.files import write_atomic
-from orgtree_lang.runtime.values import MEMO_MIN_ITEMS
+from orgtree_lang.runtime.values import MEMO_MIN_ITEMS, IdentityMemo
 
 INLINE_BYTES = 4096  # the default threshold: values larger than this are stored as blobs
 # New files `put_many` writes side by side: the file system commits fsyncs that wait together in one journal
@@ -95,8 +95,7 @@ class Spiller:
         self._known: dict[int, tuple[str, str, int]] = {}  # id(string) -> (the string, its digest, its bytes)
         # Big containers seen at the last spill and this one, by identity: an encoded state keeps the encoding of
         # a value that did not change (runtime.values.EncodingMemo), so its blob reference is not made again.
-        self._containers_last: dict[int, tuple[Any, int, tuple[Any, int]]] = {}
-        self._containers: dict[int, tuple[Any, int, tuple[Any, int]]] = {}
+        self._containers = IdentityMemo()
 
     def spill(self, data: Any, *, generation: bool = False) -> Any:
         """`data` with each string, list or object larger than the threshold replaced by a blob reference.
@@ -107,17 +106,12 @@ class Spiller:
         try:
             return self._spill(data)[0]
         finally:
-            self._containers_last, self._containers = self._containers, {}
+            self._containers.turn()
 
     def _spill_container(self, data: Any, spill_items: Callable[[Any], tuple[Any, int]]) -> tuple[Any, int]:
         if len(data) < MEMO_MIN_ITEMS:
             return spill_items(data)
-        key = id(data)
-        hit = self._containers.get(key) or self._containers_last.get(key)
-        if hit is None or hit[0] is not data or hit[1] != len(data):
-            hit = (data, len(data), spill_items(data))
-        self._containers[key] = hit
-        return hit[2]
+        return self._containers.get(data, spill_items)
 
     def _spill(self, data: Any) -> tuple[Any, int]:
         """The spilled data and about how many characters its JSON text takes."""
