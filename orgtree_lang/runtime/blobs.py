@@ -51,10 +51,11 @@ class BlobStore:
         write_atomic(target, data)
         return digest
 
-    def put_many(self, datas: list[bytes]) -> list[str]:
-        """`put` of each of `datas` (their sha256s, in order), the new files written and fsynced side by side:
-        when it returns every one is on disk, as after `put`."""
-        digests = [hashlib.sha256(data).hexdigest() for data in datas]
+    def put_many(self, datas: list[bytes], digests: list[str] | None = None) -> list[str]:
+        """`put` of each of `datas` (their sha256s, in order; `digests`: those sha256s, when the caller has them),
+        the new files written and fsynced side by side: when it returns every one is on disk, as after `put`."""
+        if digests is None:
+            digests = [hashlib.sha256(data).hexdigest() for data in datas]
         new = {digest: data for digest, data in zip(digests, datas) if not self.path(digest).exists()}
         if len(new) <= 1:
             for data in new.values():
