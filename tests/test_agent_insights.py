@@ -222,6 +222,7 @@ def test_the_promotion_tester_may_propose_an_insight(root, tmp_path):
 
 # ---- the agent of a block's node, answering a question its generated child asks --------------------------------
 
+
 def test_the_agent_answering_a_childs_question_may_propose_an_insight(tmp_path):
     answer = json.dumps({"kind": "answer", "note": "readers want capitals", "answer": "UPPER"})
     author = scripted(tmp_path, "a", [
