@@ -102,3 +102,23 @@ def run_decomposed(workspace: Path, source: str, inputs: dict, author, reviewer,
                             resolver=decomposer)
     machine.start(None, inputs)
     return machine.run().result
+
+
+# A module for a `cents(item: str) -> amount: int` block: right for prices with a dot ("3.50", the only kind the
+# examples show), an error for "12" (no part after the dot); PRICE_FIXED is its repair.
+PRICE_FIRST = '''```pipe
+use text
+
+pipeline main(item: str) -> int:
+    parts = text.split(item, ".")
+    return int(parts[0]) * 100 + int(parts[1])
+```'''
+PRICE_FIXED = '''```pipe
+use text
+
+pipeline main(item: str) -> int:
+    parts = text.split(item, ".")
+    if len(parts) == 1:
+        return int(parts[0]) * 100
+    return int(parts[0]) * 100 + int(parts[1])
+```'''

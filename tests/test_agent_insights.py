@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from decompose_testing import GOOD, NO_CONCERNS, ONE_CONCERN, run_decomposed, scripted, stdlib_registry
+from test_org_decisions import ASKS, PROGRAM  # a block whose child asks its node a question
 
 from orgtree_lang.compile.api import compile_source
 from orgtree_lang.decompose.coerce import fit_outputs, model_reshaper
@@ -221,30 +222,15 @@ def test_the_promotion_tester_may_propose_an_insight(root, tmp_path):
 
 # ---- the agent of a block's node, answering a question its generated child asks --------------------------------
 
-SHOUT_CASE = '''pipeline main(text: str) -> str:
-    ambiguous shout(text: str) -> loud: str:
-        """Say the text loudly, in the case the reader wants."""
-    return loud
-'''
-ASKS_PARENT = '''```pipe
-pipeline main(text: str) -> str:
-    send parent, "upper or title case?", topic="question"
-    try:
-        m = receive(timeout=1)
-        return m.body + ": " + text
-    except err:
-        return "no answer: " + text
-```'''
-
 
 def test_the_agent_answering_a_childs_question_may_propose_an_insight(tmp_path):
     answer = json.dumps({"kind": "answer", "note": "readers want capitals", "answer": "UPPER"})
     author = scripted(tmp_path, "a", [
         {"match": {"contains": "A message reached the node"},
          "reply": answer + "\n<note>\nplan: answer UPPER\n</note>" + offered("message reader")},
-        {"match": {"contains": "Write a module"}, "reply": ASKS_PARENT}], "author")
+        {"match": {"contains": "Write a module"}, "reply": ASKS}], "author")
     reviewer = scripted(tmp_path, "r", insight_review_first([{"reply": NO_CONCERNS}]), "reviewer")
-    assert run_decomposed(tmp_path, SHOUT_CASE, {"text": "hi"}, author, reviewer, file="s.pipe") == "UPPER: hi"
+    assert run_decomposed(tmp_path, PROGRAM, {"text": "hi"}, author, reviewer, file="s.pipe") == "UPPER: hi"
     assert [n.text for n in notes_of(tmp_path, "message reader of shout")] == ["answer UPPER"]
     (insight,) = active_insights(tmp_path)
     assert insight.author == "message reader of shout" and insight.tags == ["message reader"]

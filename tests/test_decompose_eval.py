@@ -17,6 +17,7 @@ import pytest
 from orgtree_lang.decompose.size import MAX_STATEMENTS, size_problems
 from orgtree_lang.decompose.validate import validate_module
 from pipe_testing import compile_text, registry
+from decompose_testing import PRICE_FIRST, PRICE_FIXED
 
 BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
 
@@ -272,25 +273,6 @@ pipeline main(item: str) -> int:
 PRICE_HIDDEN = [{"inputs": {"item": "3.25"}, "expected": 325}, {"inputs": {"item": "12"}, "expected": 1200},
                 {"inputs": {"item": "4.00"}, "expected": 400}, {"inputs": {"item": "7"}, "expected": 700}]
 PRICE_DESIGN = '```pipe\nexamples:\n    cents("3.50") -> 350\nexpect amount >= 0, "a price"\n```'
-# Right for prices with a dot (the only kind the writing run and the design show), an error for "12".
-PRICE_FIRST = '''```pipe
-use text
-
-pipeline main(item: str) -> int:
-    parts = text.split(item, ".")
-    return int(parts[0]) * 100 + int(parts[1])
-```'''
-PRICE_FIXED = '''```pipe
-use text
-
-pipeline main(item: str) -> int:
-    parts = text.split(item, ".")
-    if len(parts) == 1:
-        return int(parts[0]) * 100
-    return int(parts[0]) * 100 + int(parts[1])
-```'''
-
-
 class PriceEndpoint(Endpoint):
     """The author writes a module that meets everything it was shown, and fixes it when a run shows it "12"."""
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cli_testing import pipe as run_pipe
-from decompose_testing import GOOD, NO_CONCERNS, run_decomposed, scripted
+from decompose_testing import GOOD, NO_CONCERNS, PRICE_FIRST as FIRST, PRICE_FIXED as FIXED, run_decomposed, scripted
 from orgtree_lang.decompose.decomposer import DecomposeSettings
 from orgtree_lang.decompose.output_review import sampled
 from orgtree_lang.decompose.versions import ModuleVersions
@@ -30,23 +30,6 @@ pipeline main(items: list[str]) -> list[int]:
         amounts = amounts + [amount]
     return amounts
 '''
-# Right for "3.50", wrong for "12": there is no part after the dot.
-FIRST = '''```pipe
-use text
-
-pipeline main(item: str) -> int:
-    parts = text.split(item, ".")
-    return int(parts[0]) * 100 + int(parts[1])
-```'''
-FIXED = '''```pipe
-use text
-
-pipeline main(item: str) -> int:
-    parts = text.split(item, ".")
-    if len(parts) == 1:
-        return int(parts[0]) * 100
-    return int(parts[0]) * 100 + int(parts[1])
-```'''
 # The repair as a split: the part that failed becomes a nested block of its own.
 SPLIT = '''```pipe
 use text
