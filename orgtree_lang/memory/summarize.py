@@ -250,14 +250,10 @@ def summarize_many(summarizer: Summarizer, texts: list[str], target_tokens: int,
     return [summarizer.summarize(text, target_tokens, tokenizer) for text in texts]
 
 
-def fit_to(text: str, target_tokens: int, tokenizer: Tokenizer) -> str:
-    """`text` if it has at most `target_tokens` tokens, else cut to fit: after the last whole line or sentence
-    that fits when that keeps at least half of the allowance, else between tokens."""
-    return fit_counted(text, target_tokens, tokenizer)[0]
-
-
 def fit_counted(text: str, target_tokens: int, tokenizer: Tokenizer) -> tuple[str, int]:
-    """`fit_to` and the token count of what it gives, the text tokenized once more at most (only when cut)."""
+    """`text` if it has at most `target_tokens` tokens, else cut to fit: after the last whole line or sentence
+    that fits when that keeps at least half of the allowance, else between tokens; and the token count of what it
+    gives, the text tokenized once more at most (only when cut)."""
     if tokenizer.encoding is None:
         tokens, ids = tokenizer.count(text), None
     else:
