@@ -87,16 +87,9 @@ class NodeCalls(RunObserver):
 
     @hearing(events.SkillCalled)
     def skill_called(self, event: events.SkillCalled) -> None:
-        name = event.name
-        args = event.args
-        kwargs = event.kwargs
-        outcome = event.outcome
-        result = event.result
-        failure = event.failure
-        started = event.started
-        self.calls.append({"name": name, "args": list(args), "kwargs": dict(kwargs), "outcome": outcome,
-                           "result": result if outcome == "ok" else None, "failure": failure,
-                           "ms": round((time.perf_counter() - started) * 1000, 3)})
+        self.calls.append({"name": event.name, "args": list(event.args), "kwargs": dict(event.kwargs),
+                           "outcome": event.outcome, "result": event.result if event.outcome == "ok" else None,
+                           "failure": event.failure, "ms": round((time.perf_counter() - event.started) * 1000, 3)})
 
     @hearing(events.AtStatement)
     def at_statement(self, event: events.AtStatement) -> None:

@@ -185,13 +185,15 @@ class McpServerSkills:
             description += f" Its MCP name is {json.dumps(tool.name)}."
         omitted = {p.name for p in params if not p.required}
         connection, tool_name, skill_name = self.connection, tool.name, name
+        # A return type with bytes in it is read from its plain JSON form (decided once, not at each call).
+        records = RecordTypes({}) if T.BYTES in _parts(returns) else None
 
         def call(**arguments: Any) -> Any:
             # Plain JSON on the wire: records as their fields, bytes values as {media_type, size, sha256, base64}.
             sent = {k: to_plain(v) for k, v in arguments.items() if not (k in omitted and v is None)}
             result = connection.call(tool_name, sent)
             value = _value(skill_name, result, tool.output_schema is not None, wrapped is not None)
-            return RecordTypes({}).from_plain(value, returns) if T.BYTES in _parts(returns) else value
+            return records.from_plain(value, returns) if records is not None else value
 
         return Skill(name=name, description=description, params=tuple(params), returns=returns,
                      returns_doc="", pure=False, func=call, origin=f"mcp server {self.spec.name}",

@@ -124,8 +124,9 @@ class Memory:
         # The blobs are written (and fsynced) on threads while the texts are cut; each text is cut into pieces
         # while the next ones are tokenized on a thread (see Tokenizer.ids_ahead).
         datas = [item[2] for item in new.values()]
+        digests = [item[3] for item in new.values()]
         with ThreadPoolExecutor(1, thread_name_prefix="memory-blobs") as pool:
-            writing = pool.submit(self.blobs.put_many, datas)
+            writing = pool.submit(self.blobs.put_many, datas, digests)
             try:
                 texts = [item[4] for item in new.values()]
                 for (key, item), ids in zip(list(new.items()), tokenizer.ids_ahead(texts)):
@@ -133,14 +134,14 @@ class Memory:
                 writing.result()
             except BaseException:
                 wait([writing])
-                self._drop_unused_blobs([item[3] for item in new.values()])
+                self._drop_unused_blobs(digests)
                 raise
         self._ready()
         pieces: list[Node] = []
         with self.store.write() as db:
             # Put again inside the transaction: only a blob that a concurrent delete of the same text removed since
             # is written here, and from here on no delete can remove it before this commit refers to it.
-            self.blobs.put_many(datas)
+            self.blobs.put_many(datas, digests)  # hashed once, above
             for key, (place, name, data, digest, ranges) in new.items():
                 # Checked again inside the transaction: another process or thread may have added it meanwhile.
                 doc = self.store.by_key(key)

@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from orgtree_lang.runtime.artifacts import ENCODING_KEY as _BYTES
 from orgtree_lang.runtime.files import write_atomic
-from orgtree_lang.runtime.values import MEMO_MIN_ITEMS
+from orgtree_lang.runtime.values import MEMO_MIN_ITEMS, IdentityMemo
 
 INLINE_BYTES = 4096  # the default threshold: values larger than this are stored as blobs
 # New files `put_many` writes side by side: the file system commits fsyncs that wait together in one journal
@@ -51,10 +51,11 @@ class BlobStore:
         write_atomic(target, data)
         return digest
 
-    def put_many(self, datas: list[bytes]) -> list[str]:
-        """`put` of each of `datas` (their sha256s, in order), the new files written and fsynced side by side:
-        when it returns every one is on disk, as after `put`."""
-        digests = [hashlib.sha256(data).hexdigest() for data in datas]
+    def put_many(self, datas: list[bytes], digests: list[str] | None = None) -> list[str]:
+        """`put` of each of `datas` (their sha256s, in order; `digests`: those sha256s, when the caller has them),
+        the new files written and fsynced side by side: when it returns every one is on disk, as after `put`."""
+        if digests is None:
+            digests = [hashlib.sha256(data).hexdigest() for data in datas]
         new = {digest: data for digest, data in zip(digests, datas) if not self.path(digest).exists()}
         if len(new) <= 1:
             for data in new.values():
@@ -95,8 +96,7 @@ class Spiller:
         self._known: dict[int, tuple[str, str, int]] = {}  # id(string) -> (the string, its digest, its bytes)
         # Big containers seen at the last spill and this one, by identity: an encoded state keeps the encoding of
         # a value that did not change (runtime.values.EncodingMemo), so its blob reference is not made again.
-        self._containers_last: dict[int, tuple[Any, int, tuple[Any, int]]] = {}
-        self._containers: dict[int, tuple[Any, int, tuple[Any, int]]] = {}
+        self._containers = IdentityMemo()
 
     def spill(self, data: Any, *, generation: bool = False) -> Any:
         """`data` with each string, list or object larger than the threshold replaced by a blob reference.
@@ -107,17 +107,12 @@ class Spiller:
         try:
             return self._spill(data)[0]
         finally:
-            self._containers_last, self._containers = self._containers, {}
+            self._containers.turn()
 
     def _spill_container(self, data: Any, spill_items: Callable[[Any], tuple[Any, int]]) -> tuple[Any, int]:
         if len(data) < MEMO_MIN_ITEMS:
             return spill_items(data)
-        key = id(data)
-        hit = self._containers.get(key) or self._containers_last.get(key)
-        if hit is None or hit[0] is not data or hit[1] != len(data):
-            hit = (data, len(data), spill_items(data))
-        self._containers[key] = hit
-        return hit[2]
+        return self._containers.get(data, spill_items)
 
     def _spill(self, data: Any) -> tuple[Any, int]:
         """The spilled data and about how many characters its JSON text takes."""
@@ -159,16 +154,21 @@ class Spiller:
             return data, size
         return self._reference(json.dumps(data), "json"), 200
 
-    def _reference(self, text: str, kind: str) -> dict[str, Any]:
+    def _stored(self, text: str, to_data: Callable[[str], bytes]) -> tuple[str, int]:
+        """(digest, bytes) of `to_data(text)` put in the store, once per string object (by identity)."""
         known = self._known.get(id(text))
         if known is not None and known[0] is text:
-            _, digest, size = known
-        else:
-            data = text.encode("utf-8", "surrogatepass")  # .pipe strings may hold any code point JSON can
-            digest, size = self.store.put(data), len(data)
-            if len(self._known) > 1024:
-                self._known.clear()
-            self._known[id(text)] = (text, digest, size)
+            return known[1], known[2]
+        data = to_data(text)
+        digest, size = self.store.put(data), len(data)
+        if len(self._known) > 1024:
+            self._known.clear()
+        self._known[id(text)] = (text, digest, size)
+        return digest, size
+
+    def _reference(self, text: str, kind: str) -> dict[str, Any]:
+        # .pipe strings may hold any code point JSON can
+        digest, size = self._stored(text, lambda t: t.encode("utf-8", "surrogatepass"))
         return {_TAG: {"sha256": digest, "bytes": size, "kind": kind, "preview": text[:PREVIEW_CHARS]}}
 
     def _bytes_reference(self, inner: dict[str, Any]) -> dict[str, Any]:
@@ -176,15 +176,7 @@ class Spiller:
         text = inner.get("base64")
         if text is None:
             return {_BYTES: inner}  # already a reference
-        known = self._known.get(id(text))
-        if known is not None and known[0] is text:
-            digest = known[1]
-        else:
-            data = base64.b64decode(text)
-            digest = self.store.put(data)
-            if len(self._known) > 1024:
-                self._known.clear()
-            self._known[id(text)] = (text, digest, len(data))
+        digest, _size = self._stored(text, base64.b64decode)
         return {_BYTES: {"media_type": inner.get("media_type"), "sha256": digest, "size": inner.get("size")}}
 
     def spill_text(self, text: str | None) -> str | None:

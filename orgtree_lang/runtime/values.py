@@ -231,7 +231,28 @@ MEMO_MIN_ITEMS = 256
 _MEMO: ContextVar[EncodingMemo | None] = ContextVar("encoding_memo", default=None)
 
 
-class EncodingMemo:
+class IdentityMemo:
+    """What `make` gave for a big list or dict, by identity, from one generation (a checkpoint) to the next: an
+    entry not used in a generation is dropped at `turn`, so the memo holds only what the state still holds."""
+
+    def __init__(self) -> None:
+        self._last: dict[int, tuple[Any, int, Any]] = {}  # id -> (the value, its length, what `make` gave)
+        self._now: dict[int, tuple[Any, int, Any]] = {}
+
+    def get(self, value: Any, make: Callable[[Any], Any]) -> Any:
+        key = id(value)
+        hit = self._now.get(key) or self._last.get(key)
+        if hit is None or hit[0] is not value or hit[1] != len(value):
+            hit = (value, len(value), make(value))
+        self._now[key] = hit
+        return hit[2]
+
+    def turn(self) -> None:
+        """End a generation: what it did not use is forgotten."""
+        self._last, self._now = self._now, {}
+
+
+class EncodingMemo(IdentityMemo):
     """The encodings of a run state's big lists and dicts, by identity, from one encoding of the state to the next.
 
     .pipe values are immutable (docs/language.md: skills return new values), so a list that is the same object
@@ -240,26 +261,16 @@ class EncodingMemo:
     entry not used by one encoding is dropped after it, so the memo holds only what the state still holds."""
 
     def __init__(self) -> None:
-        self._last: dict[int, tuple[Any, int, Any]] = {}  # id -> (the value, its length, its encoding)
-        self._now: dict[int, tuple[Any, int, Any]] = {}
+        super().__init__()
         self._token = None
 
     def __enter__(self) -> EncodingMemo:
-        self._now = {}
         self._token = _MEMO.set(self)
         return self
 
     def __exit__(self, *exc_info) -> None:
         _MEMO.reset(self._token)
-        self._last, self._now = self._now, {}
-
-    def encoded(self, value: Any, encode_items: Callable[[Any], Any]) -> Any:
-        key = id(value)
-        hit = self._now.get(key) or self._last.get(key)
-        if hit is None or hit[0] is not value or hit[1] != len(value):
-            hit = (value, len(value), encode_items(value))
-        self._now[key] = hit
-        return hit[2]
+        self.turn()
 
 
 def _encode_list(value: list) -> list:
@@ -287,13 +298,13 @@ def encode(value: Any) -> Any:
         if len(value) >= MEMO_MIN_ITEMS:
             memo = _MEMO.get()
             if memo is not None:
-                return memo.encoded(value, _encode_list)
+                return memo.get(value, _encode_list)
         return [encode(v) for v in value]
     if isinstance(value, dict):
         if len(value) >= MEMO_MIN_ITEMS:
             memo = _MEMO.get()
             if memo is not None:
-                return memo.encoded(value, _encode_dict)
+                return memo.get(value, _encode_dict)
         return _encode_dict(value)
     if isinstance(value, RecordValue):
         return {"$record": [value.record_name, {k: encode(v) for k, v in value.fields.items()}]}
