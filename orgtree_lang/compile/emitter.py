@@ -99,7 +99,7 @@ class Emitter:
         pc = self._emit(opcode, None, span)
         self.fixups.append((pc, label))  # fused jumps hold their target second: see compile()
 
-    def _label(self) -> _Label:
+    def _label(self) -> JumpTarget:
         return JumpTarget()
 
     def _place(self, label: JumpTarget, pc: int | None = None) -> None:

@@ -98,8 +98,8 @@ class TreeObserver(RunObserver):
         parent = f"{run_id}/{frame.node}"
         inputs = _call_inputs(args, kwargs) if kwargs or len(args) != 1 else summarize(args[0], 80)
         self.recorder.skill_call(
-            f"{parent}/{name}#s{state.skill_calls}", run_id, parent, name, frame.pipeline, inputs,
-            time.time() - seconds, round(seconds * 1000, 3), outcome,
+            f"{run_id}/{events.skill_node(frame.node, name, state.skill_calls)}", run_id, parent, name,
+            frame.pipeline, inputs, time.time() - seconds, round(seconds * 1000, 3), outcome,
             summarize(result) if outcome == "ok" else "", failure, tokens, cost, where)
 
     @hearing(events.BlockStarted)

@@ -135,6 +135,12 @@ class SkillCalled(Event):
     where: str | None = None
 
 
+def skill_node(frame_node: str, name: str, skill_calls: int) -> str:
+    """The org tree path of the node a SkillCalled reports: the calling frame's node, the skill, the run's count
+    of skill calls (`state.skill_calls`), as the org tree (runlog/observer.py) and the trace (vm/trace.py) name it."""
+    return f"{frame_node}/{name}#s{skill_calls}"
+
+
 @dataclass(slots=True, eq=False)
 class Printed(Event):
     """The program printed `line`."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from typing import Any, Callable, ClassVar
 
 from orgtree_lang.vm import events
@@ -20,6 +21,8 @@ def hearing(kind: type[Event], *, unpacked: bool = False) -> Callable:
     them, a third of the call, benchmarks/orgtree_overhead.py)."""
 
     def mark(method: Callable) -> Callable:
+        if unpacked:
+            _check_fields(method, kind)
         method.heard = kind
         method.unpacked = unpacked
         return method
@@ -29,6 +32,14 @@ def hearing(kind: type[Event], *, unpacked: bool = False) -> Callable:
 
 def _fields(kind: type[Event]) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(kind))
+
+
+def _check_fields(method: Callable, kind: type[Event]) -> None:
+    """The fields reach an unpacked handler by position: its parameters must be the event's fields, in order."""
+    params = tuple(inspect.signature(method).parameters)[1:]
+    if params != _fields(kind):
+        raise TypeError(f"{method.__qualname__} hears {kind.__name__} unpacked, so its parameters after self must "
+                        f"be that event's fields in order: ({', '.join(_fields(kind))}), not ({', '.join(params)})")
 
 
 def _unpacking(method: Callable, kind: type[Event]) -> Callable:

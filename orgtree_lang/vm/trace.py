@@ -196,7 +196,7 @@ class Tracer(RunObserver):
         # `where` stays out of the trace: a replay, which calls nothing, must give the same trace.
         # The node id is the one the org tree gives this call (runlog/observer.py): caller, skill, call count.
         self.emit("skill", event.frame.code.span_at(event.frame.pc - 1), event.frame.pipeline,
-                  node=_node(event.state, f"{event.frame.node}/{event.name}#s{event.state.skill_calls}"),
+                  node=_node(event.state, events.skill_node(event.frame.node, event.name, event.state.skill_calls)),
                   skill=event.name, args=[summarize(a, 80) for a in event.args],
                   kwargs={k: summarize(v, 80) for k, v in event.kwargs.items()},
                   result=summarize(event.result) if event.outcome == "ok" else None,
