@@ -1,4 +1,4 @@
-"""Tokenizer.ids_ahead: the documents' token ids made on a thread ahead of the caller, in order, errors in place."""
+"""Tokenizer.ids_ahead: the documents' token ids made in batches on threads, in order, errors in place."""
 
 from __future__ import annotations
 

@@ -122,7 +122,7 @@ class Memory:
         if not new:
             return out
         # The blobs are written (and fsynced) on threads while the texts are cut; each text is cut into pieces
-        # while the next ones are tokenized on a thread (see Tokenizer.ids_ahead).
+        # after a batch of them is tokenized on two threads (see Tokenizer.ids_ahead).
         datas = [item[2] for item in new.values()]
         digests = [item[3] for item in new.values()]
         with ThreadPoolExecutor(1, thread_name_prefix="memory-blobs") as pool:

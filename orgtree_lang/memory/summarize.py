@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import re
 import time
 from collections import Counter
@@ -63,62 +64,238 @@ class Summarizer(Protocol):
 
 
 class ExtractiveSummarizer:
-    """Deterministic and offline: keeps the sentences whose words are most frequent in the text, in text order."""
+    """Deterministic and offline: keeps the sentences whose words are most frequent in the text, in text order.
+
+    A round of the context tree with more than PARALLEL_CHARS of text is written by `processes` worker processes
+    besides this one (default: one per spare core), since the work is Python and threads would take turns; the
+    summaries are the same either way."""
 
     id = "extractive-1"
 
-    def summarize(self, text: str, target_tokens: int, tokenizer: Tokenizer) -> str:
-        import numpy
+    def __init__(self, processes: int | None = None) -> None:
+        self.processes = spare_cores() if processes is None else max(0, processes)
 
-        units = text_units(text)
-        if not units:
-            return ""
-        # Words never span the line breaks, whitespace and closing marks the units are cut at, so one scan of the
-        # units joined by line breaks finds each unit's words, each unit's end marked by its "\n". Words are ASCII
-        # letters: lowering them once found is what lowering an ASCII unit first does, and what the formula does
-        # for other units (lowering those first could turn K or İ into ASCII letters).
-        found = _WORDS_AND_ENDS.findall("\n".join(units))
+    def summarize(self, text: str, target_tokens: int, tokenizer: Tokenizer) -> str:
+        return extract(text, target_tokens)
+
+    def summarize_many(self, texts: list[str], target_tokens: int, tokenizer: Tokenizer,
+                       keep: Callable[[int, str], None] | None = None) -> list[str]:
+        """One summary per text, in order (none can fail, so `keep` is not needed). A subclass that changes
+        `summarize` has it called for each text, in this process."""
+        own = type(self).summarize is ExtractiveSummarizer.summarize
+        if own and self.processes and len(texts) > 1 and sum(map(len, texts)) > PARALLEL_CHARS:
+            return extract_on_cores(texts, target_tokens, self.processes)
+        return [self.summarize(text, target_tokens, tokenizer) for text in texts]
+
+
+# Lowering these gives ASCII letters (U+0130 "İ" gives "i" and a combining dot, U+212A the Kelvin sign "k"), so a
+# text with one of them is lowered word by word, as found; lowering any other character keeps it out of words
+# (tests/test_memory_counts.py checks that over all of Unicode).
+LOWERS_TO_ASCII = "\u0130\u212a"
+
+
+def extract(text: str, target_tokens: int) -> str:
+    """ExtractiveSummarizer's summary of `text` in about `target_tokens` tokens (a module function: worker processes
+    run it too)."""
+    import numpy
+
+    units = text_units(text)
+    if not units:
+        return ""
+    # Words never span the line breaks, whitespace and closing marks the units are cut at, so one scan of the
+    # units joined by line breaks finds each unit's words, each unit's end marked by its "\n". Words are ASCII
+    # letters, so the scan of the lowered text finds each word lowered (see LOWERS_TO_ASCII for the exceptions).
+    joined = "\n".join(units)
+    if not any(char in joined for char in LOWERS_TO_ASCII):
+        found = _WORDS_AND_ENDS.findall(joined.lower())
+        counts = Counter(found)
+        counts.pop("\n", None)
+        weight = {w: 0.0 if w in STOPWORDS else math.log1p(c) for w, c in counts.items()}
+    else:
         # Counted as spelled, then each spelling lowered once (far fewer than the words) and its count added in.
+        found = _WORDS_AND_ENDS.findall(joined)
         spelled = Counter(found)
         spelled.pop("\n", None)
-        counts: dict[str, int] = {}
+        counts = {}
         for word, count in spelled.items():
             lowered = word.lower()
             counts[lowered] = counts.get(lowered, 0) + count
-        weight = {w: 0.0 if w in STOPWORDS else math.log1p(c) for w, c in counts.items()}
-        by_spelling = {w: weight[w.lower()] for w in spelled}
-        by_spelling["\n"] = math.nan  # marks the ends of units below
-        values = numpy.fromiter(map(by_spelling.__getitem__, found), numpy.float64, len(found))
-        ends = numpy.isnan(values)
-        words = ~ends
-        unit_of = numpy.cumsum(ends)[words]
-        # bincount adds each unit's weights one after another, in text order: the sum `sum()` makes.
-        sums = numpy.bincount(unit_of, weights=values[words], minlength=len(units))
-        sizes = numpy.bincount(unit_of, minlength=len(units))
-        # Frequent words make a sentence central; the square root keeps long sentences from winning by size.
-        # The opening often names the subject: it gets half a point more (when it has words at all).
-        negated = numpy.zeros(len(units))
-        some = sizes > 0
-        negated[some] = -(sums[some] / numpy.sqrt(sizes[some]))
-        if sizes[0]:
-            negated[0] -= 0.5
-        # A stable sort of the negated scores keeps equal scores in text order.
-        ranked = numpy.argsort(negated, kind="stable").tolist()
-        # A unit costs about its characters / 4 tokens; choose by that estimate, the caller cuts to the exact count.
-        chosen: list[int] = []
-        spent = 0
-        allowance = target_tokens * 4
-        for index in ranked:
-            size = len(units[index]) + 1
-            if spent + size > allowance:
-                continue
-            chosen.append(index)
-            spent += size
-            if spent >= allowance * 0.9:
-                break
-        if not chosen:
-            chosen = [ranked[0]]
-        return "\n".join(units[i] for i in sorted(chosen))
+        by_lowered = {w: 0.0 if w in STOPWORDS else math.log1p(c) for w, c in counts.items()}
+        weight = {w: by_lowered[w.lower()] for w in spelled}
+    weight["\n"] = math.nan  # marks the ends of units below
+    values = numpy.fromiter(map(weight.__getitem__, found), numpy.float64, len(found))
+    ends = numpy.isnan(values)
+    words = ~ends
+    unit_of = numpy.cumsum(ends)[words]
+    # bincount adds each unit's weights one after another, in text order: the sum `sum()` makes.
+    sums = numpy.bincount(unit_of, weights=values[words], minlength=len(units))
+    sizes = numpy.bincount(unit_of, minlength=len(units))
+    # Frequent words make a sentence central; the square root keeps long sentences from winning by size.
+    # The opening often names the subject: it gets half a point more (when it has words at all).
+    negated = numpy.zeros(len(units))
+    some = sizes > 0
+    negated[some] = -(sums[some] / numpy.sqrt(sizes[some]))
+    if sizes[0]:
+        negated[0] -= 0.5
+    # A stable sort of the negated scores keeps equal scores in text order.
+    ranked = numpy.argsort(negated, kind="stable").tolist()
+    # A unit costs about its characters / 4 tokens; choose by that estimate, the caller cuts to the exact count.
+    chosen: list[int] = []
+    spent = 0
+    allowance = target_tokens * 4
+    for index in ranked:
+        size = len(units[index]) + 1
+        if spent + size > allowance:
+            continue
+        chosen.append(index)
+        spent += size
+        if spent >= allowance * 0.9:
+            break
+    if not chosen:
+        chosen = [ranked[0]]
+    return "\n".join(units[i] for i in sorted(chosen))
+
+
+# A round of extractive summaries over more characters than this is shared with worker processes: below it, starting
+# one (about 0.2 s) costs more than it saves.
+PARALLEL_CHARS = 4_000_000
+# The texts go out in about this many runs per process, so the processes finish close together.
+_RUNS_PER_PROCESS = 8
+# Once this process has written its share, it waits this long (or 20 times its slowest run) for the workers' last
+# runs before it stops them and writes those runs itself.
+WORKER_PATIENCE = 10.0
+# What a worker process runs.
+WORKER_CODE = "from orgtree_lang.memory.summarize import serve_extracts; serve_extracts()"
+
+
+def spare_cores() -> int:
+    """The cores this process may use, less the one it runs on."""
+    try:
+        return len(os.sched_getaffinity(0)) - 1
+    except AttributeError:  # not on Linux
+        return (os.cpu_count() or 1) - 1
+
+
+def extract_on_cores(texts: list[str], target_tokens: int, processes: int, *, help_out: bool = True) -> list[str]:
+    """`extract` of each text, in order, by `processes` worker processes and (with `help_out`) this one.
+
+    The texts are cut into consecutive runs. Each worker (`python -c` of `serve_extracts`, fed by a thread here)
+    takes the next run from the front as it is free; this process takes runs from the back, so a worker's start-up
+    delays nothing. A run a worker could not write (it did not start, died, or took far longer than the runs here)
+    is written here: the summaries never depend on who wrote them."""
+    import threading
+    from collections import deque
+
+    runs = deque(_runs(texts, (processes + 1) * _RUNS_PER_PROCESS))
+    out: list[list[str] | None] = [None] * len(texts)
+    lock = threading.Lock()
+    workers = [_ExtractWorker() for _ in range(processes)]
+
+    def take(front: bool) -> tuple[int, int] | None:
+        with lock:
+            return (runs.popleft() if front else runs.pop()) if runs else None
+
+    def feed(worker: _ExtractWorker) -> None:
+        while (run := take(front=True)) is not None:
+            summaries = worker.extract(texts[run[0]:run[1]], target_tokens)
+            if summaries is None:
+                with lock:
+                    runs.appendleft(run)  # this process writes it, when it gets there
+                return
+            out[run[0]:run[1]] = summaries
+
+    feeders = [threading.Thread(target=feed, args=(w,), name="pipe-extract", daemon=True) for w in workers]
+    for feeder in feeders:
+        feeder.start()
+    slowest = 0.0
+    if help_out:
+        while (run := take(front=False)) is not None:
+            started = time.perf_counter()
+            out[run[0]:run[1]] = [extract(text, target_tokens) for text in texts[run[0]:run[1]]]
+            slowest = max(slowest, time.perf_counter() - started)
+    patience = time.monotonic() + max(WORKER_PATIENCE, 20 * slowest)
+    for feeder, worker in zip(feeders, workers):
+        feeder.join(max(0.0, patience - time.monotonic()))
+        worker.close()  # a worker still busy is killed: its run is written below
+        feeder.join()
+    return [extract(text, target_tokens) if done is None else done for text, done in zip(texts, out)]
+
+
+class _ExtractWorker:
+    """A Python process that writes extractive summaries for `extract_on_cores` (pickles over its stdin and stdout:
+    it is our own child, started from this package)."""
+
+    def __init__(self) -> None:
+        import subprocess
+        import sys
+
+        import orgtree_lang
+
+        env = dict(os.environ)
+        # The worker imports this very package, wherever it was imported from (an install, or a checkout).
+        package_root = os.path.dirname(os.path.dirname(os.path.abspath(orgtree_lang.__file__)))
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", WORKER_CODE],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        except OSError:
+            self.process = None
+
+    def extract(self, texts: list[str], target_tokens: int) -> list[str] | None:
+        """The summaries of `texts`, or None if the worker is gone."""
+        import pickle
+
+        if self.process is None:
+            return None
+        try:
+            pickle.dump((texts, target_tokens), self.process.stdin, pickle.HIGHEST_PROTOCOL)
+            self.process.stdin.flush()
+            summaries = pickle.load(self.process.stdout)
+        except (OSError, EOFError, pickle.UnpicklingError, ValueError):
+            return None
+        return summaries if isinstance(summaries, list) and len(summaries) == len(texts) else None
+
+    def close(self) -> None:
+        if self.process is None:
+            return
+        self.process.kill()
+        self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+
+def serve_extracts() -> None:
+    """A worker's loop: (texts, target tokens) in on stdin, their `extract` summaries out on stdout, until EOF."""
+    import pickle
+    import sys
+
+    requests, answers = sys.stdin.buffer, sys.stdout.buffer
+    while True:
+        try:
+            texts, target_tokens = pickle.load(requests)
+        except EOFError:
+            return
+        pickle.dump([extract(text, target_tokens) for text in texts], answers, pickle.HIGHEST_PROTOCOL)
+        answers.flush()
+
+
+def _runs(texts: list[str], wanted: int) -> list[tuple[int, int]]:
+    """(start, end) of up to `wanted` consecutive runs of `texts` with about the same number of characters each."""
+    share = sum(map(len, texts)) / max(1, wanted)
+    runs: list[tuple[int, int]] = []
+    start, size = 0, 0
+    for i, text in enumerate(texts):
+        size += len(text)
+        if size >= share:
+            runs.append((start, i + 1))
+            start, size = i + 1, 0
+    if start < len(texts):
+        runs.append((start, len(texts)))
+    return runs
 
 
 SUMMARY_SYSTEM = ("You write the summaries of a context tree: other agents read them instead of the original text and "

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from collections import deque
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from functools import lru_cache
-from itertools import islice
 from typing import Callable, Iterator
 
 from orgtree_lang.models.tokens import tiktoken_encoding
@@ -54,11 +52,11 @@ class Tokenizer:
         return numpy.asarray(self.encoding.encode_ordinary(text), dtype=numpy.int64)
 
     def ids_ahead(self, texts: list[str]) -> Iterator:
-        """`ids` of each text, in order, tokenized on two threads ahead of the caller (tiktoken lets go of the GIL
-        while it encodes, so the caller's Python work on one text overlaps the tokenizing of the next ones)."""
+        """`ids` of each text, in order, made in batches of about BATCH_CHARS characters, each batch tokenized on
+        two threads while the caller waits (see _in_batches for why it waits)."""
         if self.encoding is None or len(texts) < 2:
             return map(self.ids, texts)
-        return _ahead(self.ids, texts)
+        return _in_batches(self.ids, texts)
 
     def ruler(self, text: str, ids=None) -> Ruler:
         """Exact counts of ranges of `text`, each line tokenized once (see Ruler); `ids` if already tokenized."""
@@ -175,18 +173,32 @@ class Ruler:
         return head + self.tokens_before[last] - self.tokens_before[first] + tail
 
 
-def _ahead(work: Callable, items: list, workers: int = 2, window: int = 8) -> Iterator:
-    """`map(work, items)`, each result made on one of `workers` threads up to `window` items before it is taken;
-    an exception is raised where its item would have been taken. Closing the iterator early cancels the rest."""
+# ids_ahead's batches: big enough that the two threads are rarely left with one long text, small enough that the ids
+# of a batch (4 bytes a token) stay a few MB.
+BATCH_CHARS = 4_000_000
+
+
+def _in_batches(work: Callable, items: list, workers: int = 2, batch: int = BATCH_CHARS) -> Iterator:
+    """`map(work, items)`, made a batch of about `batch` characters at a time on `workers` threads, each batch given
+    out once it is whole; an exception is raised where its item would have been taken. Closing the iterator early
+    cancels the rest.
+
+    The caller waits while a batch is made because tiktoken lets go of the GIL to encode and needs it back after:
+    a thread that finishes while the caller runs Python waits for the interpreter's switch interval (5 ms), a
+    text at a time, and tokenizing ahead of the caller's cutting was slower than tokenizing in bursts."""
     pool = ThreadPoolExecutor(workers, thread_name_prefix="pipe-tokenize")
     try:
-        rest = iter(items)
-        pending = deque(pool.submit(work, item) for item in islice(rest, window))
-        while pending:
-            value = pending.popleft().result()
-            for item in islice(rest, 1):
-                pending.append(pool.submit(work, item))
-            yield value
+        start = 0
+        while start < len(items):
+            end, chars = start, 0
+            while end < len(items) and (end == start or chars < batch):
+                chars += len(items[end]) if isinstance(items[end], str) else 1
+                end += 1
+            futures = [pool.submit(work, item) for item in items[start:end]]
+            wait(futures)
+            for future in futures:
+                yield future.result()
+            start = end
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
