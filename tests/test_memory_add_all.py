@@ -23,7 +23,8 @@ DOCUMENTS = [(f"notes/{i}.txt", _text(i, 300 + 400 * i)) for i in range(5)]
 
 
 def _tree(memory: Memory, doc) -> list[tuple[int, int, int, str]]:
-    return [(p.start, p.end, p.tokens, memory.text(p)) for p in memory.store.children(doc.id)]
+    """The pieces of a document: byte range in the document (its blob may be a pack of several), tokens, text."""
+    return [(p.start - doc.start, p.end - doc.start, p.tokens, memory.text(p)) for p in memory.store.children(doc.id)]
 
 
 def test_add_all_cuts_each_document_into_the_pieces_add_makes(tmp_path: Path) -> None:
@@ -95,3 +96,61 @@ def test_an_add_whose_cutting_fails_leaves_no_blob_behind(tmp_path: Path, monkey
         assert stored == [kept.blob[2:]]  # the failed add's blobs were written on a thread, then deleted
         assert memory.text(kept) == "a text that stays, and its blob with it"
         assert [d.name for d in memory.add_all(DOCUMENTS)] == [name for name, _text in DOCUMENTS]
+
+
+def _blob_files(root: Path) -> list[Path]:
+    return sorted(p for p in (root / ".orgtree" / "blobs").rglob("*") if p.is_file())
+
+
+def test_documents_added_together_share_one_pack_and_read_back_whole(tmp_path: Path) -> None:
+    with Memory(tmp_path, index=False) as memory:
+        docs = memory.add_all(DOCUMENTS + [("copy.txt", DOCUMENTS[2][1])])
+        assert len(_blob_files(tmp_path)) == 1  # one file for six documents
+        assert len({d.blob for d in docs}) == 1
+        assert docs[5].start == docs[2].start  # the same text is stored once
+        for doc, (_name, text) in zip(docs, DOCUMENTS + [("copy.txt", DOCUMENTS[2][1])]):
+            assert memory.text(doc) == text
+            assert b"".join(memory.blobs.read(p.blob, p.start, p.end) for p in memory.store.children(doc.id)) \
+                == text.encode("utf-8")
+
+
+def test_spans_count_from_the_documents_start_not_the_packs(tmp_path: Path) -> None:
+    with Memory(tmp_path, index=False) as memory:
+        docs = memory.add_all(DOCUMENTS)
+        last = docs[-1]
+        assert last.start > 0  # well inside the pack
+        assert [(s.start, s.end) for s in memory.spans(last)] == [(0, len(DOCUMENTS[-1][1].encode()))]
+        pieces = memory.store.children(last.id)
+        second = memory.spans(pieces[1])[0]
+        text = DOCUMENTS[-1][1].encode()
+        assert second.name == DOCUMENTS[-1][0]
+        assert text[second.start:second.end] == memory.text(pieces[1]).encode()
+
+
+def test_a_pack_stays_until_its_last_document_is_deleted(tmp_path: Path) -> None:
+    with Memory(tmp_path, index=False) as memory:
+        docs = memory.add_all(DOCUMENTS[:2])
+        memory.delete(docs[0])
+        assert len(_blob_files(tmp_path)) == 1
+        assert memory.text(docs[1]) == DOCUMENTS[1][1]
+        memory.delete(docs[1])
+        assert _blob_files(tmp_path) == []
+
+
+def test_one_document_alone_is_its_own_blob(tmp_path: Path) -> None:
+    with Memory(tmp_path, index=False) as memory:
+        doc = memory.add_all(DOCUMENTS[:1])[0]
+        assert (doc.blob, doc.start) == (hashlib.sha256(DOCUMENTS[0][1].encode()).hexdigest(), 0)
+
+
+def test_big_documents_are_spread_over_packs(tmp_path: Path, monkeypatch) -> None:
+    import orgtree_lang.memory.memory as memory_module
+
+    monkeypatch.setattr(memory_module, "PACK_BYTES", 3000)
+    with Memory(tmp_path, index=False) as memory:
+        docs = memory.add_all(DOCUMENTS)
+        sizes = [len(text.encode()) for _name, text in DOCUMENTS]
+        assert len({d.blob for d in docs}) == len(_blob_files(tmp_path)) > 1
+        assert all(memory.blobs.path(blob).stat().st_size <= 3000 or sum(1 for d in docs if d.blob == blob) == 1
+                   for blob in {d.blob for d in docs})
+        assert [memory.text(d) for d in docs] == [text for _name, text in DOCUMENTS] and max(sizes) > 3000

@@ -150,7 +150,7 @@ def command_add(args) -> int:
         docs = memory.add_files(args.files, tags=args.tags, progress=ProgressBar(f"indexing {label}") if large else None)
         for name, doc in zip(args.files, docs):
             pieces = len(memory.store.children(doc.id))
-            print(f"#{doc.id}  {name}  {doc.end} bytes  {pieces} pieces")
+            print(f"#{doc.id}  {name}  {doc.end - doc.start} bytes  {pieces} pieces")
             if reader is not None:
                 view = _built(memory, [doc], args, reader, summarizer)
                 print(f"    tree for {reader}: {view.levels} level(s) of summaries, {view.summarized} written, "

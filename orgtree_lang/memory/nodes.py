@@ -24,8 +24,9 @@ class Span:
 class Node:
     """One node of the context tree, stored in state.db with its bytes in a blob.
 
-    A document holds a whole text; its pieces (level 0) are consecutive byte ranges of that text that
-    together cover it exactly; a summary (level >= 1) stands for its children, in order.
+    A document holds a whole text (a byte range of its blob: documents added together share a pack, see
+    memory.pack_documents); its pieces (level 0) are consecutive byte ranges of that text that together cover it
+    exactly; a summary (level >= 1) stands for its children, in order.
     """
 
     id: int

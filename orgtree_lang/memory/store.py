@@ -144,20 +144,23 @@ class NodeStore:
         return [_node(r) for r in rows]
 
     def spans(self, node: Node) -> list[Span]:
-        """The original bytes a node stands for: merged consecutive ranges of the documents under it."""
+        """The original bytes a node stands for: merged consecutive ranges of the documents under it, counted from
+        each document's start (a document is a byte range of its blob, see memory.pack_documents)."""
         if node.kind == "document":
-            return [Span(node.id, node.name, node.start, node.end)]
-        names = {}
+            return [Span(node.id, node.name, 0, node.end - node.start)]
+        documents: dict[int, tuple[str, int]] = {}  # id -> (name, where it starts in its blob)
         spans: list[Span] = []
         for leaf in self.leaves(node.id):
-            if leaf.document not in names:
+            if leaf.document not in documents:
                 doc = self.get(leaf.document)
-                names[leaf.document] = doc.name if doc else ""
+                documents[leaf.document] = (doc.name, doc.start) if doc else ("", 0)
+            name, base = documents[leaf.document]
+            start, end = leaf.start - base, leaf.end - base
             last = spans[-1] if spans else None
-            if last and last.document == leaf.document and last.end == leaf.start:
-                spans[-1] = Span(last.document, last.name, last.start, leaf.end)
+            if last and last.document == leaf.document and last.end == start:
+                spans[-1] = Span(last.document, last.name, last.start, end)
             else:
-                spans.append(Span(leaf.document, names[leaf.document], leaf.start, leaf.end))
+                spans.append(Span(leaf.document, name, start, end))
         return spans
 
     def filter_ids(self, documents: list[int] | None = None, levels: list[int] | None = None,
