@@ -86,9 +86,13 @@ BENCHMARKS = (
     # LangGraph comes with the `benchmark` extra (pip install -e ".[benchmark]"); 300 steps were too few to be steady.
     Benchmark("step_overhead.py", ("--steps", "1000", "--repeat", "3"), (
         Figure("durable step, LangGraph / ours", r"group commit vs sync as shipped\s+([\d.-]+)x", ">=", 5.0, "x"),)),
-    Benchmark("context.py", ("--quick", "--embed", "50"), (
+    # The tree build at full size (5.8M tokens, 0.6 min): issue 26's figure is of that size, where a round of
+    # summaries is big enough to share with a worker process; at --quick's 0.5M the whole build takes 0.4 s.
+    Benchmark("context.py", ("--only", "tree", "--repeat", "3"), (
         Figure("tree build / tiktoken (wall)", r"RATIO ([\d.]+) of tokenizing alone\n", ">=", 0.3, "x"),
-        Figure("tree build / tiktoken (CPU)", r"RATIO ([\d.]+) of tokenizing alone, by CPU", ">=", 0.3, "x"),
+        Figure("tree build / tiktoken (CPU, workers too)", r"RATIO ([\d.]+) of tokenizing alone, by CPU", None, None,
+               "x"))),
+    Benchmark("context.py", ("--quick", "--only", "search", "--embed", "50"), (
         Figure("keyword search p50", r"search\s+keyword\s+k=10\s+p50\s+([\d.]+) ms", "<=", 10.0, "ms"),
         Figure("hybrid search p50, cached query", r"search\s+hybrid\s+k=10\s+p50\s+([\d.]+) ms", "<=", 10.0, "ms"))),
     Benchmark("vector_search.py", ("--real", "50"), (

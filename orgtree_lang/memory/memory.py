@@ -171,9 +171,15 @@ class Memory:
 
     def pieces(self, doc: Node, limit: int, tokenizer: Tokenizer) -> list[Node]:
         """A document's pieces, each at most `limit` tokens (a larger piece is cut further, once, and kept)."""
+        return self.pieces_of_all([doc], limit, tokenizer)
+
+    def pieces_of_all(self, docs: list[Node], limit: int, tokenizer: Tokenizer) -> list[Node]:
+        """`pieces` of each document, one after another (read from the store in a few queries)."""
+        children = self.store.children_of_all([doc.id for doc in docs])
         out: list[Node] = []
-        for piece in self.store.children(doc.id):
-            out += self._within(piece, limit, tokenizer)
+        for doc in docs:
+            for piece in children[doc.id]:
+                out += self._within(piece, limit, tokenizer)
         return out
 
     def _within(self, piece: Node, limit: int, tokenizer: Tokenizer) -> list[Node]:

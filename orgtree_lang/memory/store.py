@@ -110,6 +110,19 @@ class NodeStore:
             "SELECT child FROM memory_edges WHERE parent = ? ORDER BY position", (node_id,))]
         return self.many(ids)
 
+    def children_of_all(self, node_ids: list[int]) -> dict[int, list[Node]]:
+        """`children` of each node, in a query per 500 nodes where `children` made two a node."""
+        found: dict[int, list[Node]] = {node_id: [] for node_id in node_ids}
+        columns = _NODE_COLUMNS.replace(", ", ", n.")
+        for chunk in range(0, len(node_ids), 500):
+            part = node_ids[chunk:chunk + 500]
+            marks = ",".join("?" * len(part))
+            for row in self.db.execute(f"SELECT e.parent, n.{columns} FROM memory_edges e JOIN memory_nodes n "
+                                       f"ON n.id = e.child WHERE e.parent IN ({marks}) ORDER BY e.parent, e.position",
+                                       part):
+                found[row[0]].append(_node(row[1:]))
+        return found
+
     def parents(self, node_id: int) -> list[Node]:
         ids = [r[0] for r in self.db.execute("SELECT parent FROM memory_edges WHERE child = ?", (node_id,))]
         return self.many(ids)

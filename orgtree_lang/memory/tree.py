@@ -4,6 +4,7 @@ summaries of pieces, summaries of summaries, and so on until the stitched result
 from __future__ import annotations
 
 import hashlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
@@ -79,9 +80,7 @@ class TreeBuilder:
         fits, text, tokens = self._fits(documents)
         if fits:
             return View(text, list(documents), tokens, self.limit, 0, 0, list(documents))
-        current: list[Node] = []
-        for doc in documents:
-            current += self.memory.pieces(doc, min(PIECE_TOKENS, self.limit), self.tokenizer)
+        current = self.memory.pieces_of_all(documents, min(PIECE_TOKENS, self.limit), self.tokenizer)
         levels = 0
         for _ in range(MAX_ROUNDS):
             fits, text, tokens = self._fits(current)
@@ -160,13 +159,20 @@ class TreeBuilder:
 
     def _cache_texts(self, answers: list[tuple[tuple[int, list[Node], str, str], str]]) -> None:
         """`_cache_text` of each (item, answer) not cached yet, in one transaction, their blobs written side by side."""
-        rows = []
-        for (_place, _group, source, cache_key), raw in answers:
-            if self.memory.store.cached_summary(cache_key) is None:
-                text, tokens = fit_counted(raw if raw.strip() else source, self.target, self.tokenizer)
-                rows.append((cache_key, text.encode("utf-8"), tokens))
-        if not rows:
+        todo = [(cache_key, raw if raw.strip() else source) for (_place, _group, source, cache_key), raw in answers
+                if self.memory.store.cached_summary(cache_key) is None]
+        if not todo:
             return
+
+        def cut(item: tuple[str, str]) -> tuple[str, bytes, int]:
+            text, tokens = fit_counted(item[1], self.target, self.tokenizer)
+            return item[0], text.encode("utf-8"), tokens
+
+        if len(todo) < 8:
+            rows = list(map(cut, todo))
+        else:  # counting is mostly tiktoken's, which lets go of the GIL: two threads, this one waiting
+            with ThreadPoolExecutor(2, thread_name_prefix="pipe-summary-count") as pool:
+                rows = list(pool.map(cut, todo))
         blobs = self.memory.blobs.put_many([data for _key, data, _tokens in rows])
         with self.memory.store.write() as db:
             for (cache_key, _data, tokens), blob in zip(rows, blobs):
