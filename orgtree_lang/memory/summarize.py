@@ -208,16 +208,20 @@ def extract_on_cores(texts: list[str], target_tokens: int, processes: int, *, he
     for feeder in feeders:
         feeder.start()
     slowest = 0.0
-    if help_out:
-        while (run := take(front=False)) is not None:
-            started = time.perf_counter()
-            out[run[0]:run[1]] = [extract(text, target_tokens) for text in texts[run[0]:run[1]]]
-            slowest = max(slowest, time.perf_counter() - started)
-    patience = time.monotonic() + max(WORKER_PATIENCE, 20 * slowest)
-    for feeder, worker in zip(feeders, workers):
-        feeder.join(max(0.0, patience - time.monotonic()))
-        worker.close()  # a worker still busy is killed: its run is written below
-        feeder.join()
+    try:
+        if help_out:
+            while (run := take(front=False)) is not None:
+                started = time.perf_counter()
+                out[run[0]:run[1]] = [extract(text, target_tokens) for text in texts[run[0]:run[1]]]
+                slowest = max(slowest, time.perf_counter() - started)
+        patience = time.monotonic() + max(WORKER_PATIENCE, 20 * slowest)
+        for feeder in feeders:
+            feeder.join(max(0.0, patience - time.monotonic()))
+    finally:  # a worker still busy (or left by an interrupt) is killed: its run is written below
+        for worker in workers:
+            worker.close()
+        for feeder in feeders:
+            feeder.join()
     return [extract(text, target_tokens) if done is None else done for text, done in zip(texts, out)]
 
 
@@ -231,14 +235,13 @@ class _ExtractWorker:
 
         import orgtree_lang
 
-        env = dict(os.environ)
-        # The worker imports this very package, wherever it was imported from (an install, or a checkout).
+        # The worker imports this very package, wherever it was imported from: a checkout's folder goes first on
+        # its path; an install's site-packages is on it already, and stays where it is.
         package_root = os.path.dirname(os.path.dirname(os.path.abspath(orgtree_lang.__file__)))
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+        code = f"import sys\nif {package_root!r} not in sys.path: sys.path.insert(0, {package_root!r})\n{WORKER_CODE}"
         try:
-            self.process = subprocess.Popen(
-                [sys.executable, "-c", WORKER_CODE],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+            self.process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         except OSError:
             self.process = None
 
