@@ -77,7 +77,7 @@ class SlowModelServer:
 
 
 # The decomposer's requests (--mode ambiguous): the author writes a module that hands its input back, the
-# reviewer (told by its system prompt) raises no concern.
+# reviewers (of the module, then of its outputs: told by their system prompts) raise no concern.
 MODULE = "```pipe\npipeline main(text: str) -> str:\n    \"\"\"Hand the text back.\"\"\"\n    return text\n```"
 ACCEPTED = json.dumps({"concerns": [], "summary": "fits the spec"})
 
@@ -126,9 +126,11 @@ def time_blocks(n: int, server: SlowModelServer, workspace: Path, protocol: bool
     started = time.perf_counter()
     machine = run_program(program, workspace, registry, options, source=source, program_path=path)
     seconds = time.perf_counter() - started
-    if machine.state.result != n * len("hello") or server.requests - before != 2 * n:
-        raise SystemExit(f"N={n}: result {machine.state.result} (expected {n * 5}), "
-                         f"{server.requests - before} requests (expected {2 * n}: an author and a reviewer each)")
+    # Each block: the author, the module's reviewer, and the reviewer of what the module gave back (run-time output
+    # review, docs/decomposer.md).
+    if machine.state.result != n * len("hello") or server.requests - before != 3 * n:
+        raise SystemExit(f"N={n}: result {machine.state.result} (expected {n * 5}), {server.requests - before} "
+                         f"requests (expected {3 * n}: an author, a reviewer and an output reviewer each)")
     return seconds
 
 
