@@ -68,8 +68,11 @@ def decompose_once(workspace: Path, registry, report: str) -> tuple[str, Countin
     program = compile_source(source, PARENT_NAME, registry).program
     author = Counting(ScriptedModel.from_file(AUTHOR, role="author"))
     reviewer = Counting(ScriptedModel.from_file(REVIEWER, role="reviewer"))
+    # A reused module's later runs have their outputs reviewed at random (`review_sample`, 10% of runs by their run
+    # id): the reuse row measures reuse, so none is sampled here (it made the second run call a model 1 time in 10).
     decomposer = Decomposer(author=author, reviewer=reviewer, registry=registry, workspace=workspace,
-                            parent_file=PARENT_NAME, parent_source=source)
+                            parent_file=PARENT_NAME, parent_source=source,
+                            settings=DecomposeSettings(review_sample=0.0))
     machine = plain_machine(program, registry=registry, context=SkillContext(Workspace(workspace)),
                       resolver=decomposer, printer=lambda line: None)
     started = time.perf_counter()
