@@ -297,17 +297,17 @@ def pack_documents(datas: list[bytes], digests: list[str]) -> tuple[list[bytes],
 
     Returns the packs' bytes, their sha256s, and for each document (pack index, byte offset in that pack)."""
     groups: list[list[int]] = []  # indexes into datas, each a text not seen before
-    sizes: list[int] = []
-    first: dict[str, int] = {}
+    size = 0  # of the last group
+    seen: set[str] = set()
     for index, (data, digest) in enumerate(zip(datas, digests)):
-        if digest in first:
+        if digest in seen:
             continue
-        first[digest] = index
-        if not groups or sizes[-1] + len(data) > PACK_BYTES:
+        seen.add(digest)
+        if not groups or size + len(data) > PACK_BYTES:
             groups.append([])
-            sizes.append(0)
+            size = 0
         groups[-1].append(index)
-        sizes[-1] += len(data)
+        size += len(data)
     packs, pack_digests = [], []
     where: dict[str, tuple[int, int]] = {}
     for number, group in enumerate(groups):

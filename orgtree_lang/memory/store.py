@@ -106,12 +106,10 @@ class NodeStore:
         return [found[i] for i in ids if i in found]
 
     def children(self, node_id: int) -> list[Node]:
-        ids = [r[0] for r in self.db.execute(
-            "SELECT child FROM memory_edges WHERE parent = ? ORDER BY position", (node_id,))]
-        return self.many(ids)
+        return self.children_of_all([node_id])[node_id]
 
     def children_of_all(self, node_ids: list[int]) -> dict[int, list[Node]]:
-        """`children` of each node, in a query per 500 nodes where `children` made two a node."""
+        """The children of each node, in order, in a query per 500 nodes."""
         found: dict[int, list[Node]] = {node_id: [] for node_id in node_ids}
         columns = _NODE_COLUMNS.replace(", ", ", n.")
         for chunk in range(0, len(node_ids), 500):

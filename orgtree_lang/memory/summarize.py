@@ -11,7 +11,7 @@ from collections import Counter
 from itertools import chain
 from typing import Any, Callable, Protocol
 
-from orgtree_lang.memory.tokenizer import Tokenizer
+from orgtree_lang.memory.tokenizer import Tokenizer, consecutive_runs
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
 # The line breaks str.splitlines knows.
@@ -90,7 +90,7 @@ class ExtractiveSummarizer:
 
 # Lowering these gives ASCII letters (U+0130 "İ" gives "i" and a combining dot, U+212A the Kelvin sign "k"), so a
 # text with one of them is lowered word by word, as found; lowering any other character keeps it out of words
-# (tests/test_memory_counts.py checks that over all of Unicode).
+# (tests/test_memory_summary_cores.py checks that over all of Unicode).
 LOWERS_TO_ASCII = "\u0130\u212a"
 
 
@@ -108,20 +108,11 @@ def extract(text: str, target_tokens: int) -> str:
     joined = "\n".join(units)
     if not any(char in joined for char in LOWERS_TO_ASCII):
         found = _WORDS_AND_ENDS.findall(joined.lower())
-        counts = Counter(found)
-        counts.pop("\n", None)
-        weight = {w: 0.0 if w in STOPWORDS else math.log1p(c) for w, c in counts.items()}
-    else:
-        # Counted as spelled, then each spelling lowered once (far fewer than the words) and its count added in.
-        found = _WORDS_AND_ENDS.findall(joined)
-        spelled = Counter(found)
-        spelled.pop("\n", None)
-        counts = {}
-        for word, count in spelled.items():
-            lowered = word.lower()
-            counts[lowered] = counts.get(lowered, 0) + count
-        by_lowered = {w: 0.0 if w in STOPWORDS else math.log1p(c) for w, c in counts.items()}
-        weight = {w: by_lowered[w.lower()] for w in spelled}
+    else:  # rare: lowered as found instead
+        found = [word.lower() for word in _WORDS_AND_ENDS.findall(joined)]
+    counts = Counter(found)
+    counts.pop("\n", None)
+    weight = {w: 0.0 if w in STOPWORDS else math.log1p(c) for w, c in counts.items()}
     weight["\n"] = math.nan  # marks the ends of units below
     values = numpy.fromiter(map(weight.__getitem__, found), numpy.float64, len(found))
     ends = numpy.isnan(values)
@@ -186,7 +177,8 @@ def extract_on_cores(texts: list[str], target_tokens: int, processes: int, *, he
     import threading
     from collections import deque
 
-    runs = deque(_runs(texts, (processes + 1) * _RUNS_PER_PROCESS))
+    sizes = [len(text) for text in texts]
+    runs = deque(consecutive_runs(sizes, sum(sizes) / ((processes + 1) * _RUNS_PER_PROCESS)))
     out: list[list[str] | None] = [None] * len(texts)
     lock = threading.Lock()
     workers = [_ExtractWorker() for _ in range(processes)]
@@ -284,21 +276,6 @@ def serve_extracts() -> None:
             return
         pickle.dump([extract(text, target_tokens) for text in texts], answers, pickle.HIGHEST_PROTOCOL)
         answers.flush()
-
-
-def _runs(texts: list[str], wanted: int) -> list[tuple[int, int]]:
-    """(start, end) of up to `wanted` consecutive runs of `texts` with about the same number of characters each."""
-    share = sum(map(len, texts)) / max(1, wanted)
-    runs: list[tuple[int, int]] = []
-    start, size = 0, 0
-    for i, text in enumerate(texts):
-        size += len(text)
-        if size >= share:
-            runs.append((start, i + 1))
-            start, size = i + 1, 0
-    if start < len(texts):
-        runs.append((start, len(texts)))
-    return runs
 
 
 SUMMARY_SYSTEM = ("You write the summaries of a context tree: other agents read them instead of the original text and "

@@ -173,6 +173,21 @@ class Ruler:
         return head + self.tokens_before[last] - self.tokens_before[first] + tail
 
 
+def consecutive_runs(sizes: list[int], share: float) -> list[tuple[int, int]]:
+    """(start, end) of consecutive runs of items, each closed once its sizes reach `share` (the last may be smaller):
+    ids_ahead's batches, and the runs of texts extractive summary workers take."""
+    runs: list[tuple[int, int]] = []
+    start, total = 0, 0
+    for i, size in enumerate(sizes):
+        total += size
+        if total >= share:
+            runs.append((start, i + 1))
+            start, total = i + 1, 0
+    if start < len(sizes):
+        runs.append((start, len(sizes)))
+    return runs
+
+
 # ids_ahead's batches: big enough that the two threads are rarely left with one long text, small enough that the ids
 # of a batch (4 bytes a token) stay a few MB.
 BATCH_CHARS = 4_000_000
@@ -188,17 +203,11 @@ def _in_batches(work: Callable, items: list, workers: int = 2, batch: int = BATC
     text at a time, and tokenizing ahead of the caller's cutting was slower than tokenizing in bursts."""
     pool = ThreadPoolExecutor(workers, thread_name_prefix="pipe-tokenize")
     try:
-        start = 0
-        while start < len(items):
-            end, chars = start, 0
-            while end < len(items) and (end == start or chars < batch):
-                chars += len(items[end]) if isinstance(items[end], str) else 1
-                end += 1
+        for start, end in consecutive_runs([len(item) if isinstance(item, str) else 1 for item in items], batch):
             futures = [pool.submit(work, item) for item in items[start:end]]
             wait(futures)
             for future in futures:
                 yield future.result()
-            start = end
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
